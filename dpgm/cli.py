@@ -1,0 +1,23 @@
+"""Shared command-line plumbing: one-line errors and exit code 2 for bad input."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Sequence
+
+from dpgm.errors import DpgmError
+
+EXIT_USAGE = 2
+
+
+def run_cli(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> int:
+    """Run ``main(argv)``; turn a DpgmError into ``error: <message>`` on stderr and exit code 2."""
+    try:
+        code = main(argv)
+    except DpgmError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)

@@ -1,0 +1,285 @@
+"""Run configuration: typed dataclasses loaded from YAML and validated on load.
+
+Every option is documented once, here, in its field's ``doc``; ``python -m dpgm.config``
+prints them all. Unknown keys are errors naming the key and its section; values are
+range-checked; ``--set section.key=value`` overrides (the value is parsed as YAML).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+import yaml
+
+from dpgm.errors import ConfigError
+
+
+def opt(default: Any, doc: str) -> Any:
+    """A dataclass field with a default and its one line of documentation."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
+def _require(cond: bool, section: str, key: str, msg: str) -> None:
+    if not cond:
+        raise ConfigError(f"{section}.{key}: {msg}")
+
+
+@dataclass
+class DataConfig:
+    source: Literal["mnist", "digits", "transactions", "csv"] = opt("digits", "which loader reads the records")
+    path: str | None = opt(None, "file for transactions/csv; for mnist the folder of IDX files (default: $DPGM_DATA_DIR/mnist or data/mnist)")
+    split: Literal["train", "test"] = opt("train", "mnist split used as the private data")
+    threshold: float = opt(0.5, "binarisation threshold for image intensities scaled to [0, 1] (paper: 0.5)")
+    top_items: int | None = opt(None, "transactions: keep only the m most frequent items (null: all items)")
+    label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
+    limit: int | None = opt(None, "use only the first N records (quick experiments)")
+    download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
+
+    def validate(self) -> None:
+        _require(0.0 < self.threshold < 1.0, "data", "threshold", f"must be in (0, 1), got {self.threshold}")
+        _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
+        _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
+        _require(self.source not in ("transactions", "csv") or bool(self.path), "data", "path", f"is required for source {self.source}")
+
+
+@dataclass
+class PrivacyConfig:
+    delta: float | None = opt(None, "target delta; null means 1/(10 n) for n training records")
+    target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon stays within it (null: fixed noise, report the epsilon spent)")
+    neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
+    dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released from one batch (DESIGN.md 3.6)")
+
+    def validate(self) -> None:
+        _require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")
+        _require(self.target_epsilon is None or (math.isfinite(self.target_epsilon) and self.target_epsilon > 0), "privacy", "target_epsilon", "must be > 0")
+        _require(self.neighbouring == "add_remove", "privacy", "neighbouring", "only add_remove is implemented")
+
+
+@dataclass
+class PartitionConfig:
+    method: Literal["kernel_kmeans", "lloyd", "label", "sketch", "none"] = opt("kernel_kmeans", "DP partitioner (none: a single part, no privacy cost)")
+    k: int = opt(10, "number of parts")
+    iterations: int = opt(20, "noisy Lloyd iterations T_K (kernel_kmeans, lloyd)")
+    noise_multiplier: float = opt(40.0, "sigma_K: noise std / sensitivity of the counts and sums of each iteration")
+    target_epsilon: float | None = opt(None, "calibrate sigma_K so this stage alone costs this epsilon (overrides noise_multiplier)")
+    features: int = opt(200, "random Fourier feature frequencies D (kernel_kmeans)")
+    feature_map: Literal["paired", "cosine"] = opt("paired", "paired cos/sin map (norm exactly 1) or the paper's sqrt(2/D) cos(Wx+b) map (clipped to norm 1)")
+    gamma: float = opt(0.01, "RBF kernel exp(-gamma ||x - y||^2); frequencies ~ N(0, 2 gamma I)")
+    init: Literal["public", "random"] = opt("random", "initial centres: from a public sample (mnist: the test split) or data-independent random")
+    clip_norm: float | None = opt(None, "lloyd: L2 bound on each record (null: sqrt(m))")
+    sketch_size: int = opt(1000, "sketch: number of random frequencies m")
+    sketch_signature: Literal["exp", "quantised"] = opt("exp", "sketch: signature function f_e or 1-bit f_q")
+
+    def validate(self) -> None:
+        _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
+        _require(self.iterations >= 1, "partition", "iterations", "must be >= 1")
+        _require(self.noise_multiplier > 0, "partition", "noise_multiplier", "must be > 0")
+        _require(self.target_epsilon is None or self.target_epsilon > 0, "partition", "target_epsilon", "must be > 0")
+        _require(self.features >= 1, "partition", "features", "must be >= 1")
+        _require(self.gamma > 0, "partition", "gamma", "must be > 0")
+        _require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
+        _require(self.sketch_size >= 1, "partition", "sketch_size", "must be >= 1")
+
+
+@dataclass
+class ModelConfig:
+    kind: Literal["vae", "rbm"] = opt("vae", "generative model trained on each part")
+    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")
+    latent: int = opt(2, "VAE: latent dimension")
+    rbm_hidden: int = opt(200, "RBM: number of hidden units")
+    gibbs_steps: int = opt(1, "RBM: Gibbs steps per update of the persistent chains")
+    chains: int = opt(100, "RBM: number of persistent chains")
+
+    def validate(self) -> None:
+        _require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
+        _require(self.latent >= 1, "model", "latent", "must be >= 1")
+        _require(self.rbm_hidden >= 1, "model", "rbm_hidden", "must be >= 1")
+        _require(self.gibbs_steps >= 1, "model", "gibbs_steps", "must be >= 1")
+        _require(self.chains >= 1, "model", "chains", "must be >= 1")
+
+
+@dataclass
+class TrainingConfig:
+    epochs: float = opt(20.0, "training length in epochs; one epoch is ceil(1/q) steps (paper)")
+    sampling_rate: float = opt(0.0017, "q: Poisson sampling rate of each step")
+    noise_multiplier: float = opt(1.0, "sigma_G: gradient noise std / clipping threshold")
+    clipping: Literal["adaptive", "fixed"] = opt("adaptive", "adaptive: DPNorm picks C_s per batch (Alg. 3); fixed: clip_norm")
+    clip_norm: float = opt(1.0, "fixed clipping threshold C")
+    hist_noise_multiplier: float = opt(4.0, "sigma_C: noise on each DPNorm histogram count")
+    hist_max: float = opt(10.0, "C_max: upper end of the DPNorm histogram (0, C_max]")
+    hist_bins: int = opt(100, "w: number of DPNorm histogram bins")
+    schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (DESIGN.md 3.5); alternate: the paper's Alg. 1")
+    optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
+    learning_rate: float = opt(1e-3, "learning rate")
+    checkpoint_every: int = opt(2000, "steps between checkpoints")
+    log_every: int = opt(50, "steps between TensorBoard scalars")
+
+    def validate(self) -> None:
+        _require(self.epochs > 0, "training", "epochs", f"must be > 0, got {self.epochs}")
+        _require(0 < self.sampling_rate <= 1, "training", "sampling_rate", f"must be in (0, 1], got {self.sampling_rate}")
+        _require(self.noise_multiplier > 0, "training", "noise_multiplier", "must be > 0")
+        _require(self.clip_norm > 0, "training", "clip_norm", "must be > 0")
+        _require(self.hist_noise_multiplier > 0, "training", "hist_noise_multiplier", "must be > 0")
+        _require(self.hist_max > 0, "training", "hist_max", "must be > 0")
+        _require(self.hist_bins >= 1, "training", "hist_bins", "must be >= 1")
+        _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
+        _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
+        _require(self.log_every >= 1, "training", "log_every", "must be >= 1")
+
+
+@dataclass
+class Config:
+    name: str = opt("run", "run name: output goes to <runs_dir>/<name>")
+    seed: int | None = opt(None, "fixed seed for experiments and tests (null: OS entropy; the privacy report says which)")
+    runs_dir: str = opt("runs", "folder that holds run directories")
+    device: str = opt("cpu", "torch device")
+    data: DataConfig = field(default_factory=DataConfig, metadata={"doc": "what to load"})
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig, metadata={"doc": "budget and accounting"})
+    partition: PartitionConfig = field(default_factory=PartitionConfig, metadata={"doc": "DP partitioning stage"})
+    model: ModelConfig = field(default_factory=ModelConfig, metadata={"doc": "generative model per part"})
+    training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"doc": "DP-SGD training stage"})
+
+    def validate(self) -> None:
+        _require(bool(self.name) and "/" not in self.name, "config", "name", "must be a non-empty name without '/'")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if hasattr(value, "validate"):
+                value.validate()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _check_type(value: Any, tp: Any, where: str) -> Any:
+    """Check (and gently coerce int -> float) ``value`` against annotation ``tp``."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for arm in typing.get_args(tp):
+            try:
+                return _check_type(value, arm, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(f"{where}: {value!r} does not match {tp}")
+    if tp is type(None):
+        if value is None:
+            return None
+        raise ConfigError(f"{where}: expected null, got {value!r}")
+    if origin is Literal:
+        if value in typing.get_args(tp):
+            return value
+        raise ConfigError(f"{where}: {value!r} is not one of {list(typing.get_args(tp))}")
+    if origin is list:
+        (inner,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        return [_check_type(v, inner, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, where)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: must be finite, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported type {tp}")  # pragma: no cover
+
+
+def _build(cls: type, data: Any, section: str) -> Any:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{section}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r} in section {section!r} (known: {', '.join(sorted(names))})")
+    kwargs = {k: _check_type(v, hints[k], f"{section}.{k}" if section != "config" else k) for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def _apply_override(data: dict[str, Any], assignment: str) -> None:
+    if "=" not in assignment:
+        raise ConfigError(f"override {assignment!r} must look like section.key=value")
+    key, raw = assignment.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw != "" else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override {assignment!r}: cannot parse value ({exc.__class__.__name__})") from None
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {assignment!r}: {part!r} is not a section")
+    node[parts[-1]] = value
+
+
+def config_from_dict(data: dict[str, Any], overrides: Sequence[str] = ()) -> Config:
+    """Build and validate a Config from a mapping plus ``section.key=value`` overrides."""
+    data = dict(data or {})
+    for assignment in overrides:
+        _apply_override(data, assignment)
+    cfg = _build(Config, data, "config")
+    cfg.validate()
+    return cfg
+
+
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
+    """Read a YAML config file; errors name the file and the offending key."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    try:
+        return config_from_dict(data or {}, overrides)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def describe(cls: type = Config, prefix: str = "") -> list[str]:
+    """One line per option: dotted key, default and documentation."""
+    lines = []
+    for f in dataclasses.fields(cls):
+        hint = typing.get_type_hints(cls)[f.name]
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(hint):
+            lines.append(f"{key}:  {f.metadata.get('doc', '')}")
+            lines += describe(hint, key + ".")
+        else:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            lines.append(f"  {key} = {default!r}  # {f.metadata.get('doc', '')}")
+    return lines
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print("\n".join(describe()))

@@ -1,0 +1,95 @@
+"""The one dataset type of dpgm: n binary records over m items, dense or sparse."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.errors import DataError
+
+
+@dataclass
+class BinaryDataset:
+    """n records x m items with 0/1 values.
+
+    ``records`` is a dense uint8 array or a scipy CSR matrix (for large sparse item
+    universes such as retail baskets). ``labels`` (optional, int64, one per record) are part
+    of the private record when a partitioner uses them. ``image_shape`` is set for image
+    data (e.g. (28, 28)) so that releases can be drawn as grids.
+    """
+
+    records: np.ndarray | sp.csr_matrix
+    item_names: list[str]
+    labels: np.ndarray | None = None
+    name: str = "dataset"
+    image_shape: tuple[int, int] | None = None
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if sp.issparse(self.records):
+            self.records = sp.csr_matrix(self.records, dtype=np.uint8)
+            self.records.sum_duplicates()
+            values = self.records.data
+        else:
+            arr = np.asarray(self.records)
+            if arr.ndim != 2:
+                raise DataError(f"{self.where}: records must be a 2-d array, got shape {arr.shape}")
+            values = arr
+            self.records = arr
+        if self.records.shape[0] == 0 or self.records.shape[1] == 0:
+            raise DataError(f"{self.where}: empty dataset (shape {self.records.shape})")
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            raise DataError(f"{self.where}: records contain NaN")
+        if values.size and not np.isin(values, (0, 1)).all():
+            raise DataError(f"{self.where}: records must be binary (0/1)")
+        if not sp.issparse(self.records):
+            self.records = self.records.astype(np.uint8, copy=False)
+        if len(self.item_names) != self.n_items:
+            raise DataError(f"{self.where}: {len(self.item_names)} item names for {self.n_items} items")
+        if self.labels is not None:
+            self.labels = np.asarray(self.labels, dtype=np.int64)
+            if self.labels.shape != (self.n_records,):
+                raise DataError(f"{self.where}: {self.labels.shape[0]} labels for {self.n_records} records")
+
+    @property
+    def where(self) -> str:
+        return self.source or self.name
+
+    @property
+    def n_records(self) -> int:
+        return int(self.records.shape[0])
+
+    @property
+    def n_items(self) -> int:
+        return int(self.records.shape[1])
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.records)
+
+    def dense(self, dtype: type = np.float32) -> np.ndarray:
+        """The records as a dense array (beware: n x m)."""
+        if self.is_sparse:
+            return self.records.toarray().astype(dtype, copy=False)
+        return self.records.astype(dtype, copy=False)
+
+    def subset(self, index: Sequence[int] | np.ndarray) -> BinaryDataset:
+        """The records at ``index`` (labels and metadata follow)."""
+        idx = np.asarray(index)
+        return BinaryDataset(
+            records=self.records[idx],
+            item_names=self.item_names,
+            labels=None if self.labels is None else self.labels[idx],
+            name=self.name,
+            image_shape=self.image_shape,
+            source=self.source,
+            meta=dict(self.meta),
+        )
+
+    def record_lengths(self) -> np.ndarray:
+        """Number of items in each record."""
+        return np.asarray(self.records.sum(axis=1)).ravel().astype(np.int64)

@@ -1,0 +1,41 @@
+"""Atomic file output: write to a temporary file beside the target, then rename.
+
+A reader (or a user after a crash or Ctrl-C) never sees a half-written file under the
+final name. Used for ledgers, reports, checkpoints and synthetic data releases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary file for writing; on success rename it to ``path``, else delete it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_write(path, "w") as fh:
+        fh.write(text)
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")

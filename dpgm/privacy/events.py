@@ -1,0 +1,152 @@
+"""Privacy events: immutable descriptions of one noisy release (after dp_accounting's DpEvent).
+
+Every mechanism that touches the data returns its value together with an event; the
+accountant turns events into RDP curves. An event kind's meaning never changes: a new
+kind of release gets a new class. All parameters are keyword-only and validated here.
+
+Sensitivities are for the add/remove-one-record relation (DESIGN.md section 2): a noise
+multiplier is the noise standard deviation divided by the L2 sensitivity under that relation.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+
+class Neighbouring(enum.Enum):
+    """Which datasets count as neighbours. The reports always name it."""
+
+    ADD_REMOVE = "add_remove"
+    REPLACE_ONE = "replace_one"
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _check_rate(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= 1):
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DpEvent:
+    """Base class. ``kind`` names the event in JSON; subclasses register themselves."""
+
+    kind: ClassVar[str] = "abstract"
+    _registry: ClassVar[dict[str, type[DpEvent]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        DpEvent._registry[cls.kind] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"kind": self.kind}
+        for key, value in asdict(self).items():
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaussianEvent(DpEvent):
+    """Gaussian mechanism on the whole dataset: noise std = noise_multiplier x L2 sensitivity."""
+
+    kind: ClassVar[str] = "gaussian"
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        _check_positive("noise_multiplier", self.noise_multiplier)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledGaussianEvent(DpEvent):
+    """Gaussian mechanism on a Poisson sample: each record joins with probability sampling_rate."""
+
+    kind: ClassVar[str] = "sampled_gaussian"
+    sampling_rate: float
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        _check_rate("sampling_rate", self.sampling_rate)
+        _check_positive("noise_multiplier", self.noise_multiplier)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledJointGaussianEvent(DpEvent):
+    """Several Gaussian releases computed from the SAME Poisson batch (dependent mechanisms).
+
+    Example: the DPNorm histogram (multiplier sigma_C) and the clipped gradient sum
+    (multiplier sigma_G) of one DP-SGD step. ``bound`` picks the analysis (DESIGN.md 3.6):
+    "joint" treats them as one sampled Gaussian with multiplier (sum sigma_i^-2)^(-1/2);
+    "holder" uses the DPGM paper's Theorem 3 (Hoelder split, minimised over a grid of splits).
+    """
+
+    kind: ClassVar[str] = "sampled_joint_gaussian"
+    BOUNDS: ClassVar[tuple[str, ...]] = ("joint", "holder")
+    sampling_rate: float
+    noise_multipliers: tuple[float, ...]
+    bound: str = "joint"
+
+    def __post_init__(self) -> None:
+        _check_rate("sampling_rate", self.sampling_rate)
+        object.__setattr__(self, "noise_multipliers", tuple(float(s) for s in self.noise_multipliers))
+        if not self.noise_multipliers:
+            raise ValueError("noise_multipliers must name at least one mechanism")
+        for s in self.noise_multipliers:
+            _check_positive("noise_multipliers[i]", s)
+        if self.bound not in self.BOUNDS:
+            raise ValueError(f"bound must be one of {self.BOUNDS}, got {self.bound!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaplaceEvent(DpEvent):
+    """Laplace mechanism with scale b = L1 sensitivity / epsilon (pure epsilon-DP)."""
+
+    kind: ClassVar[str] = "laplace"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        _check_positive("epsilon", self.epsilon)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExponentialEvent(DpEvent):
+    """Exponential mechanism with privacy parameter epsilon (utility sensitivity accounted)."""
+
+    kind: ClassVar[str] = "exponential"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        _check_positive("epsilon", self.epsilon)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PureDpEvent(DpEvent):
+    """Any other pure epsilon-DP release."""
+
+    kind: ClassVar[str] = "pure_dp"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        _check_positive("epsilon", self.epsilon)
+
+
+def event_from_dict(data: dict[str, Any]) -> DpEvent:
+    """Rebuild an event from ``DpEvent.to_dict()`` output; unknown kinds or keys are errors."""
+    data = dict(data)
+    kind = data.pop("kind", None)
+    cls = DpEvent._registry.get(kind)  # type: ignore[arg-type]
+    if cls is None or cls is DpEvent:
+        raise ValueError(f"unknown privacy event kind {kind!r}")
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)} for privacy event {kind!r}")
+    for f in fields(cls):
+        if f.name in data and isinstance(data[f.name], list):
+            data[f.name] = tuple(data[f.name])
+    return cls(**data)

@@ -1,0 +1,253 @@
+"""Pure math of Renyi differential privacy: RDP curves as functions of orders and parameters.
+
+An RDP curve is an array ``rdp[i]`` = epsilon of order ``orders[i]`` (Mironov 2017). The
+moments accountant's log moment (Abadi et al.; DPGM paper section 5) is
+``alpha(lambda) = lambda * rdp(lambda + 1)``. Curves of independent mechanisms add.
+No state here: the ledger and the accountant live in ledger.py and accountant.py.
+
+All sensitivities are for add/remove neighbours (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+from scipy import integrate, optimize, special
+
+#: Fractional orders 1.1 .. 10.9, every integer 11 .. 256, then a few large orders for
+#: very small epsilons. The accountant minimises over this grid.
+DEFAULT_ORDERS: tuple[float, ...] = tuple(
+    [1.0 + x / 10.0 for x in range(1, 100)]
+    + [float(a) for a in range(11, 257)]
+    + [320.0, 384.0, 512.0, 768.0, 1024.0, 2048.0, 4096.0]
+)
+
+#: Orders above this use the integer formula at ceil(order): RDP is non-decreasing in the
+#: order, so this is a valid (never smaller) upper bound and keeps huge orders cheap.
+_FRACTIONAL_SERIES_MAX_ORDER = 64.0
+
+
+def _as_orders(orders: Sequence[float] | np.ndarray) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(orders, dtype=float))
+    if np.any(~np.isfinite(arr)) or np.any(arr <= 1.0):
+        raise ValueError("RDP orders must be finite and > 1")
+    return arr
+
+
+def gaussian_rdp(orders: Sequence[float], noise_multiplier: float) -> np.ndarray:
+    """Gaussian mechanism: rdp(a) = a / (2 sigma^2).
+
+    The DPGM paper's Lemma 1 writes the log moment as (l^2 + l) / (4 sigma^2): half the
+    true value (DESIGN.md 3.1). Here alpha(l) = l * rdp(l + 1) = (l^2 + l) / (2 sigma^2).
+    """
+    a = _as_orders(orders)
+    return a / (2.0 * noise_multiplier**2)
+
+
+def _log_a_int(q: float, sigma: float, alpha: int) -> float:
+    """log E_{mu0}[(mu1/mu0)^alpha] for integer alpha (Mironov, Talwar, Zhang 2019, eq. 3)."""
+    k = np.arange(alpha + 1, dtype=float)
+    log_binom = special.gammaln(alpha + 1) - special.gammaln(k + 1) - special.gammaln(alpha - k + 1)
+    log_terms = log_binom + k * math.log(q) + (alpha - k) * math.log1p(-q) + (k * k - k) / (2 * sigma**2)
+    return float(special.logsumexp(log_terms))
+
+
+def _log_erfc(x: float) -> float:
+    return math.log(2.0) + float(special.log_ndtr(-x * math.sqrt(2.0)))
+
+
+def _log_add(a: float, b: float) -> float:
+    return float(np.logaddexp(a, b))
+
+
+def _log_sub(a: float, b: float) -> float:
+    """log(exp(a) - exp(b)) for a >= b."""
+    if b == -np.inf:
+        return a
+    if a <= b:
+        return -np.inf if a == b else float("nan")
+    return a + math.log(-math.expm1(b - a))
+
+
+def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
+    """log A_alpha for fractional alpha: the series of Mironov, Talwar, Zhang (2019), section 3.3.
+
+    The same series Opacus and TF-Privacy use; checked against numerical integration.
+    """
+    log_a0, log_a1 = -np.inf, -np.inf
+    z0 = sigma**2 * math.log(1.0 / q - 1.0) + 0.5
+    i = 0
+    while True:
+        coef = special.binom(alpha, i)
+        if coef == 0:  # underflow far in the tail; the loop's exit test still applies
+            i += 1
+            if i > alpha + 1000:
+                break
+            continue
+        log_coef = math.log(abs(coef))
+        j = alpha - i
+        log_t0 = log_coef + i * math.log(q) + j * math.log1p(-q)
+        log_t1 = log_coef + j * math.log(q) + i * math.log1p(-q)
+        log_e0 = math.log(0.5) + _log_erfc((i - z0) / (math.sqrt(2) * sigma))
+        log_e1 = math.log(0.5) + _log_erfc((z0 - j) / (math.sqrt(2) * sigma))
+        log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + log_e0
+        log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + log_e1
+        if coef > 0:
+            log_a0, log_a1 = _log_add(log_a0, log_s0), _log_add(log_a1, log_s1)
+        else:
+            log_a0, log_a1 = _log_sub(log_a0, log_s0), _log_sub(log_a1, log_s1)
+        i += 1
+        if max(log_s0, log_s1) < -30:
+            break
+    return _log_add(log_a0, log_a1)
+
+
+@lru_cache(maxsize=100_000)
+def _sampled_gaussian_rdp_one(q: float, sigma: float, order: float) -> float:
+    if q == 1.0:
+        return order / (2.0 * sigma**2)
+    if abs(order - round(order)) < 1e-9:
+        return _log_a_int(q, sigma, int(round(order))) / (round(order) - 1.0)
+    if order > _FRACTIONAL_SERIES_MAX_ORDER:
+        up = math.ceil(order)
+        return _log_a_int(q, sigma, up) / (up - 1.0)
+    return _log_a_frac(q, sigma, order) / (order - 1.0)
+
+
+def sampled_gaussian_rdp(orders: Sequence[float], sampling_rate: float, noise_multiplier: float) -> np.ndarray:
+    """Poisson-sampled Gaussian mechanism (rate q, multiplier sigma), add/remove neighbours.
+
+    Integer orders: the exact binomial formula. Fractional orders: the Mironov-Talwar-Zhang
+    series (large fractional orders are rounded up, a valid upper bound).
+    """
+    a = _as_orders(orders)
+    return np.array([_sampled_gaussian_rdp_one(float(sampling_rate), float(noise_multiplier), float(o)) for o in a])
+
+
+def _log_integral(log_f) -> float:
+    """log of the integral over the real line of exp(log_f(x)), stabilised around the peak."""
+    res = optimize.minimize_scalar(lambda x: -log_f(x))
+    x_max = float(res.x)
+    f_max = float(log_f(x_max))
+
+    def f(x: float) -> float:
+        return math.exp(min(log_f(x) - f_max, 700.0))
+
+    left, _ = integrate.quad(f, -np.inf, x_max, limit=200, epsabs=0, epsrel=1e-10)
+    right, _ = integrate.quad(f, x_max, np.inf, limit=200, epsabs=0, epsrel=1e-10)
+    return f_max + math.log(left + right)
+
+
+def sampled_gaussian_rdp_integrated(order: float, sampling_rate: float, noise_multiplier: float) -> float:
+    """The same RDP by numerical integration of the DPGM paper's E1 and E2 (section 5).
+
+    With mu0 = N(0, sigma^2), mu1 = (1-q) mu0 + q N(1, sigma^2) and lambda = order - 1:
+    E1 = int mu0 (mu0/mu1)^lambda, E2 = int mu1 (mu1/mu0)^lambda, and
+    rdp(order) = log max(E1, E2) / lambda. Valid for any real order > 1; slow, used to check.
+    """
+    q, s, lam = float(sampling_rate), float(noise_multiplier), float(order) - 1.0
+    if lam <= 0:
+        raise ValueError("order must be > 1")
+    log_norm = -0.5 * math.log(2 * math.pi * s * s)
+
+    def log_ratio(x: float) -> float:  # log(mu1(x) / mu0(x))
+        return float(np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / (2 * s * s)))
+
+    def log_e2(x: float) -> float:  # mu0 * (mu1/mu0)^(lam+1)
+        return log_norm - x * x / (2 * s * s) + (lam + 1) * log_ratio(x)
+
+    def log_e1(x: float) -> float:  # mu1 * (mu0/mu1)^(lam+1) = mu0 * (mu0/mu1)^lam
+        return log_norm - x * x / (2 * s * s) - lam * log_ratio(x)
+
+    return max(_log_integral(log_e1), _log_integral(log_e2)) / lam
+
+
+def laplace_rdp(orders: Sequence[float], epsilon: float) -> np.ndarray:
+    """Laplace mechanism with scale sensitivity/epsilon (Mironov 2017, Proposition 6)."""
+    a = _as_orders(orders)
+    e = float(epsilon)
+    log_val = np.logaddexp(np.log(a / (2 * a - 1)) + (a - 1) * e, np.log((a - 1) / (2 * a - 1)) - a * e)
+    return np.minimum(log_val / (a - 1), e)
+
+
+def pure_dp_rdp(orders: Sequence[float], epsilon: float) -> np.ndarray:
+    """Any epsilon-DP mechanism: rdp(a) <= min(epsilon, a epsilon^2 / 2).
+
+    epsilon-DP implies (epsilon^2/2)-zCDP (Bun and Steinke 2016, Prop. 1.4), and RDP of
+    any order never exceeds the pure epsilon.
+    """
+    a = _as_orders(orders)
+    e = float(epsilon)
+    return np.minimum(e, a * e * e / 2.0)
+
+
+def joint_noise_multiplier(noise_multipliers: Sequence[float]) -> float:
+    """Gaussian releases on the same data with multipliers s_i act as one with (sum s_i^-2)^-1/2.
+
+    Stacking the releases, each scaled by 1/s_i, gives one Gaussian mechanism with unit
+    noise and squared sensitivity sum 1/s_i^2 (DESIGN.md 3.6; Andrew et al. 2021).
+    """
+    return float(sum(float(s) ** -2 for s in noise_multipliers) ** -0.5)
+
+
+def _simplex_grid(n: int, steps: int) -> np.ndarray:
+    """All weight vectors with n positive entries that are multiples of 1/steps and sum to 1."""
+    if n == 1:
+        return np.ones((1, 1))
+    rows = []
+    for first in range(1, steps - n + 2):
+        for rest in _simplex_grid(n - 1, steps - first) * (steps - first):
+            rows.append([first, *rest])
+    return np.array(rows, dtype=float) / steps
+
+
+def holder_sampled_rdp(
+    orders: Sequence[float], sampling_rate: float, noise_multipliers: Sequence[float], grid_steps: int = 40
+) -> np.ndarray:
+    """DPGM Theorem 3 for sampled Gaussians sharing one Poisson batch.
+
+    In log moments: alpha(l) <= sum_i j_i alpha_i(l / j_i) for any j_i > 0 summing to 1.
+    With alpha_i(l) = l rdp_i(l + 1) this reads rdp(a) <= sum_i rdp_i(1 + (a - 1) / j_i);
+    minimised per order over a grid of splits with step 1/grid_steps.
+    """
+    a = _as_orders(orders)
+    sigmas = [float(s) for s in noise_multipliers]
+    if len(sigmas) == 1:
+        return sampled_gaussian_rdp(a, sampling_rate, sigmas[0])
+    splits = _simplex_grid(len(sigmas), grid_steps)
+    out = np.empty_like(a)
+    for idx, order in enumerate(a):
+        totals = np.zeros(len(splits))
+        for i, s in enumerate(sigmas):
+            inner = 1.0 + (order - 1.0) / splits[:, i]
+            totals += sampled_gaussian_rdp(inner, sampling_rate, s)
+        out[idx] = totals.min()
+    return out
+
+
+def rdp_to_epsilon(
+    orders: Sequence[float], rdp: Sequence[float], delta: float, method: str = "tight"
+) -> tuple[float, float]:
+    """Convert an RDP curve to (epsilon, best order) for the given delta.
+
+    "classical" (Mironov 2017, Prop. 3): eps = rdp + log(1/delta) / (a - 1).
+    "tight" (Balle et al. 2020, Thm. 21; the conversion Opacus and dp_accounting use):
+    eps = rdp + log((a - 1) / a) - (log(delta) + log(a)) / (a - 1). Always <= classical.
+    """
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    a = _as_orders(orders)
+    r = np.asarray(rdp, dtype=float)
+    if method == "classical":
+        eps = r + math.log(1.0 / delta) / (a - 1.0)
+    elif method == "tight":
+        eps = r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+    else:
+        raise ValueError(f"unknown conversion method {method!r}")
+    if np.all(np.isnan(eps)):
+        return float("inf"), float("nan")
+    i = int(np.nanargmin(eps))
+    return max(float(eps[i]), 0.0), float(a[i])

@@ -1,0 +1,53 @@
+"""Configuration: typed loading, unknown keys, range checks, overrides."""
+
+import pytest
+
+from dpgm.config import Config, config_from_dict, load_config
+from dpgm.errors import ConfigError
+
+
+def test_defaults_validate():
+    cfg = config_from_dict({})
+    assert isinstance(cfg, Config)
+    assert cfg.privacy.neighbouring == "add_remove"
+
+
+def test_override_sets_nested_value_with_yaml_typing():
+    cfg = config_from_dict({}, ["training.epochs=5", "partition.k=3", "model.hidden=[64, 32]"])
+    assert cfg.training.epochs == 5.0 and isinstance(cfg.training.epochs, float)
+    assert cfg.partition.k == 3
+    assert cfg.model.hidden == [64, 32]
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"partition": {"kk": 3}}, "unknown key 'kk' in section 'partition'"),
+        ({"bogus": 1}, "unknown key 'bogus' in section 'config'"),
+        ({"training": {"sampling_rate": 0}}, "training.sampling_rate"),
+        ({"training": {"sampling_rate": 1.5}}, "training.sampling_rate"),
+        ({"privacy": {"delta": 1.0}}, "privacy.delta"),
+        ({"privacy": {"target_epsilon": -1}}, "privacy.target_epsilon"),
+        ({"partition": {"k": 0}}, "partition.k"),
+        ({"partition": {"k": 2.5}}, "partition.k"),
+        ({"model": {"kind": "gan"}}, "model.kind"),
+        ({"training": {"epochs": "ten"}}, "training.epochs"),
+    ],
+)
+def test_bad_values_name_the_key(data, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        config_from_dict(data)
+
+
+def test_load_config_names_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("training:\n  epochz: 3\n")
+    with pytest.raises(ConfigError, match="bad.yaml: unknown key 'epochz'"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_bad_override_syntax():
+    with pytest.raises(ConfigError, match="section.key=value"):
+        config_from_dict({}, ["training.epochs"])
