@@ -1,0 +1,55 @@
+"""The partitioner interface (DESIGN.md section 4): fit on private data, release a partition.
+
+A partitioner spends privacy only through ``accountant.charge(...)`` calls made BEFORE each
+noisy release. What it returns is the released quantities (centres, noisy part sizes) plus
+the assignment of every record to its part, which is post-processing of the release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpgm.data.dataset import BinaryDataset
+from dpgm.privacy.accountant import Accountant
+
+#: Ledger stage name used by every partitioner.
+STAGE = "partition"
+
+
+@dataclass
+class Partition:
+    """The result of a DP partitioner.
+
+    ``assignments[i]`` in 0..k-1 is the part of record i (post-processing of the release);
+    ``noisy_sizes[j]`` is the RELEASED (noisy, possibly non-integer) size of part j and is
+    the only size later stages may use; ``centres`` are whatever the method released (may be
+    None, e.g. for by-label). ``info`` holds method-specific released values for reports.
+    """
+
+    assignments: np.ndarray
+    noisy_sizes: np.ndarray
+    centres: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def k(self) -> int:
+        return int(len(self.noisy_sizes))
+
+    def part_indices(self, j: int) -> np.ndarray:
+        """Indices of the records assigned to part j (private: use inside DP mechanisms only)."""
+        return np.flatnonzero(self.assignments == j)
+
+
+class Partitioner(Protocol):
+    """Anything with this ``fit`` is a partitioner."""
+
+    def fit(self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator) -> Partition:
+        """Partition ``data``; every noisy release is charged to ``accountant`` under STAGE."""
+        ...
+
+    def assign(self, records: Any) -> np.ndarray:
+        """Parts of new records from the released centres (pure post-processing)."""
+        ...
