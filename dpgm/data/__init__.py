@@ -1,5 +1,79 @@
 """Data: the BinaryDataset type and loaders (MNIST IDX, scikit-learn digits, transactions, CSV)."""
 
-from dpgm.data.dataset import BinaryDataset
+from __future__ import annotations
 
-__all__ = ["BinaryDataset"]
+from typing import TYPE_CHECKING
+
+from dpgm.data.csv import load_csv
+from dpgm.data.dataset import BinaryDataset
+from dpgm.data.digits import load_digits
+from dpgm.data.mnist import load_mnist
+from dpgm.data.paths import data_dir, resolve_data_path
+from dpgm.data.transactions import (
+    item_counts,
+    load_transactions,
+    noisy_top_item_ids,
+    restrict_items,
+    top_item_ids,
+)
+from dpgm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dpgm.config import DataConfig
+
+__all__ = [
+    "BinaryDataset",
+    "data_dir",
+    "item_counts",
+    "load_csv",
+    "load_dataset",
+    "load_digits",
+    "load_mnist",
+    "load_public_sample",
+    "load_transactions",
+    "noisy_top_item_ids",
+    "resolve_data_path",
+    "restrict_items",
+    "top_item_ids",
+]
+
+
+def load_dataset(cfg: DataConfig) -> BinaryDataset:
+    """The private records described by ``cfg`` (source, path, split, threshold, limit, ...).
+
+    A relative ``cfg.path`` is tried as given, then under ``data_dir()``. ``top_items``
+    (transactions) ranks items by EXACT counts: see ``load_transactions``.
+    """
+    if cfg.source == "mnist":
+        folder = None if cfg.path is None else resolve_data_path(cfg.path)
+        return load_mnist(
+            cfg.split,
+            threshold=cfg.threshold,
+            directory=folder,
+            download=cfg.download,
+            limit=cfg.limit,
+        )
+    if cfg.source == "digits":
+        return load_digits(threshold=cfg.threshold, limit=cfg.limit)
+    if cfg.source in ("transactions", "csv") and not cfg.path:
+        raise ConfigError(f"data.path: is required for source {cfg.source}")
+    if cfg.source == "transactions":
+        return load_transactions(
+            resolve_data_path(cfg.path), top_items=cfg.top_items, limit=cfg.limit
+        )
+    if cfg.source == "csv":
+        return load_csv(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
+    raise ConfigError(f"data.source: unknown source {cfg.source!r}")
+
+
+def load_public_sample(cfg: DataConfig) -> BinaryDataset | None:
+    """Public data for data-independent initialisation (e.g. k-means centres), or None.
+
+    For MNIST it is the OTHER published split (the test split when training on train), loaded
+    with the same threshold and no limit; other sources have no public sample.
+    """
+    if cfg.source != "mnist":
+        return None
+    folder = None if cfg.path is None else resolve_data_path(cfg.path)
+    other = "test" if cfg.split == "train" else "train"
+    return load_mnist(other, threshold=cfg.threshold, directory=folder, download=cfg.download)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from dpgm.errors import DataError
+
+
+def _is_binary(values: np.ndarray) -> bool:
+    """All entries are 0 or 1 (a fast max() for unsigned integers, isin otherwise)."""
+    if values.dtype.kind in "bu":
+        return bool(values.max() <= 1)
+    return bool(np.isin(values, (0, 1)).all())
 
 
 @dataclass
@@ -44,7 +51,7 @@ class BinaryDataset:
             raise DataError(f"{self.where}: empty dataset (shape {self.records.shape})")
         if values.dtype.kind == "f" and np.isnan(values).any():
             raise DataError(f"{self.where}: records contain NaN")
-        if values.size and not np.isin(values, (0, 1)).all():
+        if values.size and not _is_binary(values):
             raise DataError(f"{self.where}: records must be binary (0/1)")
         if not sp.issparse(self.records):
             self.records = self.records.astype(np.uint8, copy=False)

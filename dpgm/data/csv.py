@@ -1,0 +1,121 @@
+"""Binary CSV: a header row of item names, then one record per row of 0/1 values.
+
+Plain or gzipped (``.gz``). Values may be written ``0``/``1`` (or any number equal to
+0 or 1, e.g. ``1.0``). An optional label column (by name) holds integer labels. Trailing
+blank lines are ignored; a blank line inside the data is a ragged row.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from dpgm.data.dataset import BinaryDataset
+from dpgm.data.paths import check_limit, file_stem, read_bytes
+from dpgm.errors import DataError
+
+
+def _header(path: Path, line: str) -> list[str]:
+    names = [name.strip() for name in next(_csv.reader([line]))]
+    if any(not name for name in names):
+        raise DataError(f"{path}: line 1: empty column name in the header")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise DataError(f"{path}: line 1: duplicate column name {name!r}")
+        seen.add(name)
+    return names
+
+
+def _binary_value(token: str) -> tuple[int | None, str]:
+    """(0 or 1, "") for a binary token, else (None, why: missing, NaN, non-numeric, non-binary)."""
+    if not token:
+        return None, "missing"
+    try:
+        value = float(token)
+    except ValueError:
+        return None, "non-numeric"
+    if math.isnan(value):
+        return None, "NaN"
+    return (int(value), "") if value in (0.0, 1.0) else (None, "non-binary")
+
+
+def _parse_binary(path: Path, cells: np.ndarray, names: list[str]) -> np.ndarray:
+    """The 0/1 matrix of string ``cells``; the first bad cell is reported by line and column."""
+    ones = cells == "1"
+    odd = ~(ones | (cells == "0"))
+    if odd.any():
+        where = np.argwhere(odd)
+        tokens, inverse = np.unique(cells[odd], return_inverse=True)
+        parsed = [_binary_value(str(t)) for t in tokens]
+        invalid = np.array([value is None for value, _ in parsed])
+        if invalid.any():
+            first = int(np.argmax(invalid[inverse]))  # row-major: the first bad cell in the file
+            (row, col), k = where[first], inverse[first]
+            raise DataError(
+                f"{path}: line {row + 2}, column {names[col]!r}: {parsed[k][1]} value "
+                f"{str(tokens[k])!r} (expected 0 or 1)"
+            )
+        ones[odd] = np.array([value == 1 for value, _ in parsed])[inverse]
+    return ones.astype(np.uint8)
+
+
+def _parse_labels(path: Path, cells: np.ndarray, column: str) -> np.ndarray:
+    labels = np.empty(cells.size, dtype=np.int64)
+    for row, token in enumerate(cells.tolist()):
+        try:
+            labels[row] = int(token)
+        except ValueError:
+            raise DataError(
+                f"{path}: line {row + 2}, label column {column!r}: {token!r} is not an integer"
+            ) from None
+    return labels
+
+
+def load_csv(
+    path: str | Path, *, label_column: str | None = None, limit: int | None = None
+) -> BinaryDataset:
+    """Records of a binary CSV file; ``label_column`` names the integer label column."""
+    check_limit(limit)
+    path = Path(path)
+    try:
+        text = read_bytes(path).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise DataError(f"{path}: empty file")
+    names = _header(path, lines[0])
+    if label_column is not None and label_column not in names:
+        raise DataError(f"{path}: label column {label_column!r} not in the header")
+    rows = lines[1:] if limit is None else lines[1 : limit + 1]
+    if not rows:
+        raise DataError(f"{path}: no data rows after the header (empty dataset)")
+    widths = np.fromiter((row.count(",") + 1 for row in rows), dtype=np.int64, count=len(rows))
+    ragged = np.flatnonzero(widths != len(names))
+    if ragged.size:
+        i = int(ragged[0])
+        raise DataError(f"{path}: line {i + 2} has {widths[i]} fields, the header has {len(names)}")
+    cells = np.char.strip(
+        np.array(",".join(rows).split(","), dtype=str).reshape(len(rows), len(names))
+    )
+    labels = None
+    if label_column is not None:
+        col = names.index(label_column)
+        labels = _parse_labels(path, cells[:, col], label_column)
+        cells = np.delete(cells, col, axis=1)
+        names = names[:col] + names[col + 1 :]
+    if not names:
+        raise DataError(f"{path}: no item columns besides the label column (empty dataset)")
+    return BinaryDataset(
+        records=_parse_binary(path, cells, names),
+        item_names=names,
+        labels=labels,
+        name=file_stem(path),
+        source=str(path),
+    )

@@ -1,0 +1,70 @@
+"""Where data lives and how loaders read files: the data directory, path resolution, raw bytes.
+
+The data directory is ``$DPGM_DATA_DIR`` when set, else ``data/`` relative to the current
+working directory (run dpgm from the checkout's root, as the README does; an installed
+package has no "repository folder" to fall back on, so the working directory is used).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from pathlib import Path
+
+from dpgm.errors import ConfigError, DataError
+
+DATA_DIR_ENV = "DPGM_DATA_DIR"
+
+
+def data_dir() -> Path:
+    """The data directory: ``$DPGM_DATA_DIR`` if set and non-empty, else ``./data``."""
+    raw = os.environ.get(DATA_DIR_ENV, "").strip()
+    return Path(raw).expanduser() if raw else Path("data")
+
+
+def resolve_data_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as given when absolute or present; else ``data_dir() / path`` when that exists.
+
+    Lets configs name files relative to the data directory (e.g. ``msnbc/msnbc.txt.gz``).
+    A path found nowhere is returned unchanged, so the loader's "not found" error names it.
+    """
+    given = Path(path).expanduser()
+    if given.is_absolute() or given.exists():
+        return given
+    candidate = data_dir() / given
+    return candidate if candidate.exists() else given
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's content, gunzipped when the name ends in ``.gz``; one-line DataError otherwise."""
+    if not path.is_file():
+        hint = f" (also looked in {data_dir()}; set {DATA_DIR_ENV} to the folder holding it)"
+        raise DataError(f"{path}: file not found" + ("" if path.is_absolute() else hint))
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return path.read_bytes()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DataError(f"{path}: not a valid gzip file ({exc})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def file_stem(path: Path) -> str:
+    """``msnbc`` for ``msnbc.txt.gz``: the file name without ``.gz`` and one more suffix."""
+    name = path.name.removesuffix(".gz")
+    return Path(name).stem or name
+
+
+def check_limit(limit: int | None) -> None:
+    """``limit`` (use the first N records) must be None or >= 1."""
+    if limit is not None and (isinstance(limit, bool) or int(limit) != limit or limit < 1):
+        raise ConfigError(f"data.limit: must be an integer >= 1, got {limit!r}")
+
+
+def check_threshold(threshold: float) -> None:
+    """Binarisation thresholds live in (0, 1), as in DataConfig."""
+    if not 0.0 < float(threshold) < 1.0:
+        raise ConfigError(f"data.threshold: must be in (0, 1), got {threshold!r}")

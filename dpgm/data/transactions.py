@@ -1,0 +1,236 @@
+"""Transaction files: one record per line, whitespace-separated item ids, read into scipy CSR.
+
+Format (../shared/data/*/README.md): ``NAME.txt[.gz]``, line i = record i, non-negative
+integer item ids. Every line is a record: a blank line is an empty basket, and records
+that lose all their items to ``top_items`` are kept (an empty basket is a valid record;
+dropping it would change n, which is private). An id repeated within a line counts once.
+Item names come from ``NAME.items.tsv[.gz]`` beside the file when present (column ``name``,
+else ``original_id``; that file also fixes the item universe); otherwise the universe is
+0..max id, which is derived from the data (ship an items file when it must be public).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.data.dataset import BinaryDataset
+from dpgm.data.paths import check_limit, file_stem, read_bytes
+from dpgm.errors import ConfigError, DataError
+from dpgm.privacy.events import GaussianEvent
+
+if TYPE_CHECKING:
+    from dpgm.privacy.accountant import Accountant
+
+MAX_DIGITS = 9  # ids below 10**9; a larger id is a malformed file, not a real item universe
+MAX_ITEMS = 10_000_000  # without an items file, 0..max id must stay a sane universe
+_OTHER, _SPACE, _DIGIT = 0, 1, 2
+_CLASS = np.zeros(256, dtype=np.int8)
+_CLASS[list(b" \t\r\n")] = _SPACE
+_CLASS[ord("0") : ord("9") + 1] = _DIGIT
+_POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
+
+
+def _line_of(raw: bytes, pos: int) -> int:
+    return raw.count(b"\n", 0, pos) + 1
+
+
+def _token_at(raw: bytes, pos: int) -> str:
+    """The whitespace-delimited token around byte ``pos`` (shortened for messages)."""
+    start = max(raw.rfind(c, 0, pos) for c in (b" ", b"\t", b"\r", b"\n")) + 1
+    ends = [e for e in (raw.find(c, pos) for c in (b" ", b"\t", b"\r", b"\n")) if e >= 0]
+    token = raw[start : min(ends, default=len(raw))].decode("utf-8", "replace")
+    return token if len(token) <= 40 else token[:37] + "..."
+
+
+def _reject_bad_byte(raw: bytes, pos: int, path: Path) -> None:
+    token, line = _token_at(raw, pos), _line_of(raw, pos)
+    if re.fullmatch(r"-\d+", token):
+        raise DataError(f"{path}: negative item id {token} on line {line}")
+    raise DataError(
+        f"{path}: non-integer token {token!r} on line {line} (item ids are integers >= 0)"
+    )
+
+
+def parse_transactions(
+    raw: bytes, path: Path, limit: int | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Vectorised parse: (record index of each id, item ids, number of records)."""
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    if buf.size == 0:
+        raise DataError(f"{path}: empty file")
+    newlines = np.flatnonzero(buf == ord("\n"))
+    if limit is not None and newlines.size >= limit:
+        buf, newlines = buf[: newlines[limit - 1] + 1], newlines[:limit]
+    cls = _CLASS[buf]
+    bad = np.flatnonzero(cls == _OTHER)
+    if bad.size:
+        _reject_bad_byte(raw, int(bad[0]), path)
+    n_records = newlines.size + (buf[-1] != ord("\n"))
+    is_digit = cls == _DIGIT
+    digit_pos = np.flatnonzero(is_digit)
+    if digit_pos.size == 0:
+        raise DataError(f"{path}: no item ids in {n_records} lines (empty dataset)")
+    starts = np.ones(digit_pos.size, dtype=bool)
+    starts[1:] = digit_pos[1:] != digit_pos[:-1] + 1
+    token = np.cumsum(starts) - 1
+    lengths = np.bincount(token)
+    first = np.flatnonzero(starts)
+    if lengths.max() > MAX_DIGITS:
+        pos = int(digit_pos[first[np.argmax(lengths)]])
+        raise DataError(
+            f"{path}: item id {_token_at(raw, pos)} on line {_line_of(raw, pos)} is too large"
+        )
+    exponent = (first + lengths - 1)[token] - np.arange(digit_pos.size)
+    digits = buf[digit_pos].astype(np.int64) - ord("0")
+    ids = np.add.reduceat(digits * _POW10[exponent], first)
+    rows = np.searchsorted(newlines, digit_pos[first])
+    return rows, ids, int(n_records)
+
+
+def items_file_for(path: Path) -> Path | None:
+    """``NAME.items.tsv.gz`` (or ``.tsv``) beside ``NAME.txt[.gz]``, if present."""
+    stem = file_stem(path)
+    for candidate in (path.parent / f"{stem}.items.tsv.gz", path.parent / f"{stem}.items.tsv"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_item_names(path: Path) -> list[str]:
+    """Item names by id from an items TSV (header with ``new_id``; ``name`` or ``original_id``)."""
+    try:
+        lines = read_bytes(path).decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    header = lines[0].split("\t") if lines else []
+    if "new_id" not in header:
+        raise DataError(f"{path}: header must name a 'new_id' column, got {header}")
+    column = next(c for c in ("name", "original_id", "new_id") if c in header)
+    id_col, name_col = header.index("new_id"), header.index(column)
+    ids, names = [], []
+    for line_no, line in enumerate(lines[1:], start=2):
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise DataError(
+                f"{path}: line {line_no} has {len(fields)} fields, header has {len(header)}"
+            )
+        if not fields[id_col].isdigit():
+            raise DataError(
+                f"{path}: new_id {fields[id_col]!r} on line {line_no} is not an integer >= 0"
+            )
+        ids.append(int(fields[id_col]))
+        names.append(fields[name_col])
+    order = np.argsort(ids)
+    if not np.array_equal(np.asarray(ids, dtype=np.int64)[order], np.arange(len(ids))):
+        raise DataError(f"{path}: new_id values must be 0..{len(ids) - 1}, each once")
+    return [names[i] for i in order]
+
+
+def item_counts(dataset: BinaryDataset) -> np.ndarray:
+    """Exact number of records containing each item (NOT private: never release it as is)."""
+    return np.asarray(dataset.records.sum(axis=0)).ravel().astype(np.int64)
+
+
+def top_item_ids(counts: np.ndarray, m: int) -> np.ndarray:
+    """Ids of the ``m`` largest counts (ties: lower id first), in ascending id order."""
+    if m < 1:
+        raise ConfigError(f"data.top_items: must be >= 1, got {m}")
+    return np.sort(np.argsort(-np.asarray(counts), kind="stable")[:m])
+
+
+def restrict_items(dataset: BinaryDataset, item_ids: np.ndarray) -> BinaryDataset:
+    """Keep only the columns ``item_ids`` (records left empty stay); meta['item_ids'] maps back."""
+    item_ids = np.asarray(item_ids, dtype=np.int64)
+    previous = np.asarray(dataset.meta.get("item_ids", np.arange(dataset.n_items)))
+    meta = dict(dataset.meta, item_ids=previous[item_ids].tolist())
+    return BinaryDataset(
+        records=dataset.records[:, item_ids],
+        item_names=[dataset.item_names[j] for j in item_ids],
+        labels=dataset.labels,
+        name=dataset.name,
+        image_shape=None,
+        source=dataset.source,
+        meta=meta,
+    )
+
+
+def noisy_top_item_ids(
+    dataset: BinaryDataset,
+    m: int,
+    *,
+    noise_multiplier: float,
+    accountant: Accountant,
+    rng: np.random.Generator,
+    stage: str = "data",
+) -> np.ndarray:
+    """Private choice of the m most frequent items: Gaussian noise on normalised counts.
+
+    Each record adds x / ||x||_2 to the count vector, so adding or removing one record moves
+    it by L2 norm at most 1; noise N(0, noise_multiplier^2) per item is one Gaussian mechanism
+    (charged before the noise is drawn). The item universe must be public (an items file).
+    """
+    if m < 1:
+        raise ConfigError(f"top items: m must be >= 1, got {m}")
+    accountant.charge(stage, GaussianEvent(noise_multiplier=noise_multiplier))
+    records = sp.csr_matrix(dataset.records, dtype=np.float64)
+    norms = np.sqrt(np.maximum(np.diff(records.indptr), 1))
+    weighted = np.asarray((sp.diags(1.0 / norms) @ records).sum(axis=0)).ravel()
+    noisy = weighted + rng.normal(0.0, noise_multiplier, size=weighted.shape)
+    return top_item_ids(noisy, m)
+
+
+def load_transactions(
+    path: str | Path,
+    *,
+    top_items: int | None = None,
+    limit: int | None = None,
+    name: str | None = None,
+) -> BinaryDataset:
+    """Records of a transaction file as CSR (see the module docstring for the format).
+
+    ``top_items`` keeps the m items in most records, counted WITHOUT noise: fine for
+    benchmark set-up or a public item ranking, not inside a private release (use
+    ``noisy_top_item_ids`` + ``restrict_items`` there). ``limit`` reads the first N lines.
+    """
+    check_limit(limit)
+    if top_items is not None and top_items < 1:
+        raise ConfigError(f"data.top_items: must be >= 1, got {top_items}")
+    path = Path(path)
+    raw = read_bytes(path)
+    rows, ids, n_records = parse_transactions(raw, path, limit)
+    items_path = items_file_for(path)
+    if items_path is not None:
+        names = read_item_names(items_path)
+        if ids.max() >= len(names):
+            pos = int(np.argmax(ids >= len(names)))
+            raise DataError(
+                f"{path}: item id {ids[pos]} on line {rows[pos] + 1} is outside the "
+                f"{len(names)} items of {items_path.name}"
+            )
+    else:
+        if ids.max() >= MAX_ITEMS:
+            raise DataError(
+                f"{path}: item id {ids.max()} too large without an items file (ids are 0-based)"
+            )
+        names = [str(j) for j in range(int(ids.max()) + 1)]
+    indptr = np.zeros(n_records + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_records), out=indptr[1:])
+    records = sp.csr_matrix(
+        (np.ones(ids.size, dtype=np.int32), ids, indptr), shape=(n_records, len(names))
+    )
+    records.sum_duplicates()
+    records.data[:] = 1
+    meta = {"items_file": None if items_path is None else str(items_path)}
+    dataset = BinaryDataset(
+        records=records, item_names=names, name=name or file_stem(path), source=str(path), meta=meta
+    )
+    if top_items is None or top_items >= dataset.n_items:
+        return dataset
+    restricted = restrict_items(dataset, top_item_ids(item_counts(dataset), top_items))
+    restricted.meta["top_items"] = {"m": int(top_items), "counts": "exact (not private)"}
+    return restricted
