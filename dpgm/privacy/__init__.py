@@ -17,11 +17,11 @@ __all__ = [
     "DpEvent",
     "GaussianEvent",
     "LaplaceEvent",
+    "LedgerEntry",
     "Neighbouring",
+    "PrivacyLedger",
     "PureDpEvent",
     "SampledGaussianEvent",
     "SampledJointGaussianEvent",
     "event_from_dict",
-    "LedgerEntry",
-    "PrivacyLedger",
 ]

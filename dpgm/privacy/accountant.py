@@ -8,9 +8,10 @@ budget BEFORE the mechanism runs, and reports epsilon overall and per stage.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from dpgm.privacy.events import (
     ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
+    Neighbouring,
     PureDpEvent,
     SampledGaussianEvent,
     SampledJointGaussianEvent,
@@ -36,12 +38,13 @@ def _rdp_curve_cached(event: DpEvent, orders: tuple[float, ...]) -> np.ndarray:
         return R.sampled_gaussian_rdp(orders, event.sampling_rate, event.noise_multiplier)
     if isinstance(event, SampledJointGaussianEvent):
         if event.bound == "joint":
-            sigma = R.joint_noise_multiplier(event.noise_multipliers)
-            return R.sampled_gaussian_rdp(orders, event.sampling_rate, sigma)
+            return R.joint_sampled_rdp(orders, event.sampling_rate, event.noise_multipliers)
         return R.holder_sampled_rdp(orders, event.sampling_rate, event.noise_multipliers)
     if isinstance(event, LaplaceEvent):
         return R.laplace_rdp(orders, event.epsilon)
-    if isinstance(event, (PureDpEvent, ExponentialEvent)):
+    if isinstance(event, ExponentialEvent):
+        return R.exponential_rdp(orders, event.epsilon)
+    if isinstance(event, PureDpEvent):
         return R.pure_dp_rdp(orders, event.epsilon)
     raise TypeError(f"no RDP analysis for event kind {event.kind!r}")
 
@@ -71,15 +74,39 @@ class PrivacySpent:
     conversion: str = "tight"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon, "delta": self.delta, "order": self.order, "conversion": self.conversion}
+        order = self.order if math.isfinite(self.order) else None  # JSON has no Infinity
+        return {"epsilon": self.epsilon, "delta": self.delta, "order": order, "conversion": self.conversion}
+
+
+#: Events that are pure epsilon-DP: their epsilons also compose by plain addition.
+_PURE_EVENTS = (LaplaceEvent, PureDpEvent, ExponentialEvent)
+
+
+def pure_epsilon(event: DpEvent, count: int = 1) -> float:
+    """Pure-DP epsilon of ``count`` uses of ``event`` (basic composition); inf if not pure."""
+    return count * event.epsilon if isinstance(event, _PURE_EVENTS) else math.inf
 
 
 def epsilon_from_rdp(
-    rdp: Sequence[float], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS
+    rdp: Sequence[float], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS, pure: float = math.inf
 ) -> PrivacySpent:
-    """The tighter valid conversion (Balle et al. 2020); the classical one is never smaller."""
+    """The tighter valid conversion (Balle et al. 2020); the classical one is never smaller.
+
+    ``pure``: the ledger's pure-DP epsilon by basic composition (inf unless every release is
+    pure); it is also (epsilon, delta)-DP for any delta, so the smaller of the two is reported.
+    """
     eps, order = R.rdp_to_epsilon(orders, rdp, delta, method="tight")
+    if pure < eps:
+        return PrivacySpent(epsilon=pure, delta=delta, order=math.inf, conversion="pure composition")
     return PrivacySpent(epsilon=eps, delta=delta, order=order, conversion="tight")
+
+
+def ledger_epsilon(
+    entries: Sequence[LedgerEntry], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS
+) -> PrivacySpent:
+    """Epsilon of a list of ledger entries at ``delta`` (RDP, or basic composition if all pure)."""
+    pure = sum(pure_epsilon(e.event, e.count) for e in entries)
+    return epsilon_from_rdp(ledger_rdp(entries, orders), delta, orders, pure)
 
 
 class Accountant:
@@ -103,29 +130,36 @@ class Accountant:
         if budget_epsilon is not None and not (math.isfinite(budget_epsilon) and budget_epsilon > 0):
             raise ValueError(f"budget_epsilon must be finite and > 0, got {budget_epsilon!r}")
         self.ledger = ledger if ledger is not None else PrivacyLedger()
+        if self.ledger.neighbouring is not Neighbouring.ADD_REMOVE:
+            raise ValueError(
+                f"the RDP accountant analyses add/remove neighbours only; this ledger assumes "
+                f"{self.ledger.neighbouring.value!r} (DESIGN.md section 2)"
+            )
         self.delta = float(delta)
         self.budget_epsilon = budget_epsilon
         self.orders = tuple(float(o) for o in orders)
         self._rdp = ledger_rdp(self.ledger.entries, self.orders)
+        self._pure = sum(pure_epsilon(e.event, e.count) for e in self.ledger.entries)
 
     def rdp(self) -> np.ndarray:
         return self._rdp.copy()
 
     def spent(self) -> PrivacySpent:
         """Epsilon of everything in the ledger so far, at this accountant's delta."""
-        return epsilon_from_rdp(self._rdp, self.delta, self.orders)
+        return epsilon_from_rdp(self._rdp, self.delta, self.orders, self._pure)
 
     def epsilon_if(self, event: DpEvent, count: int = 1) -> float:
         """Epsilon the ledger would reach after ``count`` more ``event``s (nothing recorded)."""
         rdp = self._rdp + count * rdp_curve(event, self.orders)
-        return epsilon_from_rdp(rdp, self.delta, self.orders).epsilon
+        return epsilon_from_rdp(rdp, self.delta, self.orders, self._pure + pure_epsilon(event, count)).epsilon
 
     def charge(self, stage: str, event: DpEvent, count: int = 1) -> None:
         """Record ``count`` uses of ``event`` by ``stage``; refuse (raise) if over budget."""
         entry = LedgerEntry(stage, event, count)
         new_rdp = self._rdp + count * rdp_curve(event, self.orders)
+        new_pure = self._pure + pure_epsilon(event, count)
         if self.budget_epsilon is not None:
-            eps = epsilon_from_rdp(new_rdp, self.delta, self.orders).epsilon
+            eps = epsilon_from_rdp(new_rdp, self.delta, self.orders, new_pure).epsilon
             if eps > self.budget_epsilon:
                 raise PrivacyBudgetError(
                     f"stage {stage!r} would raise epsilon to {eps:.4g}, above the budget "
@@ -133,25 +167,27 @@ class Accountant:
                 )
         self.ledger.append(entry)
         self._rdp = new_rdp
+        self._pure = new_pure
 
     def stage_epsilons(self) -> dict[str, float]:
         """Epsilon each stage would cost on its own (at this delta). They do not add up."""
         out = {}
         for stage in self.ledger.stages():
             entries = [e for e in self.ledger.entries if e.stage == stage]
-            out[stage] = epsilon_from_rdp(ledger_rdp(entries, self.orders), self.delta, self.orders).epsilon
+            out[stage] = ledger_epsilon(entries, self.delta, self.orders).epsilon
         return out
+
+    def dependent_bounds(self) -> list[str]:
+        """Analyses used for dependent releases sharing a batch ("joint" and/or "holder")."""
+        return sorted({e.event.bound for e in self.ledger.entries if isinstance(e.event, SampledJointGaussianEvent)})
 
     def report(self) -> dict[str, Any]:
         """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages."""
-        spent = self.spent()
         return {
-            "epsilon": spent.epsilon,
-            "delta": spent.delta,
-            "order": spent.order,
-            "conversion": spent.conversion,
+            **self.spent().to_dict(),
             "neighbouring": self.ledger.neighbouring.value,
             "accountant": "rdp",
+            "dependent_bounds": self.dependent_bounds(),
             "budget_epsilon": self.budget_epsilon,
             "stage_epsilons": self.stage_epsilons(),
         }

@@ -81,8 +81,9 @@ class SampledJointGaussianEvent(DpEvent):
 
     Example: the DPNorm histogram (multiplier sigma_C) and the clipped gradient sum
     (multiplier sigma_G) of one DP-SGD step. ``bound`` picks the analysis (DESIGN.md 3.6):
-    "joint" treats them as one sampled Gaussian with multiplier (sum sigma_i^-2)^(-1/2);
-    "holder" uses the DPGM paper's Theorem 3 (Hoelder split, minimised over a grid of splits).
+    "joint" treats them as one sampled Gaussian with multiplier (sum sigma_i^-2)^(-1/2) (exact);
+    "holder" uses the DPGM paper's Theorem 3 (Hoelder split, minimised over a grid of splits),
+    raised to the joint value at the orders where the paper's bound undercuts it (rdp.py).
     """
 
     kind: ClassVar[str] = "sampled_joint_gaussian"
@@ -115,7 +116,10 @@ class LaplaceEvent(DpEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ExponentialEvent(DpEvent):
-    """Exponential mechanism with privacy parameter epsilon (utility sensitivity accounted)."""
+    """Exponential mechanism that is epsilon-DP, e.g. P(r) ~ exp(epsilon u(r) / (2 sensitivity(u))).
+
+    Such a mechanism is epsilon-bounded-range, which the accountant uses (rdp.exponential_rdp).
+    """
 
     kind: ClassVar[str] = "exponential"
     epsilon: float
