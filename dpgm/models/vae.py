@@ -1,0 +1,99 @@
+"""Variational autoencoder for binary records (DPGM paper, section 4.2): Bernoulli decoder.
+
+A plain nn.Module with no privacy code. Every trainable parameter lives in an nn.Linear
+layer called once per forward pass and each record's loss depends on its own row only,
+so DP-SGD can clip per record without materialising per-record gradients.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from dpgm.errors import ConfigError
+
+
+def init_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:
+    """Re-initialise ``layer`` like nn.Linear's default, drawing from ``generator``."""
+    nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
+    if layer.bias is not None:
+        bound = 1.0 / math.sqrt(layer.in_features) if layer.in_features > 0 else 0.0
+        nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+
+
+def mlp(widths: Sequence[int], generator: torch.Generator | None) -> nn.Sequential:
+    """Linear layers of the given widths with ReLU between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(widths)):
+        linear = nn.Linear(fan_in, fan_out)
+        init_linear(linear, generator)
+        layers.append(linear)
+        if i < len(widths) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class VAE(nn.Module):
+    """Encoder MLP -> Gaussian q(z|x) -> decoder MLP -> Bernoulli logits (paper: 200 ReLU, 2-d latent).
+
+    ``generator`` (keyword) seeds the weight initialisation; None uses torch's global RNG.
+    """
+
+    def __init__(
+        self,
+        n_items: int,
+        hidden: Sequence[int] = (200,),
+        latent: int = 2,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if n_items < 1 or latent < 1 or any(h < 1 for h in hidden):
+            raise ConfigError(f"VAE needs n_items, latent and hidden widths >= 1, got {n_items}, {latent}, {list(hidden)}")
+        self.n_items = int(n_items)
+        self.latent = int(latent)
+        self.hidden = [int(h) for h in hidden]
+        self.encoder = mlp([self.n_items, *self.hidden, 2 * self.latent], generator)
+        self.decoder = mlp([self.latent, *reversed(self.hidden), self.n_items], generator)
+
+    def _device_dtype(self) -> tuple[torch.device, torch.dtype]:
+        p = next(self.parameters())
+        return p.device, p.dtype
+
+    def forward(self, x: Tensor, eps: Tensor) -> Tensor:
+        """Negative ELBO of each row of ``x`` with reparameterisation noise ``eps`` [B, latent] -> [B]."""
+        stats = self.encoder(x)
+        mu, logvar = stats[:, : self.latent], stats[:, self.latent :]
+        z = mu + torch.exp(0.5 * logvar) * eps
+        logits = self.decoder(z)
+        recon = F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(dim=1)
+        kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=1)
+        return recon + kl
+
+    def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
+        """Negative ELBO per record [B]; one N(0, I) reparameterisation draw per record from ``generator``."""
+        device, dtype = self._device_dtype()
+        x = x.to(device=device, dtype=dtype)
+        eps = torch.randn(x.shape[0], self.latent, generator=generator, device=device, dtype=dtype)
+        return self(x, eps)
+
+    def post_processing_loss(self, generator: torch.Generator | None) -> Tensor | None:
+        """No data-independent loss term for the VAE (see RBM.post_processing_loss)."""
+        return None
+
+    @torch.no_grad()
+    def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """Bernoulli means [n, n_items] of records decoded from z ~ N(0, I)."""
+        device, dtype = self._device_dtype()
+        z = torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
+        return torch.sigmoid(self.decoder(z))
+
+    @torch.no_grad()
+    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """0/1 records [n, n_items] (float) drawn from the Bernoulli decoder."""
+        return torch.bernoulli(self.sample_probs(n, generator), generator=generator)

@@ -1,0 +1,48 @@
+"""DPNorm (DPGM paper, Alg. 3): a private clipping threshold from a noisy histogram of norms.
+
+The norms of one Poisson batch are counted in w equal bins over (0, C_max]; bin j covers
+(j C_max / w, (j + 1) C_max / w]. A norm above C_max is counted in the last bin and a norm of
+exactly 0 in the first, so every record adds exactly 1 to exactly one count: the histogram
+has L2 sensitivity 1 under add/remove (DESIGN.md 2; the paper's sqrt(2) is replace-one).
+Each count gets N(0, sigma_C^2) noise; the threshold is the upper edge of the noisy arg-max bin.
+The caller accounts the release (with the gradient of the same batch, DESIGN.md 3.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class DPNormResult:
+    """The released threshold C_s and the noisy histogram it came from (both private to release)."""
+
+    threshold: float
+    noisy_counts: Tensor
+
+
+def norm_histogram(norms: Tensor, *, hist_max: float, bins: int) -> Tensor:
+    """Counts [bins] of ``norms`` in (j C_max/w, (j+1) C_max/w]; overflow -> last bin, 0 -> first."""
+    width = hist_max / bins
+    index = torch.ceil(norms.detach().cpu().double() / width).long() - 1
+    index = index.clamp_(0, bins - 1)
+    return torch.bincount(index, minlength=bins).to(torch.float64)
+
+
+def dpnorm(
+    norms: Tensor,
+    *,
+    hist_max: float,
+    bins: int,
+    noise_multiplier: float,
+    generator: torch.Generator | None,
+) -> DPNormResult:
+    """Alg. 3: noisy mode of the norm histogram; returns C_s = its bin's upper edge."""
+    counts = norm_histogram(norms, hist_max=hist_max, bins=bins)
+    noise = torch.normal(0.0, float(noise_multiplier), size=(bins,), generator=generator, dtype=torch.float64)
+    noisy = counts + noise
+    j = int(torch.argmax(noisy))
+    return DPNormResult(threshold=(j + 1) * hist_max / bins, noisy_counts=noisy)

@@ -1,0 +1,165 @@
+"""Mixture training (DPGM paper Alg. 1): one generative model per part, trained by DP-SGD.
+
+Two schedules (DESIGN.md 3.5):
+- "parallel" (default): every step Poisson-samples the WHOLE dataset at rate q and updates
+  every part's model with the sampled records of its own part. Parts are disjoint, so each
+  record enters one sampled Gaussian mechanism per step (parallel composition): one ledger
+  entry per step, whatever k is. The number of updates per model is data-independent.
+- "alternate": the paper's schedule, with the choice of model made from the RELEASED noisy
+  part sizes (the paper uses true sizes, which leaks). One model steps per global step; its
+  part is Poisson-sampled at rate q; one ledger entry per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+from dpgm.config import TrainingConfig
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.events import DpEvent
+from dpgm.training.dpsgd import DPSGD
+
+#: Ledger stage name of DP-SGD training.
+STAGE = "training"
+
+#: Data-independent floor on a part's released size when it sets an expected batch size.
+MIN_PART_SIZE = 1.0
+
+
+def part_probabilities(noisy_sizes: np.ndarray) -> torch.Tensor:
+    """Probability of each part, proportional to its released size (DESIGN.md 3.4).
+
+    Negative noisy sizes count as 0; if no size is positive every part is equally likely.
+    Uses only released values, so choosing parts this way is post-processing.
+    """
+    w = np.maximum(np.asarray(noisy_sizes, dtype=float), 0.0)
+    if w.sum() <= 0:
+        w = np.ones_like(w)
+    return torch.as_tensor(w / w.sum(), dtype=torch.float64)
+
+
+class RecordStore:
+    """The private records on the training device; gathers batches by index (dense or CSR)."""
+
+    def __init__(self, records: np.ndarray | sp.csr_matrix, device: str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.sparse = sp.issparse(records)
+        if self.sparse:
+            self._csr = records.tocsr()
+        else:
+            self._dense = torch.as_tensor(np.asarray(records), dtype=torch.float32, device=self.device)
+
+    def rows(self, index: np.ndarray) -> torch.Tensor:
+        if self.sparse:
+            return torch.as_tensor(self._csr[index].toarray(), dtype=torch.float32, device=self.device)
+        return self._dense[torch.as_tensor(index, device=self.device)]
+
+
+def make_optimizer(cfg: TrainingConfig, params: Any) -> torch.optim.Optimizer:
+    """The update rule applied after privatisation (post-processing)."""
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.learning_rate)
+    return torch.optim.SGD(params, lr=cfg.learning_rate)
+
+
+@dataclass
+class StepLog:
+    """What one global step produced (for the progress bar and TensorBoard)."""
+
+    loss: float
+    clip_norms: list[float]
+    batch_sizes: list[int]
+
+
+class MixtureTrainer:
+    """Alg. 1: k DP-SGD optimisers over the parts of a released partition."""
+
+    def __init__(
+        self,
+        models: list[nn.Module],
+        records: RecordStore,
+        assignments: np.ndarray,
+        noisy_sizes: np.ndarray,
+        cfg: TrainingConfig,
+        *,
+        bound: str,
+        generator: torch.Generator,
+    ) -> None:
+        if len(models) != len(noisy_sizes):
+            raise ValueError("one model per part is required")
+        self.models = models
+        self.records = records
+        self.cfg = cfg
+        self.bound = bound
+        self.generator = generator
+        self.n = int(len(assignments))
+        self.parts = [np.flatnonzero(assignments == j) for j in range(len(models))]
+        self._part_of = torch.as_tensor(assignments, dtype=torch.long)
+        self.weights = np.asarray(noisy_sizes, dtype=float)
+        self.optimizers = [make_optimizer(cfg, m.parameters()) for m in models]
+        self.dpsgd = [
+            DPSGD(
+                model,
+                sampling_rate=cfg.sampling_rate,
+                expected_batch_size=cfg.sampling_rate * max(float(size), MIN_PART_SIZE),
+                noise_multiplier=cfg.noise_multiplier,
+                clipping=cfg.clipping,
+                clip_norm=cfg.clip_norm,
+                hist_noise_multiplier=cfg.hist_noise_multiplier,
+                hist_max=cfg.hist_max,
+                hist_bins=cfg.hist_bins,
+                optimizer=opt,
+                generator=generator,
+            )
+            for model, opt, size in zip(models, self.optimizers, noisy_sizes)
+        ]
+
+    def event(self) -> DpEvent:
+        """The ledger event of one global step (the same for every part and both schedules)."""
+        return self.dpsgd[0].event(bound=self.bound)
+
+    def _sample(self, candidates: np.ndarray) -> np.ndarray:
+        """Poisson sampling: each candidate joins independently with probability q."""
+        keep = torch.rand(len(candidates), generator=self.generator) < self.cfg.sampling_rate
+        return candidates[keep.numpy()]
+
+    def step(self, accountant: Accountant) -> StepLog:
+        """One global step; charged to ``accountant`` before any record is read."""
+        accountant.charge(STAGE, self.event())
+        if self.cfg.schedule == "parallel":
+            chosen = range(len(self.models))
+            sampled = self._sample(np.arange(self.n))
+            part_of = self._part_of[sampled].numpy()
+            batches = [sampled[part_of == j] for j in chosen]
+        else:
+            j = int(torch.multinomial(part_probabilities(self.weights), 1, generator=self.generator))
+            chosen = [j]
+            batches = [self._sample(self.parts[j])]
+        losses, clips, sizes = [], [], []
+        for j, idx in zip(chosen, batches):
+            self.models[j].train()
+            result = self.dpsgd[j].step(self.records.rows(idx))
+            if result.batch_size:
+                losses.append(result.loss * result.batch_size)
+            clips.append(result.clip_norm)
+            sizes.append(result.batch_size)
+        total = sum(sizes)
+        return StepLog(loss=float(sum(losses) / total) if total else float("nan"), clip_norms=clips, batch_sizes=sizes)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "models": [m.state_dict() for m in self.models],
+            "optimizers": [o.state_dict() for o in self.optimizers],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for m, s in zip(self.models, state["models"]):
+            m.load_state_dict(s)
+        for o, s in zip(self.optimizers, state["optimizers"]):
+            o.load_state_dict(s)

@@ -1,0 +1,189 @@
+"""DP-SGD step: clipping, equality with Opacus, noise scale, empty batches, events, RBM phases."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from dpgm.errors import ConfigError
+from dpgm.models import RBM, VAE
+from dpgm.privacy.events import SampledGaussianEvent, SampledJointGaussianEvent
+from dpgm.training.dpsgd import DPSGD, poisson_sample
+
+
+class ZeroGradient(nn.Module):
+    """A model whose loss has zero gradient: any parameter movement is pure DP noise."""
+
+    def __init__(self, n_in: int = 40, n_out: int = 25) -> None:
+        super().__init__()
+        self.lin = nn.Linear(n_in, n_out)
+
+    def loss_per_record(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        return (self.lin(x) * 0.0).sum(dim=1)
+
+
+def make_dpsgd(model: nn.Module, seed: int = 0, lr: float = 0.1, **kwargs) -> DPSGD:
+    args = {"sampling_rate": 0.01, "expected_batch_size": 10.0, "noise_multiplier": 1.0, "clipping": "fixed"}
+    args.update(kwargs)
+    return DPSGD(model, optimizer=torch.optim.SGD(model.parameters(), lr=lr), generator=torch.Generator().manual_seed(seed), **args)
+
+
+def flat(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_poisson_sample_rate_and_indices() -> None:
+    gen = torch.Generator().manual_seed(0)
+    sizes = [len(poisson_sample(1000, 0.05, gen)) for _ in range(400)]
+    assert abs(sum(sizes) / 400 - 50) < 1.5
+    idx = poisson_sample(1000, 0.5, gen)
+    assert idx.dtype == torch.long and bool((idx[1:] > idx[:-1]).all()) and 0 <= int(idx.min()) and int(idx.max()) < 1000
+    with pytest.raises(ConfigError):
+        poisson_sample(10, 0.0, gen)
+
+
+def test_every_per_record_contribution_is_clipped() -> None:
+    gen = torch.Generator().manual_seed(1)
+    model = VAE(16, hidden=[8], latent=2, generator=gen).double()
+    dp = make_dpsgd(model, noise_multiplier=1e-12, clip_norm=0.7, expected_batch_size=1.0)
+    x = (torch.rand(12, 16, generator=gen) < 0.5).double()
+    for scale in (1e-3, 1.0, 50.0):  # gradients well below, around and far above the threshold
+        for i in range(12):
+            grads, result = dp.privatised_gradients(x[i : i + 1] * scale)
+            norm = float(torch.sqrt(sum(g.pow(2).sum() for g in grads)))
+            assert norm <= 0.7 * (1 + 1e-9)
+            if scale == 50.0:
+                assert norm == pytest.approx(0.7, rel=1e-6)
+            assert result.batch_size == 1
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook")
+def test_fixed_step_equals_opacus_dpoptimizer_step() -> None:
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    torch.manual_seed(0)  # only for this test's model init; the library code never uses it
+    ours = VAE(10, hidden=[6], latent=2)
+    theirs = copy.deepcopy(ours)
+    start = flat(ours)
+    x = (torch.rand(5, 10, generator=torch.Generator().manual_seed(9)) < 0.5).float()
+    sigma, clip, expected = 1.3, 0.5, 8  # realised batch 5, expected 8: division must use 8
+
+    dp = DPSGD(ours, sampling_rate=0.01, expected_batch_size=expected, noise_multiplier=sigma, clipping="fixed",
+               clip_norm=clip, optimizer=torch.optim.SGD(ours.parameters(), lr=0.1), generator=torch.Generator().manual_seed(5))
+    dp.step(x)
+
+    gsm = GradSampleModule(theirs, loss_reduction="mean")
+    gen = torch.Generator().manual_seed(5)  # same stream: reparameterisation noise, then gradient noise per parameter
+    opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=0.1), noise_multiplier=sigma, max_grad_norm=clip,
+                      expected_batch_size=expected, loss_reduction="mean", generator=gen)
+    theirs.loss_per_record(x, gen).mean().backward()
+    opt.step()
+    assert not torch.allclose(flat(ours), start, atol=1e-3)
+    torch.testing.assert_close(flat(ours), flat(theirs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook")
+def test_fixed_step_equals_opacus_with_noise_only_in_the_clipped_sum() -> None:
+    """Same comparison with sigma tiny: the clipped sums themselves agree (no shared-noise luck)."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    torch.manual_seed(1)
+    ours = VAE(10, hidden=[6], latent=2)
+    theirs = copy.deepcopy(ours)
+    start = flat(ours)
+    x = (torch.rand(7, 10, generator=torch.Generator().manual_seed(3)) < 0.5).float()
+    dp = DPSGD(ours, sampling_rate=0.01, expected_batch_size=4, noise_multiplier=1e-9, clipping="fixed",
+               clip_norm=0.3, optimizer=torch.optim.SGD(ours.parameters(), lr=1.0), generator=torch.Generator().manual_seed(2))
+    dp.step(x)
+    gsm = GradSampleModule(theirs, loss_reduction="mean")
+    gen = torch.Generator().manual_seed(2)
+    opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=1.0), noise_multiplier=0.0, max_grad_norm=0.3,
+                      expected_batch_size=4, loss_reduction="mean", generator=gen)
+    theirs.loss_per_record(x, gen).mean().backward()
+    opt.step()
+    torch.testing.assert_close(flat(ours) - start, flat(theirs) - start, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("clipping", ["fixed", "adaptive"])
+def test_zero_gradient_model_drifts_with_the_predicted_noise_scale(clipping: str) -> None:
+    q, n, sigma, lr, clip = 0.02, 1000, 2.0, 0.5, 1.5
+    model = ZeroGradient()
+    start = flat(model)
+    dp = make_dpsgd(model, seed=7, lr=lr, sampling_rate=q, expected_batch_size=q * n, noise_multiplier=sigma,
+                    clipping=clipping, clip_norm=clip, hist_noise_multiplier=1.0, hist_max=10.0, hist_bins=100)
+    batch = torch.ones(20, 40)
+    result = dp.step(batch)
+    # adaptive: all 20 norms are 0 -> first bin (0, 0.1] beats noise of std 1 -> C_s = 0.1
+    c_s = clip if clipping == "fixed" else 0.1
+    assert result.clip_norm == pytest.approx(c_s)
+    drift = flat(model) - start
+    predicted = sigma * c_s * lr / (q * n)
+    assert abs(float(drift.std()) / predicted - 1) < 0.08  # 1025 coordinates: sampling error ~2%
+    assert abs(float(drift.mean())) < 4 * predicted / math.sqrt(drift.numel())
+
+
+def test_empty_batch_still_adds_noise_and_steps() -> None:
+    model = ZeroGradient()
+    start = flat(model)
+    dp = make_dpsgd(model, seed=3, lr=1.0, expected_batch_size=5.0, noise_multiplier=1.0, clip_norm=2.0, clipping="adaptive",
+                    hist_max=4.0, hist_bins=8)
+    result = dp.step(torch.zeros(0, 40))
+    assert result.batch_size == 0 and math.isnan(result.loss)
+    assert result.clip_norm in {0.5 * j for j in range(1, 9)}
+    drift = flat(model) - start
+    assert abs(float(drift.std()) / (result.clip_norm / 5.0) - 1) < 0.08
+
+
+def test_events_of_one_step() -> None:
+    model = ZeroGradient()
+    fixed = make_dpsgd(model, sampling_rate=0.03, noise_multiplier=1.1)
+    assert fixed.event() == SampledGaussianEvent(sampling_rate=0.03, noise_multiplier=1.1)
+    adaptive = make_dpsgd(model, sampling_rate=0.03, noise_multiplier=1.1, clipping="adaptive", hist_noise_multiplier=4.0)
+    assert adaptive.event() == SampledJointGaussianEvent(sampling_rate=0.03, noise_multipliers=(4.0, 1.1), bound="joint")
+    assert adaptive.event("holder").bound == "holder"
+
+
+@pytest.mark.parametrize("bad", [{"expected_batch_size": 0.0}, {"noise_multiplier": 0.0}, {"sampling_rate": 1.5},
+                                 {"clipping": "median"}, {"hist_bins": 0}, {"clip_norm": float("nan")}])
+def test_bad_parameters_are_config_errors(bad: dict) -> None:
+    with pytest.raises(ConfigError):
+        make_dpsgd(ZeroGradient(), **bad)
+
+
+def test_rbm_step_is_noisy_positive_phase_over_expected_size_minus_negative_phase() -> None:
+    gen = torch.Generator().manual_seed(4)
+    model = RBM(6, n_hidden=5, chains=30, generator=gen).double()
+    before = copy.deepcopy(model)
+    x = (torch.rand(8, 6, generator=gen) < 0.5).double()
+    lr, expected = 0.1, 12.0
+    dp = make_dpsgd(model, seed=5, lr=lr, expected_batch_size=expected, noise_multiplier=1e-12, clip_norm=1e6)
+    dp.step(x)
+    chains = model.chains  # advanced by this step with the old parameters (post-processing)
+    assert not torch.equal(chains, before.chains)
+    p_data, p_model = before.hidden_probs(x).detach(), before.hidden_probs(chains).detach()
+    grad_w = -(p_data.t() @ x) / expected + p_model.t() @ chains / len(chains)
+    grad_c = -p_data.sum(0) / expected + p_model.mean(0)
+    grad_b = -x.sum(0) / expected + chains.mean(0)
+    torch.testing.assert_close(model.hidden.weight, before.hidden.weight - lr * grad_w)
+    torch.testing.assert_close(model.hidden.bias, before.hidden.bias - lr * grad_c)
+    torch.testing.assert_close(model.visible_bias.weight.squeeze(0), before.visible_bias.weight.squeeze(0) - lr * grad_b)
+
+
+def test_adaptive_training_reduces_vae_loss() -> None:
+    gen = torch.Generator().manual_seed(6)
+    data = torch.zeros(400, 12)
+    data[:200, :6] = 1.0
+    data[200:, 6:] = 1.0
+    model = VAE(12, hidden=[16], latent=2, generator=gen)
+    dp = DPSGD(model, sampling_rate=0.25, expected_batch_size=100.0, noise_multiplier=0.5, clipping="adaptive",
+               optimizer=torch.optim.Adam(model.parameters(), lr=0.02), generator=gen)
+    first = float(model.loss_per_record(data, gen).mean().detach())
+    for _ in range(150):
+        dp.step(data[poisson_sample(400, 0.25, gen)])
+    assert float(model.loss_per_record(data, gen).mean().detach()) < 0.6 * first

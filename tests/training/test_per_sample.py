@@ -1,0 +1,116 @@
+"""Ghost clipping: per-record norms and clipped sums equal explicit per-record gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from dpgm.errors import ConfigError
+from dpgm.models import RBM, VAE
+from dpgm.training.per_sample import GhostClipper
+
+
+def loop_grads(model: nn.Module, loss_fn, batch_size: int) -> list[list[torch.Tensor]]:
+    """Per-record gradients by a Python loop over single records (the reference)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return [list(torch.autograd.grad(loss_fn(i), params)) for i in range(batch_size)]
+
+
+def flat_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    return torch.sqrt(sum(g.pow(2).sum() for g in grads))
+
+
+def check_against_loop(model: nn.Module, batch_loss, single_loss, batch_size: int) -> None:
+    ghost = GhostClipper(model).compute(batch_loss)
+    per_record = loop_grads(model, single_loss, batch_size)
+    expected_norms = torch.stack([flat_norm(g) for g in per_record])
+    torch.testing.assert_close(ghost.norms, expected_norms, rtol=1e-10, atol=1e-12)
+    weights = torch.linspace(0.1, 2.0, batch_size, dtype=torch.float64)
+    sums = ghost.clipped_sum(weights)
+    for j, s in enumerate(sums):
+        expected = sum(w * g[j] for w, g in zip(weights, per_record))
+        torch.testing.assert_close(s, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_vae_norms_and_clipped_sum_equal_single_record_loop() -> None:
+    gen = torch.Generator().manual_seed(0)
+    model = VAE(12, hidden=[8, 5], latent=3, generator=gen).double()
+    x = (torch.rand(7, 12, generator=gen) < 0.4).double()
+    eps = torch.randn(7, 3, generator=gen, dtype=torch.float64)
+    check_against_loop(model, lambda: model(x, eps), lambda i: model(x[i : i + 1], eps[i : i + 1]).sum(), 7)
+
+
+def test_rbm_norms_and_clipped_sum_equal_single_record_loop() -> None:
+    gen = torch.Generator().manual_seed(1)
+    model = RBM(10, n_hidden=6, generator=gen).double()
+    with torch.no_grad():  # non-zero biases so every term of the positive phase is exercised
+        model.hidden.bias.normal_(0, 0.5, generator=gen)
+        model.visible_bias.weight.normal_(0, 0.5, generator=gen)
+    x = (torch.rand(9, 10, generator=gen) < 0.5).double()
+    check_against_loop(model, lambda: model.loss_per_record(x, gen), lambda i: model.free_energy(x[i : i + 1]).sum(), 9)
+
+
+def test_rbm_positive_phase_is_v_times_hidden_probabilities() -> None:
+    gen = torch.Generator().manual_seed(2)
+    model = RBM(5, n_hidden=4, generator=gen).double()
+    x = (torch.rand(6, 5, generator=gen) < 0.5).double()
+    ghost = GhostClipper(model).compute(lambda: model.loss_per_record(x, gen))
+    grad_w, grad_c, grad_b = ghost.clipped_sum(torch.ones(6, dtype=torch.float64))
+    probs = model.hidden_probs(x).detach()
+    torch.testing.assert_close(grad_w, -probs.t() @ x)
+    torch.testing.assert_close(grad_c, -probs.sum(0))
+    torch.testing.assert_close(grad_b, -x.sum(0, keepdim=True))
+
+
+def test_vae_norms_match_torch_func_per_sample_gradients() -> None:
+    gen = torch.Generator().manual_seed(3)
+    model = VAE(9, hidden=[7], latent=2, generator=gen).double()
+    x = (torch.rand(5, 9, generator=gen) < 0.5).double()
+    eps = torch.randn(5, 2, generator=gen, dtype=torch.float64)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def one(p, xi, ei):
+        return functional_call(model, p, (xi.unsqueeze(0), ei.unsqueeze(0))).sum()
+
+    per_sample = vmap(grad(one), in_dims=(None, 0, 0))(params, x, eps)
+    expected = torch.sqrt(sum(g.reshape(5, -1).pow(2).sum(1) for g in per_sample.values()))
+    ghost = GhostClipper(model).compute(lambda: model(x, eps))
+    torch.testing.assert_close(ghost.norms, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_frozen_parameters_are_left_out_of_the_norm() -> None:
+    gen = torch.Generator().manual_seed(4)
+    model = VAE(6, hidden=[4], latent=2, generator=gen).double()
+    model.encoder[0].weight.requires_grad_(False)
+    x = (torch.rand(3, 6, generator=gen) < 0.5).double()
+    eps = torch.randn(3, 2, generator=gen, dtype=torch.float64)
+    check_against_loop(model, lambda: model(x, eps), lambda i: model(x[i : i + 1], eps[i : i + 1]).sum(), 3)
+
+
+def test_parameter_outside_linear_layers_is_rejected() -> None:
+    model = nn.Sequential(nn.Linear(3, 2), nn.LayerNorm(2))
+    with pytest.raises(ConfigError, match="nn.Linear"):
+        GhostClipper(model)
+
+
+def test_layer_called_twice_is_rejected() -> None:
+    layer = nn.Linear(3, 3)
+    clipper = GhostClipper(layer)
+    with pytest.raises(ConfigError, match="once"):
+        clipper.compute(lambda: layer(layer(torch.ones(2, 3))).sum(1))
+    # the clipper is usable again after the error, and hooks are inert outside compute()
+    layer(torch.ones(2, 3))
+    assert clipper.compute(lambda: layer(torch.ones(2, 3)).sum(1)).norms.shape == (2,)
+
+
+def test_record_with_non_finite_gradient_is_dropped() -> None:
+    layer = nn.Linear(3, 2).double()
+    x = torch.tensor([[1.0, 2.0, 3.0], [float("inf"), 0.0, 1.0]], dtype=torch.float64)
+    ghost = GhostClipper(layer).compute(lambda: layer(x).pow(2).sum(1))
+    assert ghost.norms[1] == 0 and torch.isfinite(ghost.norms[0])
+    sums = ghost.clipped_sum(torch.ones(2, dtype=torch.float64))
+    single = GhostClipper(layer).compute(lambda: layer(x[:1]).pow(2).sum(1)).clipped_sum(torch.ones(1, dtype=torch.float64))
+    for s, t in zip(sums, single):
+        torch.testing.assert_close(s, t)
