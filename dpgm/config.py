@@ -77,6 +77,11 @@ class PartitionConfig:
     clip_norm: float | None = opt(None, "lloyd: L2 bound on each record (null: sqrt(m))")
     sketch_size: int = opt(1000, "sketch: number of random frequencies m")
     sketch_signature: Literal["exp", "quantised"] = opt("exp", "sketch: signature function f_e or 1-bit f_q")
+    sketch_mechanism: Literal["gaussian", "laplace"] = opt("gaussian", "sketch: Gaussian noise (RDP; L2 sensitivity sqrt(r)) or Laplace (pure eps, SPARS Theorem 1; L1 sensitivity r c_f / 2); laplace without target_epsilon spends eps = 1/noise_multiplier")
+    sketch_measurements: int | None = opt(None, "sketch: r, entries of the sketch each record contributes to (uniform random mask; null: all m)")
+    sketch_sigma2: float | None = opt(None, "sketch: public frequency scale sigma^2 (~ per-item variance within a cluster; null: the public sample's mean item variance, else 1/4)")
+    sketch_frequencies: Literal["adapted_radius", "gaussian"] = opt("adapted_radius", "sketch: frequency law, adapted radius (Keriven et al.) or N(0, I / sigma^2)")
+    sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins (post-processing)")
 
     def validate(self) -> None:
         _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
@@ -87,6 +92,9 @@ class PartitionConfig:
         _require(self.gamma > 0, "partition", "gamma", "must be > 0")
         _require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
         _require(self.sketch_size >= 1, "partition", "sketch_size", "must be >= 1")
+        _require(self.sketch_measurements is None or 1 <= self.sketch_measurements <= self.sketch_size, "partition", "sketch_measurements", "must be in 1..sketch_size")
+        _require(self.sketch_sigma2 is None or self.sketch_sigma2 > 0, "partition", "sketch_sigma2", "must be > 0")
+        _require(self.sketch_decodes >= 1, "partition", "sketch_decodes", "must be >= 1")
 
 
 @dataclass
@@ -188,6 +196,11 @@ def _check_type(value: Any, tp: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, where)
     if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-5 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                raise ConfigError(f"{where}: expected a number, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
         if not math.isfinite(value):

@@ -51,3 +51,8 @@ def test_load_config_names_file(tmp_path):
 def test_bad_override_syntax():
     with pytest.raises(ConfigError, match="section.key=value"):
         config_from_dict({}, ["training.epochs"])
+
+
+def test_yaml_exponent_without_dot_is_a_number():
+    cfg = config_from_dict({"privacy": {"delta": "1e-5"}}, ["training.learning_rate=1e-3"])
+    assert cfg.privacy.delta == 1e-5 and cfg.training.learning_rate == 1e-3

@@ -187,3 +187,8 @@ def steps_for_budget(
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def default_delta(n: int) -> float:
+    """1/(10 n) rounded DOWN to a power of ten: only n's order of magnitude is treated as public."""
+    return 10.0 ** math.floor(math.log10(1.0 / (10.0 * n)))

@@ -105,3 +105,11 @@ def test_steps_for_epochs_is_ceil_of_one_over_q_per_epoch() -> None:
     for bad in [(0, 0.1), (-1.0, 0.1), (float("nan"), 0.1), (True, 0.1), ("2", 0.1), (1, 0.0), (1, 1.5)]:
         with pytest.raises(ValueError):
             steps_for_epochs(*bad)
+
+
+def test_default_delta_is_a_power_of_ten_below_one_over_ten_n():
+    from dpgm.privacy.calibrate import default_delta
+
+    assert default_delta(60_000) == pytest.approx(1e-6)
+    assert default_delta(1_797) == pytest.approx(1e-5)
+    assert default_delta(1_000) <= 1 / 10_000

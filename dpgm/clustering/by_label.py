@@ -1,0 +1,116 @@
+"""Partitions whose parts are known in advance: one part per label value, or a single part.
+
+The part of a record is its label (part of the private record; the label range 0..k-1 is
+public) or, for the single part, 0. The only release is the part sizes, as one Gaussian
+count histogram: under add/remove a record changes one count by 1 (parallel composition
+over the disjoint parts), so the histogram is ONE ``GaussianEvent(noise_multiplier=sigma)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpgm.clustering.base import STAGE, Partition
+from dpgm.clustering.noisy_lloyd import resolve_sigma, stage_epsilon
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError, DataError
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.events import GaussianEvent
+
+
+def histogram_event(sigma: float) -> GaussianEvent:
+    """The one ledger event of a Gaussian count histogram over disjoint parts (sensitivity 1)."""
+    return GaussianEvent(noise_multiplier=sigma)
+
+
+def noisy_histogram(
+    parts: np.ndarray, k: int, *, sigma: float, accountant: Accountant, rng: np.random.Generator
+) -> np.ndarray:
+    """Counts of parts 0..k-1 plus N(0, sigma^2) each; charged to the accountant first."""
+    accountant.charge(STAGE, histogram_event(sigma), 1)
+    return np.bincount(parts, minlength=k).astype(np.float64) + rng.normal(0.0, sigma, size=k)
+
+
+@dataclass
+class _HistogramPartitioner:
+    """Shared fit: parts from ``_parts(data)``, sizes from one noisy histogram."""
+
+    k: int = 1
+    noise_multiplier: float = 40.0
+    target_epsilon: float | None = None
+
+    method: ClassVar[str] = "abstract"
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"partition.k: must be >= 1, got {self.k}")
+
+    def _parts(self, data: BinaryDataset) -> np.ndarray:
+        raise NotImplementedError
+
+    def fit(
+        self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator
+    ) -> Partition:
+        """Assign records to their known parts and release the noisy part sizes."""
+        parts = self._parts(data)
+        sigma = resolve_sigma(
+            self.noise_multiplier, self.target_epsilon, histogram_event, 1, accountant.delta
+        )
+        released = noisy_histogram(parts, self.k, sigma=sigma, accountant=accountant, rng=rng)
+        info = {
+            "method": self.method,
+            "noise_multiplier": sigma,
+            "target_epsilon": self.target_epsilon,
+            "stage_epsilon": stage_epsilon(histogram_event(sigma), 1, accountant.delta),
+            "delta": accountant.delta,
+            "released_counts": released.tolist(),
+        }
+        return Partition(
+            assignments=parts, noisy_sizes=np.maximum(released, 0.0), centres=None, info=info
+        )
+
+
+@dataclass
+class ByLabel(_HistogramPartitioner):
+    """One part per label value 0..k-1 (labels required; DataError otherwise)."""
+
+    k: int = 10
+    method: ClassVar[str] = "label"
+
+    def _check_labels(self, labels: np.ndarray | None, where: str) -> np.ndarray:
+        if labels is None:
+            raise DataError(
+                f"{where}: partition.method 'label' needs labels, and this dataset has none"
+            )
+        labels = np.asarray(labels, dtype=np.int64)
+        if labels.size and (labels.min() < 0 or labels.max() >= self.k):
+            raise DataError(f"{where}: labels must lie in 0..{self.k - 1} (partition.k={self.k})")
+        return labels
+
+    def _parts(self, data: BinaryDataset) -> np.ndarray:
+        return self._check_labels(data.labels, data.where)
+
+    def assign(self, records: Any, labels: np.ndarray | None = None) -> np.ndarray:
+        """The part of a record is its label: pass ``labels`` (records alone do not say)."""
+        return self._check_labels(labels, "assign")
+
+
+@dataclass
+class SinglePart(_HistogramPartitioner):
+    """partition.method 'none': every record in part 0; releases only a noisy record count.
+
+    The trainer needs an expected batch size q * n_hat, so n is released as a Gaussian count
+    (one GaussianEvent) rather than used exactly.
+    """
+
+    k: int = 1
+    method: ClassVar[str] = "none"
+
+    def _parts(self, data: BinaryDataset) -> np.ndarray:
+        return np.zeros(data.n_records, dtype=np.int64)
+
+    def assign(self, records: Any) -> np.ndarray:
+        return np.zeros(records.shape[0], dtype=np.int64)

@@ -1,0 +1,157 @@
+"""DP Lloyd on the raw records (Blum et al. 2005, SuLQ): the baseline DP kernel k-means beats.
+
+Rows are clipped to a public L2 bound (default sqrt(m), the paper's choice for binary MNIST)
+and run through the shared noisy Lloyd iteration (noisy_lloyd.py). DPKernelKMeans
+(kernel_kmeans.py) is this class on random Fourier features instead of raw records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.clustering.base import Partition
+from dpgm.clustering.noisy_lloyd import (
+    DEFAULT_MIN_COUNT,
+    RELEASES_PER_ITERATION,
+    Rows,
+    clip_rows_to,
+    kmeans_pp_seeds,
+    lloyd_event,
+    nearest_centre,
+    noisy_lloyd,
+    precheck_budget,
+    random_unit_centres,
+    resolve_sigma,
+    stage_epsilon,
+)
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError, DataError
+from dpgm.privacy.accountant import Accountant
+
+Init = Literal["public", "random"]
+
+
+@dataclass
+class DPLloyd:
+    """DP k-means by noisy Lloyd iterations on rows clipped to ``clip_norm`` (null: sqrt(m)).
+
+    ``init="public"`` seeds with k-means++ on the ``public`` sample (free: public data);
+    ``init="random"`` starts from a uniformly random partition (data-independent).
+    ``target_epsilon`` (this stage alone, at the accountant's delta) overrides ``noise_multiplier``.
+    """
+
+    k: int = 10
+    iterations: int = 20
+    noise_multiplier: float = 40.0
+    target_epsilon: float | None = None
+    init: Init = "random"
+    public: BinaryDataset | None = None
+    clip_norm: float | None = None
+    min_count: float = DEFAULT_MIN_COUNT
+    debias: bool = True
+    centres_: np.ndarray | None = field(default=None, init=False, repr=False)
+    bound_: float | None = field(default=None, init=False, repr=False)
+    sq_norms_: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    method: ClassVar[str] = "lloyd"
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.iterations < 1:
+            raise ConfigError(
+                f"partition: need k >= 1 and iterations >= 1, got k={self.k}, iterations={self.iterations}"
+            )
+        if self.init not in ("public", "random"):
+            raise ConfigError(f"partition.init: must be 'public' or 'random', got {self.init!r}")
+        if self.init == "public" and self.public is None:
+            raise ConfigError(
+                "partition.init: 'public' needs a public sample (e.g. the MNIST test split)"
+            )
+
+    # -- hooks the kernel version overrides -------------------------------------------
+    def _setup(self, n_items: int, rng: np.random.Generator) -> None:
+        """Fix the data-independent parts of the method (here: the public norm bound)."""
+        self.bound_ = float(self.clip_norm) if self.clip_norm is not None else math.sqrt(n_items)
+
+    def _rows(self, records: Any) -> Rows:
+        """The rows the noisy sums add up: records (as float32 CSR) clipped to L2 norm <= bound."""
+        return clip_rows_to(sp.csr_matrix(records, dtype=np.float32), self.bound_)
+
+    def _info(self) -> dict[str, Any]:
+        return {"clip_norm": self.bound_}
+
+    # -- the partitioner ----------------------------------------------------------------
+    def _init(
+        self, rows: Rows, n_items: int, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(initial centres, first assignments or None): public k-means++ seeds, or random.
+
+        "random" is the random-partition start: the first iteration averages a uniformly
+        random partition (data-independent); random directions of norm bound/2 stand in
+        for parts whose first noisy count is below the floor.
+        """
+        if self.init == "random":
+            centres = random_unit_centres(self.k, rows.shape[1], 0.5 * self.bound_, rng)
+            return centres, rng.integers(self.k, size=rows.shape[0])
+        if self.public.n_items != n_items:
+            raise DataError(
+                f"{self.public.where}: public sample has {self.public.n_items} items, data has {n_items}"
+            )
+        return kmeans_pp_seeds(self._rows(self.public.records), self.k, rng), None
+
+    def fit(
+        self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator
+    ) -> Partition:
+        """Noisy Lloyd (Alg. 2 lines 8-12): T iterations, each charged before its release."""
+        releases = RELEASES_PER_ITERATION * self.iterations
+        sigma = resolve_sigma(
+            self.noise_multiplier, self.target_epsilon, lloyd_event, releases, accountant.delta
+        )
+        precheck_budget(accountant, lloyd_event(sigma), releases)  # refuse before touching data
+        self._setup(data.n_items, rng)
+        rows = self._rows(data.records)
+        init, first = self._init(rows, data.n_items, rng)
+        result = noisy_lloyd(
+            rows,
+            init,
+            first_assignments=first,
+            iterations=self.iterations,
+            sigma=sigma,
+            bound=self.bound_,
+            accountant=accountant,
+            rng=rng,
+            min_count=self.min_count,
+            debias=self.debias,
+        )
+        self.centres_, self.sq_norms_ = result.centres, result.sq_norms
+        info = {
+            "method": self.method,
+            "noise_multiplier": sigma,
+            "target_epsilon": self.target_epsilon,
+            "stage_epsilon": stage_epsilon(lloyd_event(sigma), releases, accountant.delta),
+            "delta": accountant.delta,
+            "iterations": self.iterations,
+            "init": self.init,
+            "norm_bound": self.bound_,
+            "min_count": self.min_count,
+            "debias": self.debias,
+            "released_counts": result.noisy_counts.tolist(),
+            "kept_previous_centre": result.kept,
+            **self._info(),
+        }
+        return Partition(
+            assignments=result.assignments,
+            noisy_sizes=np.maximum(result.noisy_counts, 0.0),
+            centres=result.centres,
+            info=info,
+        )
+
+    def assign(self, records: Any) -> np.ndarray:
+        """Nearest released centre for each record (post-processing)."""
+        if self.centres_ is None:
+            raise RuntimeError("assign() needs a fitted partitioner")
+        return nearest_centre(self._rows(records), self.centres_, self.sq_norms_)

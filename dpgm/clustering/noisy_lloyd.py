@@ -1,0 +1,292 @@
+"""The noisy Lloyd iteration shared by DP kernel k-means (paper Alg. 2) and DP Lloyd (SuLQ).
+
+One iteration on rows z_i with ||z_i|| <= B (add/remove neighbours, DESIGN.md 2):
+assign each row to its nearest centre; release per part a noisy count (Gaussian, std
+sigma_K, L2 sensitivity 1 over the whole count vector) and a noisy sum (Gaussian, std
+sigma_K * B, sensitivity B); new centre = noisy sum / noisy count. Each iteration is charged
+to the accountant as TWO ``GaussianEvent(noise_multiplier=sigma_K)`` BEFORE its release
+(RDP a / sigma_K^2 per iteration; the same as one Gaussian with multiplier sigma_K / sqrt(2)).
+
+Empty-part rule (data-independent): a part whose NOISY count is <= ``min_count`` keeps its
+previous (already released) centre; its noisy sum is drawn and discarded. Every new centre
+is projected onto the ball of radius B, where every true mean lies (post-processing).
+Nothing divides by a value <= 0 and no centre is NaN.
+
+Debiased assignment (post-processing; on by default): a noisy centre's squared norm
+exceeds the true one by about dim (sigma_K B / count)^2, which makes noisier (smaller)
+parts look far from everything and lets one part swallow the rest at small epsilon. The
+nearest-centre rule uses ||c||^2 minus that bias, computed from released values only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.clustering.base import STAGE
+from dpgm.errors import DataError, PrivacyBudgetError
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
+from dpgm.privacy.events import DpEvent, GaussianEvent
+
+Rows = np.ndarray | sp.csr_matrix
+
+#: Default floor on a noisy count below which a part keeps its previous centre.
+DEFAULT_MIN_COUNT = 1.0
+
+#: Rows per chunk when computing nearest centres (bounds the n x k distance block).
+ASSIGN_CHUNK = 65536
+
+
+def nearest_centre(
+    rows: Rows, centres: np.ndarray, sq_norms: np.ndarray | None = None
+) -> np.ndarray:
+    """Index of the nearest centre (squared L2) for every row; one matmul per chunk.
+
+    ``sq_norms`` replaces ||c_j||^2 (e.g. the debiased estimate of a noisy centre's norm).
+    """
+    c = np.asarray(centres, dtype=np.float32)
+    sq = np.einsum("ij,ij->i", c, c) if sq_norms is None else np.asarray(sq_norms)
+    half_sq = (0.5 * sq).astype(np.float32)
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    for start in range(0, rows.shape[0], ASSIGN_CHUNK):
+        chunk = rows[start : start + ASSIGN_CHUNK]
+        scores = np.asarray(chunk @ c.T, dtype=np.float32) - half_sq  # argmax <z,c> - ||c||^2/2
+        out[start : start + ASSIGN_CHUNK] = np.argmax(scores, axis=1)
+    return out
+
+
+def part_sums(rows: Rows, assignments: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact per-part counts (k,) and row sums (k x dim) via a sparse one-hot matmul."""
+    n = rows.shape[0]
+    onehot = sp.csr_matrix(
+        (np.ones(n, dtype=np.float32), (assignments, np.arange(n))), shape=(k, n)
+    )
+    sums = onehot @ rows
+    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
+    return np.bincount(assignments, minlength=k).astype(np.float64), sums.astype(np.float64)
+
+
+def clip_rows_to(rows: Rows, bound: float) -> Rows:
+    """Rows scaled down to L2 norm <= bound (dense float32 or CSR float32; a copy)."""
+    if sp.issparse(rows):
+        rows = sp.csr_matrix(rows, dtype=np.float32, copy=True)
+        norms = np.sqrt(np.asarray(rows.multiply(rows).sum(axis=1)).ravel())
+    else:
+        rows = np.array(rows, dtype=np.float32, copy=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    scale = np.where(norms > bound, bound / np.maximum(norms, 1e-30), 1.0).astype(np.float32)
+    if sp.issparse(rows):
+        return sp.csr_matrix(sp.diags(scale) @ rows, dtype=np.float32)
+    rows *= scale[:, None]
+    return rows
+
+
+def kmeans_pp_seeds(rows: Rows, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Greedy k-means++ seeding on PUBLIC rows (Arthur & Vassilvitskii 2007; 2 + ln k trials).
+
+    Each new seed is the best of a few D^2-sampled candidates (as scikit-learn does);
+    returns k public rows (k x dim) as initial centres.
+    """
+    n = rows.shape[0]
+    if n < k:
+        raise DataError(f"public sample has {n} records, fewer than k={k}")
+    dense = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+    dense = dense.astype(np.float64)
+    sq = np.einsum("ij,ij->i", dense, dense)
+    trials = 2 + int(np.log(k))
+    chosen = [int(rng.integers(n))]
+    best = np.maximum(sq + sq[chosen[0]] - 2.0 * dense @ dense[chosen[0]], 0.0)
+    for _ in range(1, k):
+        total = best.sum()
+        if total > 0:
+            candidates = rng.choice(n, size=trials, p=best / total)
+        else:
+            candidates = rng.integers(n, size=trials)
+        dist = np.maximum(
+            sq[candidates, None] + sq[None, :] - 2.0 * dense[candidates] @ dense.T, 0.0
+        )
+        updated = np.minimum(best[None, :], dist)
+        pick = int(np.argmin(updated.sum(axis=1)))
+        chosen.append(int(candidates[pick]))
+        best = updated[pick]
+    return dense[chosen].copy()
+
+
+def random_unit_centres(k: int, dim: int, radius: float, rng: np.random.Generator) -> np.ndarray:
+    """Data-independent initial centres: k random directions, all of norm ``radius``."""
+    g = rng.normal(size=(k, dim))
+    return radius * g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+#: Releases per noisy Lloyd iteration: the count vector and the sum matrix.
+RELEASES_PER_ITERATION = 2
+
+
+def lloyd_event(sigma: float) -> GaussianEvent:
+    """One release of an iteration: Gaussian with multiplier sigma_K (counts: sensitivity 1, sums: B)."""
+    return GaussianEvent(noise_multiplier=sigma)
+
+
+def resolve_sigma(
+    noise_multiplier: float,
+    target_epsilon: float | None,
+    make_event: Callable[[float], DpEvent],
+    releases: int,
+    delta: float,
+) -> float:
+    """sigma_K: ``noise_multiplier``, or the smallest sigma whose ``releases`` events cost <= target."""
+    if target_epsilon is None:
+        return float(noise_multiplier)
+    return sigma_for_epsilon(
+        steps=releases, delta=delta, target_epsilon=target_epsilon, event_factory=make_event
+    )
+
+
+def stage_epsilon(event: DpEvent, releases: int, delta: float) -> float:
+    """Epsilon of ``releases`` repetitions of ``event`` alone, at ``delta``."""
+    return plan_epsilon(event, steps=releases, delta=delta)
+
+
+def precheck_budget(accountant: Accountant, event: DpEvent, releases: int) -> None:
+    """Refuse the whole stage up front (nothing charged, nothing touched) if it exceeds the budget."""
+    if accountant.budget_epsilon is None:
+        return
+    eps = accountant.epsilon_if(event, releases)
+    if eps > accountant.budget_epsilon:
+        raise PrivacyBudgetError(
+            f"stage {STAGE!r} would raise epsilon to {eps:.4g}, above the budget "
+            f"{accountant.budget_epsilon:.4g} (delta={accountant.delta:g}); nothing was released"
+        )
+
+
+@dataclass
+class NoisyLloydResult:
+    """Released centres, their norm estimates, the last noisy counts, and the final assignment."""
+
+    centres: np.ndarray
+    sq_norms: np.ndarray | None
+    noisy_counts: np.ndarray
+    assignments: np.ndarray
+    kept: list[list[int]] = field(default_factory=list)
+
+
+def noisy_centres(
+    noisy_sums: np.ndarray,
+    noisy_counts: np.ndarray,
+    previous: np.ndarray,
+    previous_sq: np.ndarray,
+    *,
+    sigma: float,
+    bound: float,
+    min_count: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Centres from released sums/counts (post-processing only): (centres, sq-norm estimates, ok).
+
+    Parts with noisy count <= min_count keep their previous centre. The others get
+    sum / count projected onto the radius-``bound`` ball, and the estimate
+    ||c||^2 - dim (sigma bound / count)^2 of their true squared norm (noise bias removed).
+    """
+    ok = noisy_counts > min_count
+    centres = np.array(previous, dtype=np.float64, copy=True)
+    sq = np.array(previous_sq, dtype=np.float64, copy=True)
+    raw = noisy_sums[ok] / noisy_counts[ok, None]
+    norms = np.linalg.norm(raw, axis=1)
+    scale = np.where(norms > bound, bound / np.maximum(norms, 1e-300), 1.0)
+    bias = raw.shape[1] * (sigma * bound / noisy_counts[ok]) ** 2
+    centres[ok] = raw * scale[:, None]
+    sq[ok] = np.clip(norms**2 - bias, 0.0, bound**2) * scale**2
+    return centres, sq, ok
+
+
+def noisy_lloyd_step(
+    rows: Rows,
+    centres: np.ndarray,
+    sq_norms: np.ndarray | None,
+    *,
+    sigma: float,
+    bound: float,
+    accountant: Accountant,
+    rng: np.random.Generator,
+    min_count: float = DEFAULT_MIN_COUNT,
+    assignments: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """One noisy Lloyd iteration (Alg. 2 lines 9-12): charge, then release counts and sums.
+
+    ``assignments`` (data-independent, e.g. a random partition) replaces the nearest-centre
+    step. Returns (new centres, their sq-norm estimates, noisy counts, parts that kept their
+    centre).
+    """
+    k = centres.shape[0]
+    accountant.charge(STAGE, lloyd_event(sigma), RELEASES_PER_ITERATION)
+    if assignments is None:
+        assignments = nearest_centre(rows, centres, sq_norms)
+    counts, sums = part_sums(rows, assignments, k)
+    noisy_counts = counts + rng.normal(0.0, sigma, size=k)
+    noisy_sums = sums + rng.normal(0.0, sigma * bound, size=sums.shape)
+    previous_sq = np.einsum("ij,ij->i", centres, centres) if sq_norms is None else sq_norms
+    new, new_sq, ok = noisy_centres(
+        noisy_sums,
+        noisy_counts,
+        centres,
+        previous_sq,
+        sigma=sigma,
+        bound=bound,
+        min_count=min_count,
+    )
+    return new, new_sq, noisy_counts, [int(j) for j in np.flatnonzero(~ok)]
+
+
+def noisy_lloyd(
+    rows: Rows,
+    init_centres: np.ndarray,
+    *,
+    iterations: int,
+    sigma: float,
+    bound: float,
+    accountant: Accountant,
+    rng: np.random.Generator,
+    min_count: float = DEFAULT_MIN_COUNT,
+    debias: bool = True,
+    first_assignments: np.ndarray | None = None,
+) -> NoisyLloydResult:
+    """T noisy Lloyd iterations from public/data-independent ``init_centres`` (paper Alg. 2).
+
+    ``first_assignments`` (data-independent) replaces the first nearest-centre step; then
+    ``init_centres`` only serve parts whose first noisy count is below the floor.
+    ``rows`` must already satisfy ||row|| <= bound. With ``debias`` the nearest-centre rule
+    uses the bias-corrected squared norms of the noisy centres (else the plain ones, as the
+    paper). The final assignment uses the last released centres; the noisy counts are
+    those released by the last iteration.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    precheck_budget(accountant, lloyd_event(sigma), RELEASES_PER_ITERATION * iterations)
+    centres = np.asarray(init_centres, dtype=np.float64)
+    sq_norms = None
+    noisy_counts = np.zeros(centres.shape[0])
+    kept: list[list[int]] = []
+    for t in range(iterations):
+        centres, new_sq, noisy_counts, kept_now = noisy_lloyd_step(
+            rows,
+            centres,
+            sq_norms,
+            sigma=sigma,
+            bound=bound,
+            accountant=accountant,
+            rng=rng,
+            min_count=min_count,
+            assignments=first_assignments if t == 0 else None,
+        )
+        sq_norms = new_sq if debias else None
+        kept.append(kept_now)
+    return NoisyLloydResult(
+        centres=centres,
+        sq_norms=sq_norms,
+        noisy_counts=noisy_counts,
+        assignments=nearest_centre(rows, centres, sq_norms),
+        kept=kept,
+    )

@@ -1,0 +1,67 @@
+"""make_partitioner: partition.method selects and configures the partitioner."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from dpgm import clustering
+from dpgm.clustering import ByLabel, DPKernelKMeans, DPLloyd, SinglePart, make_partitioner
+from dpgm.config import PartitionConfig
+from dpgm.errors import ConfigError
+from dpgm.privacy.accountant import Accountant
+from tests.clustering._fixtures import block_dataset
+
+
+def test_dispatch_and_options():
+    cfg = PartitionConfig(
+        method="kernel_kmeans",
+        k=4,
+        iterations=3,
+        noise_multiplier=7.0,
+        features=12,
+        feature_map="cosine",
+        gamma=0.2,
+        init="random",
+    )
+    p = make_partitioner(cfg)
+    assert type(p) is DPKernelKMeans
+    assert (p.k, p.iterations, p.noise_multiplier, p.features, p.feature_map, p.gamma) == (
+        4,
+        3,
+        7.0,
+        12,
+        "cosine",
+        0.2,
+    )
+    lloyd = make_partitioner(
+        PartitionConfig(method="lloyd", clip_norm=3.0, target_epsilon=2.0, init="random")
+    )
+    assert type(lloyd) is DPLloyd and lloyd.clip_norm == 3.0 and lloyd.target_epsilon == 2.0
+    assert type(make_partitioner(PartitionConfig(method="label", k=5))) is ByLabel
+    single = make_partitioner(PartitionConfig(method="none", k=7))
+    assert type(single) is SinglePart and single.k == 1
+
+
+def test_public_init_without_public_sample_is_a_config_error():
+    with pytest.raises(ConfigError, match="public"):
+        make_partitioner(PartitionConfig(method="kernel_kmeans", init="public"))
+    public = block_dataset(n=30)
+    p = make_partitioner(
+        PartitionConfig(method="lloyd", init="public", k=3, iterations=2), public=public
+    )
+    part = p.fit(block_dataset(), Accountant(delta=1e-5), np.random.default_rng(0))
+    assert part.k == 3
+
+
+def test_sketch_is_imported_lazily(monkeypatch):
+    seen = {}
+    fake = types.ModuleType("dpgm.clustering.sketch")
+    fake.from_config = lambda cfg, public=None: seen.setdefault("cfg", cfg)
+    monkeypatch.setitem(sys.modules, "dpgm.clustering.sketch", fake)
+    monkeypatch.setattr(clustering, "sketch", fake, raising=False)
+    cfg = PartitionConfig(method="sketch")
+    assert make_partitioner(cfg) is cfg and seen["cfg"] is cfg

@@ -1,0 +1,242 @@
+"""The shared noisy Lloyd core: noise scales, ledger content, empty parts, budget refusal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpgm.clustering.base import STAGE
+from dpgm.clustering.noisy_lloyd import (
+    clip_rows_to,
+    kmeans_pp_seeds,
+    nearest_centre,
+    noisy_centres,
+    noisy_lloyd,
+    noisy_lloyd_step,
+    part_sums,
+)
+from dpgm.errors import PrivacyBudgetError
+from dpgm.privacy.accountant import Accountant, epsilon_from_rdp
+from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.ledger import LedgerEntry
+from dpgm.privacy.rdp import DEFAULT_ORDERS
+
+
+class RecordingRng:
+    """Stands in for np.random.Generator: records each normal() call, returns zero noise.
+
+    It also notes how many releases the ledger held when each noise draw happened, to check
+    that the accountant was charged BEFORE the release.
+    """
+
+    def __init__(self, accountant: Accountant) -> None:
+        self.accountant = accountant
+        self.calls: list[tuple[float, float, tuple[int, ...], int]] = []
+
+    def normal(self, loc: float, scale: float, size: int | tuple[int, ...]) -> np.ndarray:
+        shape = (size,) if isinstance(size, int) else tuple(size)
+        self.calls.append((loc, scale, shape, self.accountant.ledger.count()))
+        return np.zeros(shape)
+
+
+def two_blobs(n: int = 60, dim: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Unit-norm rows around two opposite directions, and the true labels."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % 2
+    centre = np.zeros(dim)
+    centre[0] = 1.0
+    rows = np.where(labels[:, None] == 0, centre, -centre) + 0.1 * rng.normal(size=(n, dim))
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32), labels
+
+
+def test_one_iteration_noise_scales_and_ledger_equal_hand_computed():
+    rows, _ = two_blobs()
+    rows *= 0.5  # norm 0.5 <= bound B = 2: the sum noise must scale with B, not the data
+    acc = Accountant(delta=1e-5)
+    rng = RecordingRng(acc)
+    sigma, bound = 3.0, 2.0
+    centres = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0]])
+    new, _, noisy_counts, kept = noisy_lloyd_step(
+        rows, centres, None, sigma=sigma, bound=bound, accountant=acc, rng=rng, min_count=1.0
+    )
+    # Exactly two draws: counts (k,) with std sigma, sums (k x dim) with std sigma * B.
+    assert [(c[1], c[2]) for c in rng.calls] == [(sigma, (2,)), (sigma * bound, (2, 4))]
+    # Both were drawn after the charge.
+    assert [c[3] for c in rng.calls] == [2, 2]
+    assert acc.ledger.entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=sigma), 2)]
+    # Hand RDP: two Gaussians of multiplier sigma give a / sigma^2 at every order a.
+    orders = np.array(DEFAULT_ORDERS)
+    np.testing.assert_allclose(acc.rdp(), orders / sigma**2)
+    assert acc.spent().epsilon == pytest.approx(epsilon_from_rdp(orders / sigma**2, 1e-5).epsilon)
+    # With zero noise the step is exact Lloyd.
+    labels = nearest_centre(rows, centres)
+    counts, sums = part_sums(rows, labels, 2)
+    np.testing.assert_allclose(noisy_counts, counts)
+    np.testing.assert_allclose(new, sums / counts[:, None], rtol=1e-6)
+    assert kept == []
+
+
+def test_count_noise_standard_deviation_is_sigma():
+    rows, _ = two_blobs(n=20)
+    centres = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0]])
+    counts, _ = part_sums(rows, nearest_centre(rows, centres), 2)
+    sigma, bound, reps = 2.0, 3.0, 1500
+    acc = Accountant(delta=1e-5)
+    rng = np.random.default_rng(0)
+    count_noise = []
+    for _ in range(reps):
+        _, _, noisy, _ = noisy_lloyd_step(
+            rows,
+            centres,
+            None,
+            sigma=sigma,
+            bound=bound,
+            accountant=acc,
+            rng=rng,
+            min_count=-np.inf,
+        )
+        count_noise.append(noisy - counts)
+    assert np.std(count_noise) == pytest.approx(sigma, rel=0.05)
+    assert acc.ledger.count(STAGE) == 2 * reps
+
+
+def test_sum_noise_standard_deviation_is_sigma_times_bound():
+    rows, _ = two_blobs(n=2000)
+    centres = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0]])
+    _, sums = part_sums(rows, nearest_centre(rows, centres), 2)
+    sigma, bound = 2.0, 3.0
+    draws = []
+    rng = np.random.default_rng(1)
+    for _ in range(400):
+        new, _, noisy, _ = noisy_lloyd_step(
+            rows,
+            centres,
+            None,
+            sigma=sigma,
+            bound=bound,
+            accountant=Accountant(delta=1e-5),
+            rng=rng,
+        )
+        draws.append(new * noisy[:, None] - sums)  # centres have norm ~1 < bound: no projection
+    assert np.std(draws) == pytest.approx(sigma * bound, rel=0.05)
+
+
+def test_empty_part_keeps_previous_centre_and_ignores_its_records():
+    """A part whose noisy count is below the floor keeps its centre whatever its records are."""
+    rows, _ = two_blobs(n=40)
+    lone_a = np.array([[0.0, 1.0, 0.0, 0.0]], dtype=np.float32)
+    lone_b = np.array([[0.0, 0.6, 0.8, 0.0]], dtype=np.float32)
+    centres = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0], [0.0, 0.9, 0.1, 0.0]])
+    outs = []
+    for lone in (lone_a, lone_b):
+        data = np.vstack([rows, lone])
+        acc = Accountant(delta=1e-5)
+        outs.append(
+            noisy_lloyd_step(
+                data,
+                centres,
+                None,
+                sigma=0.5,
+                bound=1.0,
+                accountant=acc,
+                rng=np.random.default_rng(5),
+                min_count=4.0,
+            )
+        )
+    (new_a, sq_a, counts_a, kept_a), (new_b, sq_b, counts_b, kept_b) = outs
+    assert kept_a == kept_b == [2]
+    np.testing.assert_array_equal(new_a, new_b)
+    np.testing.assert_array_equal(sq_a, sq_b)
+    np.testing.assert_array_equal(new_a[2], centres[2])
+    np.testing.assert_array_equal(counts_a, counts_b)
+
+
+def test_zero_or_negative_noisy_counts_never_give_nan():
+    rows, _ = two_blobs(n=30)
+    centres = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0], [0, 0, 0, 50.0], [0, 0, 50.0, 0]])
+    result = noisy_lloyd(
+        rows,
+        centres,
+        iterations=5,
+        sigma=5.0,
+        bound=1.0,
+        accountant=Accountant(delta=1e-5),
+        rng=np.random.default_rng(2),
+    )
+    assert np.isfinite(result.centres).all() and np.isfinite(result.sq_norms).all()
+    assert np.all(np.linalg.norm(result.centres, axis=1) <= 1.0 + 1e-9)  # projected onto the ball
+    assert any(2 in kept for kept in result.kept)  # the far centre attracted nothing
+
+
+def test_noisy_centres_projection_and_debiased_norms_by_hand():
+    sums = np.array([[3.0, 4.0], [30.0, 40.0]])
+    counts = np.array([10.0, 10.0])
+    prev = np.zeros((2, 2))
+    centres, sq, ok = noisy_centres(
+        sums, counts, prev, np.zeros(2), sigma=1.0, bound=2.0, min_count=1.0
+    )
+    assert ok.tolist() == [True, True]
+    np.testing.assert_allclose(centres[0], [0.3, 0.4])  # norm 0.5: kept as is
+    np.testing.assert_allclose(centres[1], [1.2, 1.6])  # norm 5 -> projected to 2
+    bias = 2 * (1.0 * 2.0 / 10.0) ** 2  # dim (sigma B / n)^2
+    np.testing.assert_allclose(sq[0], max(0.25 - bias, 0.0))
+    np.testing.assert_allclose(sq[1], min(25.0 - bias, 4.0) * (2 / 5) ** 2)
+
+
+def test_budget_refused_before_anything_is_charged_or_drawn():
+    rows, _ = two_blobs()
+    acc = Accountant(delta=1e-5, budget_epsilon=1.0)
+    rng = RecordingRng(acc)
+    with pytest.raises(PrivacyBudgetError, match="partition"):
+        noisy_lloyd(rows, rows[:2], iterations=20, sigma=1.0, bound=1.0, accountant=acc, rng=rng)
+    assert acc.ledger.entries == [] and rng.calls == []
+
+
+def close_blobs(n: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Unit-norm rows of two overlapping clusters whose means differ in one coordinate."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % 2
+    mu = np.zeros((2, dim))
+    mu[:, 0] = 1.0
+    mu[0, 1], mu[1, 1] = 0.5, -0.5
+    rows = mu[labels] + 0.3 * rng.normal(size=(n, dim))
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32), labels
+
+
+def test_debiased_assignment_avoids_collapse_into_one_part():
+    """At high noise the plain rule hands every record to the least noisy centre."""
+    rows, labels = close_blobs(4000, 50)
+    init = np.vstack([rows[labels == 0][:1], rows[labels == 1][:1]])
+    acc = {True: [], False: []}
+    for debias in (True, False):
+        for seed in range(5):
+            res = noisy_lloyd(
+                rows,
+                init,
+                iterations=10,
+                sigma=100.0,
+                bound=1.0,
+                accountant=Accountant(delta=1e-5),
+                rng=np.random.default_rng(seed),
+                debias=debias,
+            )
+            hit = np.mean(res.assignments == labels)
+            acc[debias].append(max(hit, 1 - hit))
+    assert acc[False] == [0.5] * 5  # plain rule: everything in one part, every time
+    assert np.mean(acc[True]) > 0.7
+
+
+def test_helpers_dense_and_sparse_agree():
+    x = (np.random.default_rng(0).random((50, 9)) < 0.4).astype(np.float32)
+    parts = np.arange(50) % 3
+    c_dense, s_dense = part_sums(x, parts, 3)
+    c_sparse, s_sparse = part_sums(sp.csr_matrix(x), parts, 3)
+    np.testing.assert_array_equal(c_dense, c_sparse)
+    np.testing.assert_allclose(s_dense, s_sparse)
+    clipped = clip_rows_to(x, 1.5)
+    assert np.linalg.norm(clipped, axis=1).max() <= 1.5 + 1e-6
+    np.testing.assert_allclose(clip_rows_to(sp.csr_matrix(x), 1.5).toarray(), clipped, rtol=1e-6)
+    seeds = kmeans_pp_seeds(x, 4, np.random.default_rng(0))
+    assert seeds.shape == (4, 9)
+    assert all(any(np.array_equal(s, row) for row in x) for s in seeds)  # seeds are public rows

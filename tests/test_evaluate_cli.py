@@ -1,0 +1,106 @@
+"""evaluate.py counting: end to end on tiny files; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpgm.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("evaluate_cli", ROOT / "evaluate.py")
+evaluate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(evaluate)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    """A real transactions file (80 records, 6 items) and exact copies as CSV and transactions."""
+    rng = np.random.default_rng(0)
+    dense = (rng.random((80, 6)) < np.linspace(0.1, 0.6, 6)).astype(int)
+    dense[0, 5] = 1  # item 5 present, so the universe is 0..5
+    lines = [" ".join(str(j) for j in np.flatnonzero(row)) for row in dense]
+    real = tmp_path / "real.txt"
+    real.write_text("\n".join(lines) + "\n")
+    copy = tmp_path / "copy.txt"
+    copy.write_text("\n".join(lines) + "\n")
+    order = [2, 5, 0, 1, 4, 3]
+    csv = tmp_path / "copy.csv"
+    csv.write_text("\n".join([",".join(map(str, order))] + [",".join(map(str, r[order])) for r in dense]) + "\n")
+    other = tmp_path / "other.csv"
+    other.write_text("\n".join(["0,1,2,3,4,5"] + ["1,1,1,1,1,1"] * 40) + "\n")
+    return {"real": real, "copy": copy, "csv": csv, "other": other, "dir": tmp_path}
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = run_cli(evaluate.main, argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_counting_end_to_end(files, capsys) -> None:
+    out_json = files["dir"] / "eval.json"
+    code, out, err = run(["counting", "--real", str(files["real"]), "--synthetic", str(files["csv"]),
+                          "--synthetic", str(files["copy"]), "--synthetic", str(files["other"]),
+                          "--baseline", "marginals", "--epsilon", "1", "--queries", "50", "--seed", "3",
+                          "--json", str(out_json)], capsys)
+    assert code == 0, err
+    table = out[out.index("group") :].splitlines()
+    assert len([line for line in table if line.split()[0] in "12345"]) == 5
+    result = json.loads(out_json.read_text())
+    assert result["n_real"] == 80 and result["n_queries"] == 50 and result["seed"] == 3
+    means = result["group_means"]
+    assert all(v == 0 for v in means[str(files["csv"])].values())  # exact copies: zero error
+    assert all(v == 0 for v in means[str(files["copy"])].values())
+    assert min(means[str(files["other"])].values()) > 0.1  # all-ones records: every query hits
+    assert result["privacy"]["marginals"]["epsilon"] <= 1.0
+    assert {r["method"] for r in result["results"]} == {str(files["csv"]), str(files["copy"]),
+                                                         str(files["other"]), "marginals"}
+
+
+def test_same_seed_same_numbers(files, capsys) -> None:
+    argv = ["counting", "--real", str(files["real"]), "--baseline", "mwem", "--epsilon", "2",
+            "--rounds", "5", "--queries", "25", "--seed", "11"]
+    first = run(argv, capsys)[1]
+    second = run(argv, capsys)[1]
+    assert first == second and "mwem" in first
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        ([], "nothing to evaluate"),
+        (["--baseline", "mwem"], "--baseline needs --epsilon"),
+        (["--baseline", "marginals", "--epsilon", "-1"], "epsilon"),
+        (["--synthetic", "COPY", "--queries", "3"], "at least one query per group"),
+        (["--synthetic", "MISSING.csv"], "file not found"),
+        (["--synthetic", "BAD.csv"], "columns do not match"),
+        (["--baseline", "pgm", "--epsilon", "1"], "invalid choice"),
+        (["--synthetic", "COPY", "--top-items", "0"], "top_items"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(files, capsys, extra, fragment) -> None:
+    bad = files["dir"] / "BAD.csv"
+    bad.write_text("a,b\n0,1\n")
+    names = {"COPY": str(files["copy"]), "MISSING.csv": str(files["dir"] / "missing.csv"), "BAD.csv": str(bad)}
+    extra = [names.get(x, x) for x in extra]
+    code, _, err = run(["counting", "--real", str(files["real"]), *extra], capsys)
+    assert code == 2
+    assert err.startswith("error:") and err.count("\n") == 1 and fragment in err, err
+
+
+def test_script_entry_point(files) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "counting", "--real", str(files["real"]),
+                           "--synthetic", str(files["copy"]), "--queries", "10", "--seed", "0"],
+                          check=False, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "mean relative error" in proc.stdout
+    proc = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "counting", "--real", "nowhere.txt",
+                           "--synthetic", "x.csv"], check=False, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1

@@ -1,0 +1,105 @@
+"""End-to-end training runs on the bundled digits data: run directory, ledger, resume, budgets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from dpgm.config import config_from_dict
+from dpgm.errors import PrivacyBudgetError
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.training import run as run_mod
+from dpgm.training.mixture import STAGE
+
+
+def tiny_config(tmp_path, **over):
+    data = {
+        "name": "tiny",
+        "seed": 3,
+        "runs_dir": str(tmp_path / "runs"),
+        "data": {"source": "digits", "limit": 300},
+        "privacy": {"delta": 1e-4},
+        "partition": {"method": "kernel_kmeans", "k": 2, "iterations": 3, "noise_multiplier": 5.0,
+                      "features": 20, "gamma": 0.05, "init": "random"},
+        "model": {"kind": "vae", "hidden": [16], "latent": 2},
+        "training": {"epochs": 1, "sampling_rate": 0.1, "checkpoint_every": 4, "log_every": 2,
+                     "hist_bins": 10},
+    }
+    overrides = [f"{k}={v}" for k, v in over.items()]
+    return config_from_dict(data, overrides)
+
+
+def test_run_directory_and_ledger(tmp_path):
+    cfg = tiny_config(tmp_path)
+    run_dir, report = run_mod.train(cfg, progress=False)
+    for name in ("config.yaml", "models.pt", "ledger.json", "privacy_report.json", "checkpoint.pt", "samples.png"):
+        assert (run_dir / name).is_file(), name
+    ledger = PrivacyLedger.load(run_dir / "ledger.json")
+    assert ledger.count(STAGE) == 10  # 1 epoch = ceil(1/0.1) steps, one entry each (parallel schedule)
+    assert ledger.count("partition") >= 3
+    saved = json.loads((run_dir / "privacy_report.json").read_text())
+    for key in ("epsilon", "delta", "neighbouring", "accountant", "stage_epsilons", "noisy_part_sizes", "fixed_seed"):
+        assert key in saved
+    assert saved["fixed_seed"] is True and saved["neighbouring"] == "add_remove"
+    assert saved["epsilon_by_bound"]["joint"] <= saved["epsilon_by_bound"]["holder"]
+    assert saved["epsilon"] == pytest.approx(saved["epsilon_by_bound"]["joint"])
+    payload = torch.load(run_dir / "models.pt", weights_only=True)
+    assert len(payload["state_dicts"]) == 2
+
+
+def test_alternate_schedule_and_rbm(tmp_path):
+    cfg = tiny_config(tmp_path, **{"training.schedule": "alternate", "model.kind": "rbm", "model.rbm_hidden": 8})
+    run_dir, report = run_mod.train(cfg, progress=False)
+    assert report["plan"]["schedule"] == "alternate"
+    assert PrivacyLedger.load(run_dir / "ledger.json").count(STAGE) == 10
+
+
+def test_resume_after_kill_neither_loses_nor_double_counts(tmp_path, monkeypatch):
+    cfg = tiny_config(tmp_path, **{"training.epochs": 2})
+    real_step = run_mod.MixtureTrainer.step
+    calls = {"n": 0}
+
+    def dying_step(self, accountant):
+        calls["n"] += 1
+        if calls["n"] == 7:  # killed during step 7: last checkpoint was after step 4
+            raise KeyboardInterrupt
+        return real_step(self, accountant)
+
+    monkeypatch.setattr(run_mod.MixtureTrainer, "step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        run_mod.train(cfg, progress=False)
+    run_dir = tmp_path / "runs" / "tiny"
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert state["step"] == 4
+    assert PrivacyLedger.from_json(state["ledger"]).count(STAGE) == 4
+    monkeypatch.setattr(run_mod.MixtureTrainer, "step", real_step)
+    run_dir, report = run_mod.resume(run_dir, progress=False)
+    ledger = PrivacyLedger.load(run_dir / "ledger.json")
+    assert ledger.count(STAGE) == 20
+    assert report["plan"]["steps_taken"] == 20
+    # the partition ran once: its entries were not charged again on resume
+    fresh = tiny_config(tmp_path, **{"training.epochs": 2, "name": "fresh"})
+    _, fresh_report = run_mod.train(fresh, progress=False)
+    assert report["epsilon"] == pytest.approx(fresh_report["epsilon"])
+
+
+def test_target_epsilon_covers_whole_pipeline(tmp_path):
+    cfg = tiny_config(tmp_path, **{"privacy.target_epsilon": 3.0})
+    run_dir, report = run_mod.train(cfg, progress=False)
+    assert report["epsilon"] <= 3.0
+    assert report["epsilon"] > 2.5  # calibration uses the budget rather than wasting it
+
+
+def test_budget_that_cannot_cover_partition_is_refused(tmp_path):
+    cfg = tiny_config(tmp_path, **{"privacy.target_epsilon": 0.01})
+    with pytest.raises(PrivacyBudgetError):
+        run_mod.train(cfg, progress=False)
+
+
+def test_existing_run_is_not_overwritten(tmp_path):
+    cfg = tiny_config(tmp_path)
+    run_mod.train(cfg, progress=False)
+    with pytest.raises(Exception, match="already holds a run"):
+        run_mod.train(cfg, progress=False)
