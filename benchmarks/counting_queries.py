@@ -50,7 +50,7 @@ METHODS = ("dpgm", "mwem", "marginals")
 DPGM_CONFIG = {
     "partition": {"method": "none", "k": 1},
     "model": {"kind": "vae", "hidden": [128], "latent": 8},
-    "training": {"clipping": "adaptive", "hist_max": 50.0, "hist_bins": 50, "hist_noise_multiplier": 10.0,
+    "training": {"clipping": "fixed", "clip_norm": 30.0,
                  "optimizer": "adam", "learning_rate": 0.01, "log_every": 100, "checkpoint_every": 100000},
 }
 
@@ -67,7 +67,7 @@ def run_dpgm(dataset: BinaryDataset, epsilon: float, delta: float, rng: np.rando
     from dpgm.training.run import train
 
     n_magnitude = 10 ** round(np.log10(dataset.n_records))
-    q = min(0.1, 1000 / n_magnitude)
+    q = min(0.03, 1000 / n_magnitude)
     epochs = STEPS / np.ceil(1 / q)
     seed = int(rng.integers(2**31))
     with tempfile.TemporaryDirectory() as tmp:
