@@ -124,10 +124,45 @@ def rff_features(x: Any, d: int, args: argparse.Namespace, seed: int) -> np.ndar
     return rff.transform(x)
 
 
+#: Runs diffprivlib's KMeans in a peer interpreter (diffprivlib 0.6.6 does not import with
+#: scikit-learn 1.9, DESIGN.md section 7): argv = records.npy, epsilon, seeds JSON, k.
+_PEER_SCRIPT = """
+import json, sys, time
+import numpy as np
+from diffprivlib.models import KMeans
+x = np.load(sys.argv[1]).astype(np.float64)
+bounds = (np.zeros(x.shape[1]), np.ones(x.shape[1]))
+out = []
+for seed in json.loads(sys.argv[3]):
+    t = time.perf_counter()
+    model = KMeans(n_clusters=int(sys.argv[4]), epsilon=float(sys.argv[2]), bounds=bounds, random_state=seed)
+    pred = model.fit(x).predict(x)
+    out.append([pred.tolist(), time.perf_counter() - t])
+print(json.dumps(out))
+"""
+
+
 def diffprivlib_runs(
-    private: BinaryDataset, eps: float, seeds: Sequence[int]
+    private: BinaryDataset, eps: float, seeds: Sequence[int], peer_python: str | None = None
 ) -> list[tuple[float, float]] | str:
-    """IBM diffprivlib KMeans on pixels (pure epsilon-DP); an explanation string if it cannot import."""
+    """IBM diffprivlib KMeans on pixels (pure epsilon-DP); an explanation string if unavailable.
+
+    With ``peer_python`` (an interpreter whose environment has diffprivlib, e.g. a venv with
+    scikit-learn 1.8), the peer runs there and returns its predictions; else it is imported here.
+    """
+    if peer_python:
+        import json
+        import subprocess
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = f"{tmp}/x.npy"
+            np.save(path, private.dense(np.uint8))
+            proc = subprocess.run([peer_python, "-c", _PEER_SCRIPT, path, str(eps), json.dumps(list(seeds)), str(K)],
+                                  capture_output=True, text=True)
+        if proc.returncode != 0:
+            return f"unavailable: peer failed: {proc.stderr.strip().splitlines()[-1:]}"
+        return [(clustering_accuracy(private.labels, np.asarray(pred)), sec) for pred, sec in json.loads(proc.stdout)]
     try:
         from diffprivlib.models import KMeans as DiffprivKMeans
     except Exception as exc:  # noqa: BLE001 - any import failure means "unavailable"
@@ -184,7 +219,7 @@ def run_benchmark(
             model = lloyd_model(eps, public, debias=debias)
             runs = [timed(dp_fit_acc, model, private, s) for s in seeds]
             record(summarise("lloyd" + suffix, private.n_items, eps, runs))
-        dpl = diffprivlib_runs(private, eps, seeds)
+        dpl = diffprivlib_runs(private, eps, seeds, args.peer_python)
         if isinstance(dpl, str):
             record(
                 {
@@ -341,6 +376,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--data-dir", help="folder holding the MNIST IDX files (default: $DPGM_DATA_DIR/mnist)"
     )
+    p.add_argument("--peer-python", default=None, metavar="PYTHON",
+                   help="interpreter with diffprivlib installed (e.g. a venv with scikit-learn 1.8), for the peer")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--plot", type=Path, help="PNG path (default: the JSON path with .png)")
     args = p.parse_args(argv)
