@@ -66,21 +66,24 @@ class VAE(nn.Module):
         return p.device, p.dtype
 
     def forward(self, x: Tensor, eps: Tensor) -> Tensor:
-        """Negative ELBO of each row of ``x`` with reparameterisation noise ``eps`` [B, latent] -> [B]."""
+        """Negative ELBO of each row of ``x`` with reparameterisation noise ``eps`` [..., B, latent] -> [..., B]."""
         stats = self.encoder(x)
-        mu, logvar = stats[:, : self.latent], stats[:, self.latent :]
+        mu, logvar = stats[..., : self.latent], stats[..., self.latent :]
         z = mu + torch.exp(0.5 * logvar) * eps
         logits = self.decoder(z)
-        recon = F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(dim=1)
-        kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=1)
+        recon = F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(dim=-1)
+        kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=-1)
         return recon + kl
+
+    def reparameterisation_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """N(0, I) draws [n, latent] for n records, from ``generator``."""
+        device, dtype = self._device_dtype()
+        return torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         """Negative ELBO per record [B]; one N(0, I) reparameterisation draw per record from ``generator``."""
         device, dtype = self._device_dtype()
-        x = x.to(device=device, dtype=dtype)
-        eps = torch.randn(x.shape[0], self.latent, generator=generator, device=device, dtype=dtype)
-        return self(x, eps)
+        return self(x.to(device=device, dtype=dtype), self.reparameterisation_noise(x.shape[0], generator))
 
     def post_processing_loss(self, generator: torch.Generator | None) -> Tensor | None:
         """No data-independent loss term for the VAE (see RBM.post_processing_loss)."""

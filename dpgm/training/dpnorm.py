@@ -24,12 +24,29 @@ class DPNormResult:
     noisy_counts: Tensor
 
 
-def norm_histogram(norms: Tensor, *, hist_max: float, bins: int) -> Tensor:
-    """Counts [bins] of ``norms`` in (j C_max/w, (j+1) C_max/w]; overflow -> last bin, 0 -> first."""
+def norm_histograms(norms: Tensor, part: Tensor, k: int, *, hist_max: float, bins: int) -> Tensor:
+    """Counts [k, bins]: row j is the histogram of the norms of part j (``part`` [B] in 0..k-1)."""
     width = hist_max / bins
     index = torch.ceil(norms.detach().cpu().double() / width).long() - 1
-    index = index.clamp_(0, bins - 1)
-    return torch.bincount(index, minlength=bins).to(torch.float64)
+    index = index.clamp_(0, bins - 1) + part.detach().cpu().long() * bins
+    return torch.bincount(index, minlength=k * bins).to(torch.float64).reshape(k, bins)
+
+
+def norm_histogram(norms: Tensor, *, hist_max: float, bins: int) -> Tensor:
+    """Counts [bins] of ``norms`` in (j C_max/w, (j+1) C_max/w]; overflow -> last bin, 0 -> first."""
+    part = torch.zeros(norms.shape[0], dtype=torch.long)
+    return norm_histograms(norms, part, 1, hist_max=hist_max, bins=bins)[0]
+
+
+def mode_thresholds(noisy_counts: Tensor, *, hist_max: float) -> Tensor:
+    """Upper edge of the arg-max bin along the last dimension (float64): Alg. 3's C_s per histogram."""
+    bins = noisy_counts.shape[-1]
+    return (torch.argmax(noisy_counts, dim=-1) + 1).double() * hist_max / bins
+
+
+def histogram_noise(bins: int, noise_multiplier: float, generator: torch.Generator | None) -> Tensor:
+    """N(0, sigma_C^2) noise for the ``bins`` counts of one histogram (float64)."""
+    return torch.normal(0.0, float(noise_multiplier), size=(bins,), generator=generator, dtype=torch.float64)
 
 
 def dpnorm(
@@ -42,7 +59,5 @@ def dpnorm(
 ) -> DPNormResult:
     """Alg. 3: noisy mode of the norm histogram; returns C_s = its bin's upper edge."""
     counts = norm_histogram(norms, hist_max=hist_max, bins=bins)
-    noise = torch.normal(0.0, float(noise_multiplier), size=(bins,), generator=generator, dtype=torch.float64)
-    noisy = counts + noise
-    j = int(torch.argmax(noisy))
-    return DPNormResult(threshold=(j + 1) * hist_max / bins, noisy_counts=noisy)
+    noisy = counts + histogram_noise(bins, noise_multiplier, generator)
+    return DPNormResult(threshold=float(mode_thresholds(noisy, hist_max=hist_max)), noisy_counts=noisy)

@@ -43,9 +43,10 @@ def poisson_sample(n: int, q: float, generator: torch.Generator | None) -> Tenso
     return torch.nonzero(torch.rand(n, generator=generator) < q).squeeze(1)
 
 
-def clip_factors(norms: Tensor, clip_norm: float) -> Tensor:
-    """min(1, C / ||g_i||) per record (1 for a zero gradient)."""
-    return torch.where(norms > clip_norm, clip_norm / norms.clamp_min(1e-30), torch.ones_like(norms))
+def clip_factors(norms: Tensor, clip_norm: float | Tensor) -> Tensor:
+    """min(1, C / ||g_i||) per record (1 for a zero gradient); ``clip_norm`` a number or one C per record."""
+    clip = torch.as_tensor(clip_norm, dtype=norms.dtype, device=norms.device)
+    return torch.where(norms > clip, clip / norms.clamp_min(1e-30), torch.ones_like(norms))
 
 
 def _positive(name: str, value: float) -> float:

@@ -30,7 +30,7 @@ from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import SampledJointGaussianEvent
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
-from dpgm.release import REPORT_FILE, part_sample_grid, save_release, write_png_grid
+from dpgm.release import REPORT_FILE, image_grid, part_sample_grid, save_release, write_png_grid
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 
 CONFIG_FILE = "config.yaml"
@@ -208,7 +208,7 @@ class TrainingRun:
         g.manual_seed(0)
         images = part_sample_grid(self.trainer.models, self.data.image_shape, g)
         write_png_grid(self.run_dir / SAMPLES_FILE, images, nrow=8)
-        writer.add_image("samples", torch.as_tensor(images).reshape(-1, 1, *self.data.image_shape)[:64].mean(0), self.step)
+        writer.add_image("samples", image_grid(images, nrow=8), self.step, dataformats="HW")
 
     def finish(self) -> dict[str, Any]:
         """Write the release, the ledger and the privacy report."""

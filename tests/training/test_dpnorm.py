@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from dpgm.training.dpnorm import dpnorm, norm_histogram
+from dpgm.training.dpnorm import dpnorm, mode_thresholds, norm_histogram, norm_histograms
 
 
 def test_histogram_bins_are_upper_closed_with_overflow_in_last_bin() -> None:
@@ -43,3 +43,17 @@ def test_empty_batch_gives_a_random_bin() -> None:
     gen = torch.Generator().manual_seed(3)
     picks = {dpnorm(torch.zeros(0), hist_max=1.0, bins=10, noise_multiplier=1.0, generator=gen).threshold for _ in range(200)}
     assert len(picks) >= 8  # the arg-max of pure noise is spread over the bins
+
+
+def test_per_part_histograms_and_thresholds_match_one_histogram_per_part() -> None:
+    gen = torch.Generator().manual_seed(4)
+    norms = torch.rand(300, generator=gen) * 12
+    part = torch.randint(0, 4, (300,), generator=gen)
+    part[part == 2] = 3  # part 2 is empty: a row of zeros
+    counts = norm_histograms(norms, part, 4, hist_max=10.0, bins=20)
+    for j in range(4):
+        torch.testing.assert_close(counts[j], norm_histogram(norms[part == j], hist_max=10.0, bins=20))
+    assert counts[2].sum() == 0
+    noisy = torch.zeros(3, 20, dtype=torch.float64)
+    noisy[0, 0], noisy[1, 7], noisy[2, 19] = 1.0, 1.0, 1.0
+    assert mode_thresholds(noisy, hist_max=10.0).tolist() == [0.5, 4.0, 10.0]

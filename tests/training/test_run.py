@@ -33,7 +33,7 @@ def tiny_config(tmp_path, **over):
 
 def test_run_directory_and_ledger(tmp_path):
     cfg = tiny_config(tmp_path)
-    run_dir, report = run_mod.train(cfg, progress=False)
+    run_dir, _ = run_mod.train(cfg, progress=False)
     for name in ("config.yaml", "models.pt", "ledger.json", "privacy_report.json", "checkpoint.pt", "samples.png"):
         assert (run_dir / name).is_file(), name
     ledger = PrivacyLedger.load(run_dir / "ledger.json")
@@ -87,7 +87,7 @@ def test_resume_after_kill_neither_loses_nor_double_counts(tmp_path, monkeypatch
 
 def test_target_epsilon_covers_whole_pipeline(tmp_path):
     cfg = tiny_config(tmp_path, **{"privacy.target_epsilon": 3.0})
-    run_dir, report = run_mod.train(cfg, progress=False)
+    _, report = run_mod.train(cfg, progress=False)
     assert report["epsilon"] <= 3.0
     assert report["epsilon"] > 2.5  # calibration uses the budget rather than wasting it
 

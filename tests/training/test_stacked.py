@@ -1,0 +1,114 @@
+"""Stacked DP-SGD (parallel schedule in one batched pass) equals the loop over k DPSGD steps."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from dpgm.config import TrainingConfig
+from dpgm.errors import ConfigError
+from dpgm.models import RBM, VAE
+from dpgm.privacy.accountant import Accountant
+from dpgm.training.mixture import MixtureTrainer, RecordStore
+from dpgm.training.stacked import StackedDPSGD, StackedLinear, can_stack
+
+N_ITEMS, N_RECORDS = 20, 90
+
+
+def make_models(k: int = 3) -> list[VAE]:
+    gen = torch.Generator().manual_seed(11)
+    models = [VAE(N_ITEMS, hidden=[24], latent=2, generator=gen) for _ in range(k)]
+    with torch.no_grad():  # part 0's gradients are much larger: its C_s differs from part 1's
+        models[0].decoder[-1].weight.mul_(6.0)
+    return models
+
+
+def make_trainer(models: list[nn.Module], stack: bool, **cfg) -> MixtureTrainer:
+    rng = np.random.default_rng(0)
+    records = (rng.random((N_RECORDS, N_ITEMS)) < 0.3).astype(np.uint8)
+    assignments = np.where(np.arange(N_RECORDS) < 50, 0, 1)  # part 2 holds no record: always an empty batch
+    noisy_sizes = np.array([48.7, 43.2, -2.0])  # E_j = q * max(size_j, 1): three different divisors
+    settings = {"sampling_rate": 0.2, "noise_multiplier": 1.0, "hist_noise_multiplier": 0.05, "hist_max": 40.0,
+                "hist_bins": 40, "optimizer": "adam", "learning_rate": 0.01}
+    settings.update(cfg)
+    gen = torch.Generator().manual_seed(5)
+    return MixtureTrainer(models, RecordStore(records), assignments, noisy_sizes, TrainingConfig(**settings),
+                          bound="joint", generator=gen, stack=stack)
+
+
+def flat(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+@pytest.mark.parametrize(("clipping", "sigma", "optimizer"), [("adaptive", 1.0, "adam"), ("adaptive", 1e-9, "sgd"),
+                                                               ("fixed", 1.0, "sgd")])
+def test_stacked_steps_equal_the_loop_over_dpsgd(clipping: str, sigma: float, optimizer: str) -> None:
+    """Same seed, same batches, same draws: same clip thresholds and the same parameters and optimizer state.
+
+    With sigma ~ 0 and SGD the update is the clipped sum over E_j itself (no noise to hide a wrong sum).
+    """
+    models = make_models()
+    start = [flat(m) for m in models]
+    cfg = {"clipping": clipping, "noise_multiplier": sigma, "optimizer": optimizer, "clip_norm": 3.0}
+    stacked = make_trainer(models, stack=True, **cfg)
+    loop = make_trainer(copy.deepcopy(models), stack=False, **cfg)
+    assert stacked.stacked is not None and loop.stacked is None
+    for _ in range(4):
+        got = stacked.step(Accountant(delta=1e-5))
+        want = loop.step(Accountant(delta=1e-5))
+        assert got.clip_norms == want.clip_norms and got.batch_sizes == want.batch_sizes
+        assert got.batch_sizes[2] == 0 and got.batch_sizes[0] > 0 and got.batch_sizes[1] > 0
+        assert got.loss == pytest.approx(want.loss, rel=1e-5)
+    if clipping == "adaptive":
+        assert got.clip_norms[0] != got.clip_norms[1]  # each part has its own threshold
+    for j, (a, b) in enumerate(zip(stacked.models, loop.models)):
+        if j < 2 or sigma == 1.0:  # every part stepped, the empty one too (by noise alone)
+            assert not torch.allclose(flat(a), start[j])
+        torch.testing.assert_close(flat(a), flat(b), rtol=1e-5, atol=1e-6)
+    mine, theirs = stacked.state_dict(), loop.state_dict()
+    for a, b in zip(mine["optimizers"], theirs["optimizers"]):
+        assert a["param_groups"] == b["param_groups"]
+        for i in a["state"]:
+            for key in a["state"][i]:
+                torch.testing.assert_close(a["state"][i][key], b["state"][i][key], rtol=1e-5, atol=1e-6)
+
+
+def test_state_dict_moves_between_paths() -> None:
+    """A loop trainer's checkpoint resumes on the stacked path (and the trainer's models are the state)."""
+    loop = make_trainer(make_models(), stack=False)
+    loop.step(Accountant(delta=1e-5))
+    state = copy.deepcopy(loop.state_dict())  # as a checkpoint file would: no tensor shared with the loop
+    stacked = make_trainer(make_models(), stack=True)
+    stacked.load_state_dict(state)
+    stacked.generator.set_state(loop.generator.get_state())
+    stacked.step(Accountant(delta=1e-5))
+    loop.step(Accountant(delta=1e-5))
+    for a, b in zip(stacked.models, loop.models):
+        torch.testing.assert_close(flat(a), flat(b), rtol=1e-5, atol=1e-6)
+    assert stacked.state_dict().keys() == state.keys()
+
+
+def test_stacked_linear_applies_each_layer_to_its_own_batch() -> None:
+    gen = torch.Generator().manual_seed(2)
+    layers = [nn.Linear(5, 3) for _ in range(4)]
+    stack = StackedLinear(layers)
+    x = torch.randn(4, 6, 5, generator=gen)
+    torch.testing.assert_close(stack(x), torch.stack([layer(x[j]) for j, layer in enumerate(layers)]))
+    with torch.no_grad():
+        layers[2].weight.add_(1.0)
+    stack.refresh()
+    torch.testing.assert_close(stack(x)[2], layers[2](x[2]))
+
+
+def test_only_vaes_of_one_shape_stack() -> None:
+    assert can_stack(make_models())
+    assert not can_stack([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16])])
+    assert not can_stack([RBM(N_ITEMS, n_hidden=4), RBM(N_ITEMS, n_hidden=4)])
+    trainer = make_trainer([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16]), VAE(N_ITEMS, hidden=[24])], stack=True)
+    assert trainer.stacked is None  # falls back to the loop
+    with pytest.raises(ConfigError):
+        StackedDPSGD(trainer.dpsgd)
