@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from dpgm.cli import run_cli
 from dpgm.release import FORMATS, release

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from dpgm.errors import DpgmError
 
@@ -17,6 +18,9 @@ def run_cli(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[s
     except DpgmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # output piped into `head` & co.: no traceback (Python docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

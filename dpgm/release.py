@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -150,8 +151,7 @@ def _write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]
 
 def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
     for records, _ in chunks:
-        for row in records:
-            fh.write(" ".join(map(str, np.flatnonzero(row))) + "\n")
+        fh.writelines(" ".join(map(str, np.flatnonzero(row))) + "\n" for row in records)
 
 
 def image_grid(images: np.ndarray, nrow: int) -> np.ndarray:

@@ -20,8 +20,7 @@ def test_success_renames_with_usual_permissions(tmp_path):
 
 def test_failure_leaves_nothing(tmp_path):
     path = tmp_path / "out.csv"
-    with pytest.raises(RuntimeError):
-        with atomic_write(path) as fh:
-            fh.write("partial")
-            raise RuntimeError("killed")
+    with pytest.raises(RuntimeError), atomic_write(path) as fh:
+        fh.write("partial")
+        raise RuntimeError("killed")
     assert list(tmp_path.iterdir()) == []

@@ -36,7 +36,7 @@ class Partition:
 
     @property
     def k(self) -> int:
-        return int(len(self.noisy_sizes))
+        return len(self.noisy_sizes)
 
     def part_indices(self, j: int) -> np.ndarray:
         """Indices of the records assigned to part j (private: use inside DP mechanisms only)."""

@@ -49,6 +49,18 @@ def clip_factors(norms: Tensor, clip_norm: float | Tensor) -> Tensor:
     return torch.where(norms > clip, clip / norms.clamp_min(1e-30), torch.ones_like(norms))
 
 
+def step_event(
+    *, sampling_rate: float, noise_multiplier: float, clipping: str, hist_noise_multiplier: float, bound: str
+) -> DpEvent:
+    """One DP-SGD step's privacy event: sampled Gaussian (fixed clipping) or, with DPNorm, the
+    histogram and the gradient released from the same Poisson batch (DESIGN.md 3.6)."""
+    if clipping == "fixed":
+        return SampledGaussianEvent(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    return SampledJointGaussianEvent(
+        sampling_rate=sampling_rate, noise_multipliers=(hist_noise_multiplier, noise_multiplier), bound=bound
+    )
+
+
 def _positive(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"DP-SGD: {name} must be a finite number > 0, got {value!r}")
@@ -94,14 +106,9 @@ class DPSGD:
         self.params = self.clipper.params
 
     def event(self, bound: Literal["joint", "holder"] = "joint") -> DpEvent:
-        """The privacy event of one step: sampled Gaussian (fixed) or joint histogram+gradient (adaptive)."""
-        if self.clipping == "fixed":
-            return SampledGaussianEvent(sampling_rate=self.sampling_rate, noise_multiplier=self.noise_multiplier)
-        return SampledJointGaussianEvent(
-            sampling_rate=self.sampling_rate,
-            noise_multipliers=(self.hist_noise_multiplier, self.noise_multiplier),
-            bound=bound,
-        )
+        """The privacy event of one step of this optimiser."""
+        return step_event(sampling_rate=self.sampling_rate, noise_multiplier=self.noise_multiplier,
+                          clipping=self.clipping, hist_noise_multiplier=self.hist_noise_multiplier, bound=bound)
 
     def threshold(self, norms: Tensor) -> float:
         """C_s for this batch: clip_norm, or DPNorm's noisy histogram mode (Alg. 3)."""

@@ -25,7 +25,7 @@ from torch import nn
 from dpgm.config import TrainingConfig
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
-from dpgm.training.dpsgd import DPSGD, StepResult
+from dpgm.training.dpsgd import DPSGD, StepResult, poisson_sample
 from dpgm.training.stacked import StackedDPSGD, can_stack
 
 #: Ledger stage name of DP-SGD training.
@@ -143,8 +143,7 @@ class MixtureTrainer:
 
     def _sample(self, candidates: np.ndarray) -> np.ndarray:
         """Poisson sampling: each candidate joins independently with probability q."""
-        keep = torch.rand(len(candidates), generator=self.generator) < self.cfg.sampling_rate
-        return candidates[keep.numpy()]
+        return candidates[poisson_sample(len(candidates), self.cfg.sampling_rate, self.generator).numpy()]
 
     def step(self, accountant: Accountant) -> StepLog:
         """One global step; charged to ``accountant`` before any record is read."""

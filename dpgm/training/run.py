@@ -28,9 +28,10 @@ from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.models import build_model
 from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
-from dpgm.privacy.events import SampledJointGaussianEvent
+from dpgm.privacy.events import DpEvent, SampledJointGaussianEvent
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 from dpgm.release import REPORT_FILE, image_grid, part_sample_grid, save_release, write_png_grid
+from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 
 CONFIG_FILE = "config.yaml"
@@ -76,7 +77,7 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report["fixed_seed"] = cfg.seed is not None
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
     report["plan"] = {
-        "partition": cfg.partition.method, "k": int(len(partition_sizes)), "schedule": cfg.training.schedule,
+        "partition": cfg.partition.method, "k": len(partition_sizes), "schedule": cfg.training.schedule,
         "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps,
         "sampling_rate": cfg.training.sampling_rate, "noise_multiplier": cfg.training.noise_multiplier,
         "clipping": cfg.training.clipping, "hist_noise_multiplier": cfg.training.hist_noise_multiplier,
@@ -88,14 +89,9 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
     """Target-epsilon mode: smallest sigma_G keeping the WHOLE pipeline within the target."""
     t = cfg.training
 
-    def event(sigma: float):
-        if t.clipping == "fixed":
-            from dpgm.privacy.events import SampledGaussianEvent
-
-            return SampledGaussianEvent(sampling_rate=t.sampling_rate, noise_multiplier=sigma)
-        return SampledJointGaussianEvent(sampling_rate=t.sampling_rate,
-                                         noise_multipliers=(t.hist_noise_multiplier, sigma),
-                                         bound=cfg.privacy.dependent_bound)
+    def event(sigma: float) -> DpEvent:
+        return step_event(sampling_rate=t.sampling_rate, noise_multiplier=sigma, clipping=t.clipping,
+                          hist_noise_multiplier=t.hist_noise_multiplier, bound=cfg.privacy.dependent_bound)
 
     try:
         t.noise_multiplier = sigma_for_epsilon(
