@@ -11,9 +11,10 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import yaml
 
@@ -81,6 +82,7 @@ class PartitionConfig:
     sketch_measurements: int | None = opt(None, "sketch: r, entries of the sketch each record contributes to (uniform random mask; null: all m)")
     sketch_sigma2: float | None = opt(None, "sketch: public frequency scale sigma^2 (~ per-item variance within a cluster; null: the public sample's mean item variance, else 1/4)")
     sketch_frequencies: Literal["adapted_radius", "gaussian"] = opt("adapted_radius", "sketch: frequency law, adapted radius (Keriven et al.) or N(0, I / sigma^2)")
+    sketch_projection: int | None = opt(10, "sketch: records with more items are decoded in this many public dimensions (top principal directions of the public sample, else a random orthonormal basis); null: never project")
     sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins (post-processing)")
 
     def validate(self) -> None:
@@ -95,6 +97,7 @@ class PartitionConfig:
         _require(self.sketch_measurements is None or 1 <= self.sketch_measurements <= self.sketch_size, "partition", "sketch_measurements", "must be in 1..sketch_size")
         _require(self.sketch_sigma2 is None or self.sketch_sigma2 > 0, "partition", "sketch_sigma2", "must be > 0")
         _require(self.sketch_decodes >= 1, "partition", "sketch_decodes", "must be >= 1")
+        _require(self.sketch_projection is None or self.sketch_projection >= 1, "partition", "sketch_projection", "must be >= 1")
 
 
 @dataclass
