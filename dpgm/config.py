@@ -130,6 +130,7 @@ class TrainingConfig:
     schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (DESIGN.md 3.5); alternate: the paper's Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
+    ema_decay: float | None = opt(None, "release an exponential moving average of each model's weights with this decay (post-processing of the noisy iterates; null: the last iterate)")
     checkpoint_every: int = opt(2000, "steps between checkpoints")
     log_every: int = opt(50, "steps between TensorBoard scalars")
 
@@ -142,6 +143,7 @@ class TrainingConfig:
         _require(self.hist_max > 0, "training", "hist_max", "must be > 0")
         _require(self.hist_bins >= 1, "training", "hist_bins", "must be >= 1")
         _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
+        _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
         _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
         _require(self.log_every >= 1, "training", "log_every", "must be >= 1")
 

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from dpgm.config import TrainingConfig
 from dpgm.privacy.accountant import Accountant
@@ -135,6 +136,10 @@ class MixtureTrainer:
             )
             for model, opt, size in zip(models, self.optimizers, noisy_sizes)
         ]
+        self.averages = (
+            [AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(cfg.ema_decay), use_buffers=False) for m in models]
+            if cfg.ema_decay is not None else None
+        )
         self.stacked = StackedDPSGD(self.dpsgd) if stack and cfg.schedule == "parallel" and can_stack(models) else None
 
     def event(self) -> DpEvent:
@@ -147,6 +152,17 @@ class MixtureTrainer:
 
     def step(self, accountant: Accountant) -> StepLog:
         """One global step; charged to ``accountant`` before any record is read."""
+        log = self._step(accountant)
+        if self.averages is not None:
+            for average, model in zip(self.averages, self.models):
+                average.update_parameters(model)
+        return log
+
+    def released_models(self) -> list[nn.Module]:
+        """What the run releases: the weight averages when ema_decay is set, else the models."""
+        return [a.module for a in self.averages] if self.averages is not None else self.models
+
+    def _step(self, accountant: Accountant) -> StepLog:
         accountant.charge(STAGE, self.event())
         if self.cfg.schedule == "parallel":
             chosen = list(range(len(self.models)))
@@ -168,13 +184,18 @@ class MixtureTrainer:
         return _log(results)
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        state = {
             "models": [m.state_dict() for m in self.models],
             "optimizers": [o.state_dict() for o in self.optimizers],
         }
+        if self.averages is not None:
+            state["averages"] = [a.state_dict() for a in self.averages]
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for m, s in zip(self.models, state["models"]):
             m.load_state_dict(s)
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)
+        for a, s in zip(self.averages or [], state.get("averages", [])):
+            a.load_state_dict(s)

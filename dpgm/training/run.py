@@ -202,13 +202,13 @@ class TrainingRun:
             return
         g = torch.Generator()
         g.manual_seed(0)
-        images = part_sample_grid(self.trainer.models, self.data.image_shape, g)
+        images = part_sample_grid(self.trainer.released_models(), self.data.image_shape, g)
         write_png_grid(self.run_dir / SAMPLES_FILE, images, nrow=8)
         writer.add_image("samples", image_grid(images, nrow=8), self.step, dataformats="HW")
 
     def finish(self) -> dict[str, Any]:
         """Write the release, the ledger and the privacy report."""
-        save_release(self.run_dir, self.trainer.models, self.partition.noisy_sizes, self.cfg.model,
+        save_release(self.run_dir, self.trainer.released_models(), self.partition.noisy_sizes, self.cfg.model,
                      self.data.item_names, self.data.image_shape)
         self.accountant.ledger.save(self.run_dir / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps)

@@ -103,3 +103,15 @@ def test_existing_run_is_not_overwritten(tmp_path):
     run_mod.train(cfg, progress=False)
     with pytest.raises(Exception, match="already holds a run"):
         run_mod.train(cfg, progress=False)
+
+
+def test_ema_release_averages_the_iterates(tmp_path):
+    cfg = tiny_config(tmp_path, **{"training.ema_decay": 0.5})
+    run_dir, _ = run_mod.train(cfg, progress=False)
+    released = torch.load(run_dir / "models.pt", weights_only=True)["state_dicts"][0]
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    last = state["trainer"]["models"][0]
+    average = {k.removeprefix("module."): v for k, v in state["trainer"]["averages"][0].items()}
+    for name, value in released.items():
+        assert torch.equal(value, average[name])
+    assert any(not torch.equal(released[n], last[n]) for n in released)
