@@ -19,6 +19,16 @@ from dpgm.privacy.accountant import Accountant
 STAGE = "partition"
 
 
+def size_shares(sizes: np.ndarray) -> np.ndarray:
+    """Released part sizes (or weights) as shares summing to 1 (DESIGN.md 3.4).
+
+    Negative noisy sizes count as 0; if none is positive every part gets an equal share.
+    Uses only released values, so it is post-processing.
+    """
+    w = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0)
+    return w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w))
+
+
 @dataclass
 class Partition:
     """The result of a DP partitioner.

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from scipy import linalg
 from threadpoolctl import threadpool_limits
 
-from dpgm.clustering.base import STAGE, Partition
+from dpgm.clustering.base import STAGE, Partition, size_shares
 from dpgm.clustering.cl_ompr import decode
 from dpgm.clustering.noisy_lloyd import nearest_centre
 from dpgm.config import PartitionConfig
@@ -693,7 +693,7 @@ class SketchPartitioner:
         }
         return Partition(
             assignments=self.assign(data.records),
-            noisy_sizes=weight_shares(result.weights) * max(released.count, 0.0),
+            noisy_sizes=size_shares(result.weights) * max(released.count, 0.0),
             centres=proj.lift(result.centres),
             info=info,
         )
@@ -713,12 +713,6 @@ def random_records(n_items: int, rng: np.random.Generator, per_density: int = 50
     """Random 0/1 records of several densities: start points for the atom search (no public data)."""
     p = np.repeat(SEED_DENSITIES, per_density)[:, None]
     return (rng.random((len(p), n_items)) < p).astype(np.float64)
-
-
-def weight_shares(weights: np.ndarray) -> np.ndarray:
-    """Decoded weights as shares summing to 1 (uniform if all are zero)."""
-    w = np.maximum(np.asarray(weights, dtype=np.float64), 0.0)
-    return w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w))
 
 
 def from_config(cfg: PartitionConfig, *, public: BinaryDataset | None = None) -> SketchPartitioner:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
+from dpgm.clustering.base import size_shares
 from dpgm.config import TrainingConfig
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
@@ -37,15 +38,8 @@ MIN_PART_SIZE = 1.0
 
 
 def part_probabilities(noisy_sizes: np.ndarray) -> torch.Tensor:
-    """Probability of each part, proportional to its released size (DESIGN.md 3.4).
-
-    Negative noisy sizes count as 0; if no size is positive every part is equally likely.
-    Uses only released values, so choosing parts this way is post-processing.
-    """
-    w = np.maximum(np.asarray(noisy_sizes, dtype=float), 0.0)
-    if w.sum() <= 0:
-        w = np.ones_like(w)
-    return torch.as_tensor(w / w.sum(), dtype=torch.float64)
+    """Probability of each part, proportional to its released size (``size_shares``)."""
+    return torch.as_tensor(size_shares(noisy_sizes), dtype=torch.float64)
 
 
 class RecordStore:
