@@ -108,6 +108,9 @@ class ModelConfig:
     rbm_hidden: int = opt(200, "RBM: number of hidden units")
     gibbs_steps: int = opt(1, "RBM: Gibbs steps per update of the persistent chains")
     chains: int = opt(100, "RBM: number of persistent chains")
+    output_bias: Literal["noisy_mean", "default"] = opt("noisy_mean", "initial output bias of each part's model (VAE decoder, RBM visible units): noisy_mean = logit of the part's noisy mean record (one Gaussian release, ledger stage part_means; Hinton 2010 sec. 8.1); default = the layer's usual initialisation, no privacy cost")
+    mean_noise_multiplier: float = opt(20.0, "noisy_mean: noise std / L2 sensitivity of the per-part record sums")
+    mean_clip: float | None = opt(None, "noisy_mean: L2 bound on each record in the sums (a public bound, e.g. 12 for MNIST digits; null: sqrt(number of items), never clips)")
 
     def validate(self) -> None:
         _require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
@@ -115,6 +118,8 @@ class ModelConfig:
         _require(self.rbm_hidden >= 1, "model", "rbm_hidden", "must be >= 1")
         _require(self.gibbs_steps >= 1, "model", "gibbs_steps", "must be >= 1")
         _require(self.chains >= 1, "model", "chains", "must be >= 1")
+        _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
+        _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
 
 
 @dataclass

@@ -24,7 +24,8 @@ class GenerativeModel(Protocol):
 
     ``loss_per_record`` is the data term: one loss per row, each depending on its own row only.
     ``post_processing_loss`` is a term computed from the parameters alone (RBM negative phase),
-    added after privatisation, or None.
+    added after privatisation, or None. ``init_output_bias`` starts the Bernoulli output layer
+    at the logits of given item frequencies.
     """
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor: ...
@@ -32,6 +33,8 @@ class GenerativeModel(Protocol):
     def post_processing_loss(self, generator: torch.Generator | None) -> Tensor | None: ...
 
     def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+
+    def init_output_bias(self, probs: Tensor) -> None: ...
 
     def sample(self, n: int, generator: torch.Generator | None) -> Tensor: ...
 

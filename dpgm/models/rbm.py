@@ -47,6 +47,11 @@ class RBM(nn.Module):
         # Persistent chains start at zero; one Gibbs step from there gives near-uniform states.
         self.register_buffer("chains", torch.zeros(int(chains), self.n_items))
 
+    @torch.no_grad()
+    def init_output_bias(self, probs: Tensor) -> None:
+        """Start the visible bias at logit(``probs``) [n_items] (Hinton 2010, section 8.1)."""
+        self.visible_bias.weight[0].copy_(torch.logit(torch.as_tensor(probs, dtype=self.visible_bias.weight.dtype)))
+
     def free_energy(self, v: Tensor) -> Tensor:
         """F(v) = -b.v - sum_j softplus(c_j + W_j v) for each row of ``v`` -> [B]."""
         return -self.visible_bias(v).squeeze(1) - F.softplus(self.hidden(v)).sum(dim=1)

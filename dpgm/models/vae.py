@@ -90,6 +90,11 @@ class VAE(nn.Module):
         return None
 
     @torch.no_grad()
+    def init_output_bias(self, probs: Tensor) -> None:
+        """Start the decoder's output bias at logit(``probs``) [n_items] (see dpgm.training.part_means)."""
+        self.decoder[-1].bias.copy_(torch.logit(torch.as_tensor(probs, dtype=self.decoder[-1].bias.dtype)))
+
+    @torch.no_grad()
     def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor:
         """Bernoulli means [n, n_items] of records decoded from z ~ N(0, I)."""
         device, dtype = self._device_dtype()

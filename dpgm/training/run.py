@@ -1,4 +1,4 @@
-"""One training run end to end: load -> DP partition -> DP-SGD mixture -> run directory.
+"""One training run end to end: load -> DP partition -> noisy part means -> DP-SGD mixture -> run directory.
 
 The run directory holds the resolved config, the release (``models.pt``), the ledger,
 ``privacy_report.json``, sample grids for image data, TensorBoard logs and a checkpoint.
@@ -33,6 +33,7 @@ from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 from dpgm.release import REPORT_FILE, image_grid, part_sample_grid, save_release, write_png_grid
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
+from dpgm.training.part_means import noisy_part_means
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -124,14 +125,25 @@ class TrainingRun:
         self.accountant = Accountant(delta=self.delta, budget_epsilon=cfg.privacy.target_epsilon)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
         self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
+        means = None
+        if cfg.model.output_bias == "noisy_mean":
+            means = noisy_part_means(
+                self.data.records, self.partition.assignments, self.partition.noisy_sizes,
+                clip=cfg.model.mean_clip, noise_multiplier=cfg.model.mean_noise_multiplier,
+                accountant=self.accountant, rng=rng,
+            )
         if cfg.privacy.target_epsilon is not None:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
-        self._build_trainer()
+        self._build_trainer(means)
         atomic_write_text(self.run_dir / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
-    def _build_trainer(self) -> None:
+    def _build_trainer(self, output_probs: np.ndarray | None = None) -> None:
+        """One model per part (output biases from ``output_probs`` [k, n_items] if given) and the trainer."""
         models = [build_model(self.cfg.model, self.data.n_items, generator=self.generator).to(self.cfg.device)
                   for _ in range(self.partition.k)]
+        if output_probs is not None:
+            for model, probs in zip(models, output_probs):
+                model.init_output_bias(torch.as_tensor(probs, dtype=torch.float32))
         self.trainer = MixtureTrainer(
             models, RecordStore(self.data.records, self.cfg.device), self.partition.assignments,
             self.partition.noisy_sizes, self.cfg.training, bound=self.cfg.privacy.dependent_bound,
