@@ -1,5 +1,7 @@
 """Configuration: typed loading, unknown keys, range checks, overrides."""
 
+from pathlib import Path
+
 import pytest
 
 from dpgm.config import Config, config_from_dict, load_config
@@ -56,3 +58,10 @@ def test_bad_override_syntax():
 def test_yaml_exponent_without_dot_is_a_number():
     cfg = config_from_dict({"privacy": {"delta": "1e-5"}}, ["training.learning_rate=1e-3"])
     assert cfg.privacy.delta == 1e-5 and cfg.training.learning_rate == 1e-3
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_shipped_configs_load_and_validate(path):
+    cfg = load_config(path)
+    assert cfg.name == path.stem
