@@ -39,7 +39,8 @@ class DataConfig:
     path: str | None = opt(None, "file for transactions/csv; for mnist the folder of IDX files (default: $DPGM_DATA_DIR/mnist or data/mnist)")
     split: Literal["train", "test"] = opt("train", "mnist split used as the private data")
     threshold: float = opt(0.5, "binarisation threshold for image intensities scaled to [0, 1] (paper: 0.5)")
-    top_items: int | None = opt(None, "transactions: keep only the m most frequent items (null: all items)")
+    top_items: int | None = opt(None, "keep only the m most frequent items, chosen by train.py from NOISY counts and charged as stage 'items' (null: all items)")
+    top_items_noise_multiplier: float = opt(10.0, "sigma of the Gaussian on the normalised item counts that choose top_items (sensitivity 1)")
     label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
     download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
@@ -47,6 +48,7 @@ class DataConfig:
     def validate(self) -> None:
         _require(0.0 < self.threshold < 1.0, "data", "threshold", f"must be in (0, 1), got {self.threshold}")
         _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
+        _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
         _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
         _require(self.source not in ("transactions", "csv") or bool(self.path), "data", "path", f"is required for source {self.source}")
 

@@ -42,6 +42,7 @@ class ReleasedMixture:
     item_names: list[str]
     image_shape: tuple[int, int] | None
     report: dict[str, Any]
+    item_ids: list[int]  # each column's id in the source file's item universe (transactions output)
 
     @property
     def n_items(self) -> int:
@@ -55,8 +56,12 @@ def save_release(
     model_cfg: ModelConfig,
     item_names: list[str],
     image_shape: tuple[int, int] | None,
+    item_ids: list[int] | None = None,
 ) -> None:
-    """Write ``models.pt``: plain tensors and built-ins only, loadable with weights_only=True."""
+    """Write ``models.pt``: plain tensors and built-ins only, loadable with weights_only=True.
+
+    ``item_ids`` maps each column to its id in the source data (after a top-items restriction).
+    """
     payload = {
         "state_dicts": [{k: v.detach().cpu() for k, v in m.state_dict().items()} for m in models],
         "noisy_sizes": torch.as_tensor(np.asarray(noisy_sizes, dtype=np.float64)),
@@ -64,6 +69,7 @@ def save_release(
                   "rbm_hidden": model_cfg.rbm_hidden, "gibbs_steps": model_cfg.gibbs_steps,
                   "chains": model_cfg.chains},
         "item_names": list(item_names),
+        "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,
     }
     with atomic_write(run_dir / MODELS_FILE, "wb") as fh:
@@ -98,6 +104,7 @@ def load_release(run_dir: str | Path) -> ReleasedMixture:
         item_names=list(payload["item_names"]),
         image_shape=tuple(shape) if shape else None,
         report=report,
+        item_ids=list(payload.get("item_ids", range(n_items))),
     )
 
 
@@ -149,9 +156,11 @@ def _write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]
         np.savetxt(fh, records, fmt="%d", delimiter=",")
 
 
-def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], ids: list[int]) -> None:
+    """One line per record: the source-data ids of its items, ascending (the ../shared/data format)."""
+    ids_array = np.asarray(ids)
     for records, _ in chunks:
-        fh.writelines(" ".join(map(str, np.flatnonzero(row))) + "\n" for row in records)
+        fh.writelines(" ".join(map(str, ids_array[np.flatnonzero(row)])) + "\n" for row in records)
 
 
 def image_grid(images: np.ndarray, nrow: int) -> np.ndarray:
@@ -225,7 +234,7 @@ def release(
             if fmt == "csv":
                 _write_csv(fh, chunks, mixture.item_names)
             else:
-                _write_transactions(fh, chunks)
+                _write_transactions(fh, chunks, mixture.item_ids)
     bar.close()
     report = dict(mixture.report)
     report["release"] = {"records": n, "format": fmt, "sampling_seed_fixed": seed is not None,

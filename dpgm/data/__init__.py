@@ -41,8 +41,8 @@ __all__ = [
 def load_dataset(cfg: DataConfig) -> BinaryDataset:
     """The private records described by ``cfg`` (source, path, split, threshold, limit, ...).
 
-    A relative ``cfg.path`` is tried as given, then under ``data_dir()``. ``top_items``
-    (transactions) ranks items by EXACT counts: see ``load_transactions``.
+    A relative ``cfg.path`` is tried as given, then under ``data_dir()``. ``cfg.top_items`` is
+    NOT applied here: choosing items looks at the data, so the training run does it privately.
     """
     if cfg.source == "mnist":
         folder = None if cfg.path is None else resolve_data_path(cfg.path)
@@ -58,9 +58,7 @@ def load_dataset(cfg: DataConfig) -> BinaryDataset:
     if cfg.source in ("transactions", "csv") and not cfg.path:
         raise ConfigError(f"data.path: is required for source {cfg.source}")
     if cfg.source == "transactions":
-        return load_transactions(
-            resolve_data_path(cfg.path), top_items=cfg.top_items, limit=cfg.limit
-        )
+        return load_transactions(resolve_data_path(cfg.path), limit=cfg.limit)
     if cfg.source == "csv":
         return load_csv(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
     raise ConfigError(f"data.source: unknown source {cfg.source!r}")

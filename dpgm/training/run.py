@@ -1,4 +1,4 @@
-"""One training run end to end: load -> DP partition -> noisy part means -> DP-SGD mixture -> run directory.
+"""One training run end to end: load -> DP item choice -> DP partition -> noisy part means -> DP-SGD mixture.
 
 The run directory holds the resolved config, the release (``models.pt``), the ledger,
 ``privacy_report.json``, sample grids for image data, TensorBoard logs and a checkpoint.
@@ -21,7 +21,7 @@ from tqdm import tqdm
 from dpgm.clustering import make_partitioner
 from dpgm.clustering.base import Partition
 from dpgm.config import Config, load_config
-from dpgm.data import load_dataset, load_public_sample
+from dpgm.data import load_dataset, load_public_sample, noisy_top_item_ids, restrict_items
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError, PrivacyBudgetError
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
@@ -39,6 +39,7 @@ CONFIG_FILE = "config.yaml"
 CHECKPOINT_FILE = "checkpoint.pt"
 LEDGER_FILE = "ledger.json"
 SAMPLES_FILE = "samples.png"
+ITEMS_STAGE = "items"
 
 
 def _generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
@@ -123,6 +124,7 @@ class TrainingRun:
         cfg = self.cfg
         rng, self.generator = _generators(cfg.seed)
         self.accountant = Accountant(delta=self.delta, budget_epsilon=cfg.privacy.target_epsilon)
+        self._choose_items(rng)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
         self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
         means = None
@@ -136,6 +138,16 @@ class TrainingRun:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
         self._build_trainer(means)
         atomic_write_text(self.run_dir / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+
+    def _choose_items(self, rng: np.random.Generator) -> None:
+        """``data.top_items``: keep the m items with the largest NOISY counts (charged, stage 'items')."""
+        m = self.cfg.data.top_items
+        columns = np.arange(self.data.n_items)
+        if m is not None and m < self.data.n_items:
+            columns = noisy_top_item_ids(self.data, m, noise_multiplier=self.cfg.data.top_items_noise_multiplier,
+                                         accountant=self.accountant, rng=rng, stage=ITEMS_STAGE)
+            self.data = restrict_items(self.data, columns)
+        self.columns = columns
 
     def _build_trainer(self, output_probs: np.ndarray | None = None) -> None:
         """One model per part (output biases from ``output_probs`` [k, n_items] if given) and the trainer."""
@@ -156,6 +168,9 @@ class TrainingRun:
         self.generator.set_state(checkpoint["generator"])
         ledger = PrivacyLedger.from_json(checkpoint["ledger"])
         self.accountant = Accountant(ledger, delta=self.delta, budget_epsilon=self.cfg.privacy.target_epsilon)
+        self.columns = np.asarray(checkpoint.get("columns", torch.arange(self.data.n_items)))
+        if len(self.columns) < self.data.n_items:
+            self.data = restrict_items(self.data, self.columns)  # the private choice, not redone
         self.partition = Partition(assignments=checkpoint["assignments"].numpy(),
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
         self.step = int(checkpoint["step"])
@@ -170,6 +185,7 @@ class TrainingRun:
             "ledger": self.accountant.ledger.to_json(),
             "assignments": torch.as_tensor(self.partition.assignments),
             "noisy_sizes": torch.as_tensor(self.partition.noisy_sizes),
+            "columns": torch.as_tensor(self.columns),
             "generator": self.generator.get_state(),
         }
         with atomic_write(self.run_dir / CHECKPOINT_FILE, "wb") as fh:
@@ -221,7 +237,7 @@ class TrainingRun:
     def finish(self) -> dict[str, Any]:
         """Write the release, the ledger and the privacy report."""
         save_release(self.run_dir, self.trainer.released_models(), self.partition.noisy_sizes, self.cfg.model,
-                     self.data.item_names, self.data.image_shape)
+                     self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"))
         self.accountant.ledger.save(self.run_dir / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps)
         atomic_write_json(self.run_dir / REPORT_FILE, report)

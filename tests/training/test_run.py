@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from dpgm.config import config_from_dict
 from dpgm.errors import PrivacyBudgetError
+from dpgm.privacy.events import GaussianEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.training import run as run_mod
 from dpgm.training.mixture import STAGE
@@ -29,6 +31,24 @@ def tiny_config(tmp_path, **over):
     }
     overrides = [f"{k}={v}" for k, v in over.items()]
     return config_from_dict(data, overrides)
+
+
+def killed_run(cfg, monkeypatch, *, at_step: int):
+    """Train ``cfg`` until a KeyboardInterrupt during step ``at_step``; return its run directory."""
+    real_step = run_mod.MixtureTrainer.step
+    calls = {"n": 0}
+
+    def dying_step(self, accountant):
+        calls["n"] += 1
+        if calls["n"] == at_step:
+            raise KeyboardInterrupt
+        return real_step(self, accountant)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_mod.MixtureTrainer, "step", dying_step)
+        with pytest.raises(KeyboardInterrupt):
+            run_mod.train(cfg, progress=False)
+    return Path(cfg.runs_dir) / cfg.name
 
 
 def test_run_directory_and_ledger(tmp_path):
@@ -58,23 +78,10 @@ def test_alternate_schedule_and_rbm(tmp_path):
 
 def test_resume_after_kill_neither_loses_nor_double_counts(tmp_path, monkeypatch):
     cfg = tiny_config(tmp_path, **{"training.epochs": 2})
-    real_step = run_mod.MixtureTrainer.step
-    calls = {"n": 0}
-
-    def dying_step(self, accountant):
-        calls["n"] += 1
-        if calls["n"] == 7:  # killed during step 7: last checkpoint was after step 4
-            raise KeyboardInterrupt
-        return real_step(self, accountant)
-
-    monkeypatch.setattr(run_mod.MixtureTrainer, "step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
-        run_mod.train(cfg, progress=False)
-    run_dir = tmp_path / "runs" / "tiny"
+    run_dir = killed_run(cfg, monkeypatch, at_step=7)  # the last checkpoint was after step 4
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert state["step"] == 4
     assert PrivacyLedger.from_json(state["ledger"]).count(STAGE) == 4
-    monkeypatch.setattr(run_mod.MixtureTrainer, "step", real_step)
     run_dir, report = run_mod.resume(run_dir, progress=False)
     ledger = PrivacyLedger.load(run_dir / "ledger.json")
     assert ledger.count(STAGE) == 20
@@ -115,3 +122,26 @@ def test_ema_release_averages_the_iterates(tmp_path):
     for name, value in released.items():
         assert torch.equal(value, average[name])
     assert any(not torch.equal(released[n], last[n]) for n in released)
+
+
+def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch):
+    """data.top_items: ONE charged Gaussian choice (stage 'items'); resume reuses it, never redraws."""
+    cfg = tiny_config(tmp_path, **{"data.top_items": 20, "data.top_items_noise_multiplier": 3.0,
+                                   "training.epochs": 1})
+    run_dir = killed_run(cfg, monkeypatch, at_step=6)
+    chosen = torch.load(run_dir / "checkpoint.pt", weights_only=True)["columns"].tolist()
+    run_dir, report = run_mod.resume(run_dir, progress=False)
+    [entry] = [e for e in PrivacyLedger.load(run_dir / "ledger.json").entries if e.stage == run_mod.ITEMS_STAGE]
+    assert entry.event == GaussianEvent(noise_multiplier=3.0) and entry.count == 1
+    assert report["stage_epsilons"][run_mod.ITEMS_STAGE] > 0
+    payload = torch.load(run_dir / "models.pt", weights_only=True)
+    assert payload["item_ids"] == chosen and len(chosen) == 20 and chosen == sorted(chosen)
+    assert payload["item_names"] == [f"px{j}" for j in chosen]
+    # the digits' always-blank border pixels (0 and 7 of row 0) cannot be among the 20 most frequent
+    assert 0 not in chosen and 7 not in chosen
+    # the transactions output speaks the source's item ids, not column positions
+    from dpgm.release import release
+
+    release(run_dir, tmp_path / "syn.txt", 200, fmt="transactions", seed=0, progress=False)
+    written = {int(t) for line in (tmp_path / "syn.txt").read_text().splitlines() for t in line.split()}
+    assert written and written <= set(chosen) and max(written) > 19
