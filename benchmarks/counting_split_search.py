@@ -8,7 +8,9 @@ other half, next to MWEM and independent marginals fitted on the same half at th
         --candidate '{"partition": {"method": "lloyd", "k": 20, "iterations": 10, "target_epsilon": 0.2}}'
 
 Each --candidate is a JSON object of config sections applied over counting_queries.DPGM_BASE
-(no candidate: the dataset's current entry of DPGM_CONFIGS).
+(no candidate: the dataset's current entry of DPGM_CONFIGS). Results vary with the training
+seed (the DP partition above all), so ``--seeds 0 1 2 3 4 5`` trains each candidate once per
+seed and reports the mean error per group over the seeds.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--candidate", action="append", default=[], help="JSON config sections over DPGM_BASE")
     p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds; errors are averaged")
     p.add_argument("--top-items", type=int, default=None)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--data-dir", type=Path, default=None)
@@ -58,19 +61,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     configs = {}
     for i, cfg_dict in enumerate(candidates):
         start = time.perf_counter()
-        with tempfile.TemporaryDirectory() as tmp:
-            cfg = config_from_dict(cfg_dict, [f"runs_dir={tmp}", "name=split", "seed=0", f"privacy.delta={delta}",
-                                              f"privacy.target_epsilon={args.epsilon}"])
-            run_dir, _ = train(cfg, data=fit, progress=False)
-            evaluation.add(f"dpgm{i}", sample_dataset(run_dir, held_out.n_records, seed=0))
+        for seed in args.seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                cfg = config_from_dict(cfg_dict, [f"runs_dir={tmp}", "name=split", f"seed={seed}",
+                                                  f"privacy.delta={delta}", f"privacy.target_epsilon={args.epsilon}"])
+                run_dir, _ = train(cfg, data=fit, progress=False)
+                evaluation.add(f"dpgm{i}/{seed}", sample_dataset(run_dir, held_out.n_records, seed=seed))
         configs[f"dpgm{i}"] = cfg_dict
         print(f"dpgm{i}: {time.perf_counter() - start:.0f} s, {json.dumps(cfg_dict)}", flush=True)
-    print(f"\n== {args.dataset} split, epsilon {args.epsilon:g}")
+    means = seed_means(evaluation.group_means())
+    print(f"\n== {args.dataset} split, epsilon {args.epsilon:g}, seeds {args.seeds}")
     print(evaluation.table())
+    print("\nmean over seeds: " + "  ".join(f"{m}: {' '.join(f'{v:.4f}' for v in g.values())}" for m, g in means.items()))
     if args.json:
-        atomic_write_json(args.json, {"dataset": args.dataset, "epsilon": args.epsilon, "configs": configs,
-                                      "group_means": evaluation.group_means()})
+        atomic_write_json(args.json, {"dataset": args.dataset, "epsilon": args.epsilon, "seeds": args.seeds,
+                                      "configs": configs, "group_means": evaluation.group_means(),
+                                      "mean_over_seeds": means})
     return 0
+
+
+def seed_means(group_means: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+    """Average the per-seed rows ``dpgm{i}/{seed}`` of each candidate; baselines pass through."""
+    grouped: dict[str, list[dict[int, float]]] = {}
+    for key, groups in group_means.items():
+        grouped.setdefault(key.split("/")[0], []).append(groups)
+    return {key: {g: float(np.mean([r[g] for r in rows])) for g in rows[0]} for key, rows in grouped.items()}
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ class PartitionConfig:
 @dataclass
 class ModelConfig:
     kind: Literal["vae", "rbm"] = opt("vae", "generative model trained on each part")
-    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")
+    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009 (opt returns a dataclass field)
     latent: int = opt(2, "VAE: latent dimension")
     rbm_hidden: int = opt(200, "RBM: number of hidden units")
     gibbs_steps: int = opt(1, "RBM: Gibbs steps per update of the persistent chains")

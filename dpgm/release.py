@@ -87,7 +87,7 @@ def load_release(run_dir: str | Path) -> ReleasedMixture:
         report = json.loads((run_dir / REPORT_FILE).read_text())
     except FileNotFoundError:
         raise DpgmError(f"{run_dir}: no {REPORT_FILE}; refusing to release without a privacy report") from None
-    except Exception as exc:  # corrupt or foreign file
+    except Exception as exc:  # noqa: BLE001 (a corrupt or foreign file fails in many ways)
         raise DpgmError(f"{path}: cannot load the release ({exc.__class__.__name__}: {exc})") from None
     cfg = ModelConfig(**payload["model"])
     n_items = len(payload["item_names"])

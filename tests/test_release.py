@@ -98,11 +98,11 @@ def test_bad_requests_are_one_line_errors(trained_run, tmp_path):
 def test_generate_cli(trained_run, tmp_path):
     out = tmp_path / "synthetic.csv"
     proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), "--run", str(trained_run), "--n", "1000",
-                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT)
+                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "epsilon" in proc.stdout and "add_remove" in proc.stdout
     assert len(out.read_text().splitlines()) == 1001
     assert Path(f"{out}.privacy.json").is_file()
     bad = subprocess.run([sys.executable, str(ROOT / "generate.py"), "--run", str(tmp_path / "nope"), "--n", "5",
-                          "--out", str(tmp_path / "y.csv")], capture_output=True, text=True, cwd=ROOT)
+                          "--out", str(tmp_path / "y.csv")], capture_output=True, text=True, cwd=ROOT, check=False)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr

@@ -65,6 +65,10 @@ class DPLloyd:
             raise ConfigError(
                 f"partition: need k >= 1 and iterations >= 1, got k={self.k}, iterations={self.iterations}"
             )
+        if self.init == "random" and self.iterations < 2:
+            raise ConfigError(
+                "partition.iterations: init 'random' needs >= 2 (the first iteration only averages a random partition)"
+            )
         if self.init not in ("public", "random"):
             raise ConfigError(f"partition.init: must be 'public' or 'random', got {self.init!r}")
         if self.init == "public" and self.public is None:

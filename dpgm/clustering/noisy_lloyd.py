@@ -259,17 +259,21 @@ def noisy_lloyd(
     ``init_centres`` only serve parts whose first noisy count is below the floor.
     ``rows`` must already satisfy ||row|| <= bound. With ``debias`` the nearest-centre rule
     uses the bias-corrected squared norms of the noisy centres (else the plain ones, as the
-    paper). The final assignment uses the last released centres; the noisy counts are
-    those released by the last iteration.
+    paper). The returned partition is the one whose noisy counts the LAST iteration released
+    (DESIGN.md 3.4), with the centres that defined it: re-assigning to the centres updated by
+    that iteration would leave sizes that describe other parts (a part released as 140,000
+    records could hold 38), so that last update is not used. With ``first_assignments`` at
+    least 2 iterations are needed (the first only averages the random partition).
     """
-    if iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    if iterations < (2 if first_assignments is not None else 1):
+        raise ValueError(f"iterations must be >= {2 if first_assignments is not None else 1}, got {iterations}")
     precheck_budget(accountant, lloyd_event(sigma), RELEASES_PER_ITERATION * iterations)
     centres = np.asarray(init_centres, dtype=np.float64)
     sq_norms = None
     noisy_counts = np.zeros(centres.shape[0])
     kept: list[list[int]] = []
     for t in range(iterations):
+        used_centres, used_sq = centres, sq_norms
         centres, new_sq, noisy_counts, kept_now = noisy_lloyd_step(
             rows,
             centres,
@@ -284,9 +288,9 @@ def noisy_lloyd(
         sq_norms = new_sq if debias else None
         kept.append(kept_now)
     return NoisyLloydResult(
-        centres=centres,
-        sq_norms=sq_norms,
+        centres=used_centres,
+        sq_norms=used_sq,
         noisy_counts=noisy_counts,
-        assignments=nearest_centre(rows, centres, sq_norms),
+        assignments=nearest_centre(rows, used_centres, used_sq),  # the last iteration's parts
         kept=kept,
     )

@@ -15,6 +15,7 @@ from dpgm.clustering.noisy_lloyd import (
     noisy_lloyd,
     noisy_lloyd_step,
     part_sums,
+    random_unit_centres,
 )
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant, epsilon_from_rdp
@@ -240,3 +241,24 @@ def test_helpers_dense_and_sparse_agree():
     seeds = kmeans_pp_seeds(x, 4, np.random.default_rng(0))
     assert seeds.shape == (4, 9)
     assert all(any(np.array_equal(s, row) for row in x) for s in seeds)  # seeds are public rows
+
+
+def test_released_sizes_are_the_sizes_of_the_returned_parts():
+    """The noisy counts describe the parts that are returned (DESIGN.md 3.4): a count released
+    for one assignment must not be reused for another, even when noisy centres move a lot."""
+    rows, _ = close_blobs(3000, 20)
+    init = random_unit_centres(12, rows.shape[1], 0.5, np.random.default_rng(0))
+    for seed in range(3):
+        res = noisy_lloyd(
+            rows,
+            init,
+            iterations=4,
+            sigma=20.0,
+            bound=1.0,
+            accountant=Accountant(delta=1e-5),
+            rng=np.random.default_rng(seed),
+            first_assignments=np.random.default_rng(seed).integers(12, size=rows.shape[0]),
+        )
+        true_sizes = np.bincount(res.assignments, minlength=12)
+        assert np.all(np.abs(true_sizes - res.noisy_counts) <= 5 * 20.0), (true_sizes, res.noisy_counts)
+        np.testing.assert_array_equal(res.assignments, nearest_centre(rows, res.centres, res.sq_norms))
