@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpgm.clustering import DPKernelKMeans, DPLloyd
-from dpgm.clustering.noisy_lloyd import RELEASES_PER_ITERATION, lloyd_event, resolve_sigma
+from dpgm.clustering.noisy_lloyd import lloyd_event, lloyd_releases, resolve_sigma
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.mnist import load_mnist
 from dpgm.evaluation.metrics import clustering_accuracy
@@ -263,7 +263,7 @@ def tune_gamma(
         row = {"gamma": gamma, "d": d, "kmeans_rff": float(ceiling)}
         for eps in args.epsilons:
             sigma = (
-                resolve_sigma(1.0, eps, lloyd_event, RELEASES_PER_ITERATION * ITERATIONS, DELTA)
+                resolve_sigma(1.0, eps, lloyd_event, lloyd_releases(ITERATIONS), DELTA)
                 * scale
             )
             accs = []

@@ -129,9 +129,9 @@ def ckm_trial(x, base, setup, m, f, r, mechanisms, epsilons, rng, records):
 def lloyd_trial(x, base, setup, epsilons, iterations, rng, records):
     """DP Lloyd (SuLQ) with sigma calibrated so that its T iterations cost epsilon at delta."""
     from dpgm.clustering.noisy_lloyd import (
-        RELEASES_PER_ITERATION,
         clip_rows_to,
         lloyd_event,
+        lloyd_releases,
         noisy_lloyd,
         random_unit_centres,
         resolve_sigma,
@@ -142,7 +142,7 @@ def lloyd_trial(x, base, setup, epsilons, iterations, rng, records):
     for eps in epsilons:
         try:
             sigma = resolve_sigma(
-                1.0, eps, lloyd_event, RELEASES_PER_ITERATION * iterations, setup.delta
+                1.0, eps, lloyd_event, lloyd_releases(iterations), setup.delta
             )
         except PrivacyBudgetError:  # below the RDP conversion's floor at this delta
             continue

@@ -17,11 +17,11 @@ import scipy.sparse as sp
 from dpgm.clustering.base import Partition
 from dpgm.clustering.noisy_lloyd import (
     DEFAULT_MIN_COUNT,
-    RELEASES_PER_ITERATION,
     Rows,
     clip_rows_to,
     kmeans_pp_seeds,
     lloyd_event,
+    lloyd_releases,
     nearest_centre,
     noisy_lloyd,
     precheck_budget,
@@ -65,10 +65,6 @@ class DPLloyd:
             raise ConfigError(
                 f"partition: need k >= 1 and iterations >= 1, got k={self.k}, iterations={self.iterations}"
             )
-        if self.init == "random" and self.iterations < 2:
-            raise ConfigError(
-                "partition.iterations: init 'random' needs >= 2 (the first iteration only averages a random partition)"
-            )
         if self.init not in ("public", "random"):
             raise ConfigError(f"partition.init: must be 'public' or 'random', got {self.init!r}")
         if self.init == "public" and self.public is None:
@@ -111,7 +107,7 @@ class DPLloyd:
         self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator
     ) -> Partition:
         """Noisy Lloyd (Alg. 2 lines 8-12): T iterations, each charged before its release."""
-        releases = RELEASES_PER_ITERATION * self.iterations
+        releases = lloyd_releases(self.iterations)
         sigma = resolve_sigma(
             self.noise_multiplier, self.target_epsilon, lloyd_event, releases, accountant.delta
         )

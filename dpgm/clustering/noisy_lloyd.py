@@ -126,6 +126,11 @@ def random_unit_centres(k: int, dim: int, radius: float, rng: np.random.Generato
 RELEASES_PER_ITERATION = 2
 
 
+def lloyd_releases(iterations: int) -> int:
+    """Gaussian releases of a whole noisy Lloyd run: 2 per iteration plus the final sizes."""
+    return RELEASES_PER_ITERATION * iterations + 1
+
+
 def lloyd_event(sigma: float) -> GaussianEvent:
     """One release of an iteration: Gaussian with multiplier sigma_K (counts: sensitivity 1, sums: B)."""
     return GaussianEvent(noise_multiplier=sigma)
@@ -259,22 +264,19 @@ def noisy_lloyd(
     ``init_centres`` only serve parts whose first noisy count is below the floor.
     ``rows`` must already satisfy ||row|| <= bound. With ``debias`` the nearest-centre rule
     uses the bias-corrected squared norms of the noisy centres (else the plain ones, as the
-    paper). The returned partition is the one whose noisy counts the LAST iteration released
-    (DESIGN.md 3.4), with the centres that defined it: re-assigning to the centres updated by
-    that iteration would leave sizes that describe other parts (a part released as 140,000
-    records could hold 38), so that last update is not used. With ``first_assignments`` at
-    least 2 iterations are needed (the first only averages the random partition).
+    paper). The records are then assigned to the last released centres and the sizes of THOSE
+    parts are released as one more noisy count vector (charged): the last iteration's counts
+    describe the previous assignment, and when noisy centres move they describe other parts
+    (a part released as 140,000 records could hold 38). ``lloyd_releases(T)`` releases in all.
     """
-    if iterations < (2 if first_assignments is not None else 1):
-        raise ValueError(f"iterations must be >= {2 if first_assignments is not None else 1}, got {iterations}")
-    precheck_budget(accountant, lloyd_event(sigma), RELEASES_PER_ITERATION * iterations)
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    precheck_budget(accountant, lloyd_event(sigma), lloyd_releases(iterations))
     centres = np.asarray(init_centres, dtype=np.float64)
     sq_norms = None
-    noisy_counts = np.zeros(centres.shape[0])
     kept: list[list[int]] = []
     for t in range(iterations):
-        used_centres, used_sq = centres, sq_norms
-        centres, new_sq, noisy_counts, kept_now = noisy_lloyd_step(
+        centres, new_sq, _, kept_now = noisy_lloyd_step(
             rows,
             centres,
             sq_norms,
@@ -287,10 +289,10 @@ def noisy_lloyd(
         )
         sq_norms = new_sq if debias else None
         kept.append(kept_now)
+    assignments = nearest_centre(rows, centres, sq_norms)
+    accountant.charge(STAGE, lloyd_event(sigma))  # the final parts' sizes, sensitivity 1
+    k = centres.shape[0]
+    noisy_counts = np.bincount(assignments, minlength=k) + rng.normal(0.0, sigma, size=k)
     return NoisyLloydResult(
-        centres=used_centres,
-        sq_norms=used_sq,
-        noisy_counts=noisy_counts,
-        assignments=nearest_centre(rows, used_centres, used_sq),  # the last iteration's parts
-        kept=kept,
+        centres=centres, sq_norms=sq_norms, noisy_counts=noisy_counts, assignments=assignments, kept=kept
     )

@@ -4,7 +4,7 @@ Subcommands: ``epsilon`` (cost of a plan), ``sigma`` (noise multiplier for a tar
 ``steps`` (steps a budget affords) and ``report`` (epsilon of a saved ledger, per stage).
 A plan is DP-SGD with Poisson sampling, optionally with a DPNorm histogram released from the
 same batch (``--histogram-noise-multiplier``) and a DP k-means stage before it
-(``--kmeans-iterations``). Add/remove neighbours, RDP accountant (dpgm/privacy/accountant.py).
+(``--kmeans-iterations``: 2 releases per iteration plus the final part sizes). Add/remove neighbours, RDP accountant (dpgm/privacy/accountant.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dpgm.cli import run_cli
+from dpgm.clustering.noisy_lloyd import lloyd_releases
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp, rdp_curve
 from dpgm.privacy.calibrate import sigma_for_epsilon, steps_for_budget, steps_for_epochs
@@ -30,10 +31,6 @@ from dpgm.privacy.events import (
 )
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 from dpgm.privacy.rdp import DEFAULT_ORDERS, rdp_to_epsilon
-
-#: Gaussian releases per private k-means iteration: noisy counts and noisy feature sums
-#: (DPGM paper, Alg. 2 lines 10-11).
-KMEANS_RELEASES_PER_ITERATION = 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -153,7 +150,8 @@ def _kmeans_entries(args: argparse.Namespace) -> list[LedgerEntry]:
     if args.kmeans_iterations is None:
         return []
     event = GaussianEvent(noise_multiplier=args.kmeans_noise_multiplier)
-    return [LedgerEntry("kmeans", event, KMEANS_RELEASES_PER_ITERATION * args.kmeans_iterations)]
+    # noisy counts and sums per iteration (paper Alg. 2 lines 10-11) plus dpgm's final part sizes
+    return [LedgerEntry("kmeans", event, lloyd_releases(args.kmeans_iterations))]
 
 
 def _steps(args: argparse.Namespace) -> int:

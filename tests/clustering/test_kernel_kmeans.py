@@ -43,11 +43,11 @@ def test_recovers_clear_clusters_at_low_noise(init, feature_map):
     np.testing.assert_array_equal(model.assign(data.records), part.assignments)
 
 
-def test_ledger_holds_two_gaussian_releases_per_iteration():
+def test_ledger_holds_two_gaussian_releases_per_iteration_and_the_final_sizes():
     model = DPKernelKMeans(k=3, iterations=7, noise_multiplier=12.5, features=16, gamma=0.05)
     part, acc, _ = fit(model)
     entries = acc.ledger.compacted().entries
-    assert entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=12.5), 14)]
+    assert entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=12.5), 2 * 7 + 1)]
     assert part.info["stage_epsilon"] == pytest.approx(acc.spent().epsilon)
     assert part.info["noise_multiplier"] == 12.5 and part.info["feature_dim"] == 32
 
@@ -58,7 +58,7 @@ def test_target_epsilon_calibration_spends_at_most_the_target(target):
     part, acc, _ = fit(model)
     assert acc.spent().epsilon <= target
     assert acc.spent().epsilon >= 0.999 * target  # and not needlessly less
-    assert acc.ledger.count(STAGE) == 40
+    assert acc.ledger.count(STAGE) == 2 * 20 + 1
     assert part.info["target_epsilon"] == target
 
 

@@ -29,8 +29,9 @@ def test_default_bound_is_sqrt_m_and_sum_noise_scales_with_it():
     part = model.fit(data, acc, rng)
     bound = math.sqrt(data.n_items)
     assert part.info["norm_bound"] == pytest.approx(bound)
-    assert [(c[1], c[2]) for c in rng.calls] == [(2.0, (3,)), (2.0 * bound, (3, data.n_items))]
-    assert acc.ledger.entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=2.0), 2)]
+    # counts, sums, then the final parts' sizes
+    assert [(c[1], c[2]) for c in rng.calls] == [(2.0, (3,)), (2.0 * bound, (3, data.n_items)), (2.0, (3,))]
+    assert acc.ledger.compacted().entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=2.0), 3)]
 
 
 def test_rows_are_clipped_to_the_public_bound():

@@ -205,6 +205,11 @@ def close_blobs(n: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32), labels
 
 
+def seeded_lloyd(rows: np.ndarray, init: np.ndarray, seed: int, **kwargs):
+    """noisy_lloyd on unit-norm rows with a fresh accountant and generator ``seed``."""
+    return noisy_lloyd(rows, init, bound=1.0, accountant=Accountant(delta=1e-5), rng=np.random.default_rng(seed), **kwargs)
+
+
 def test_debiased_assignment_avoids_collapse_into_one_part():
     """At high noise the plain rule hands every record to the least noisy centre."""
     rows, labels = close_blobs(4000, 50)
@@ -212,16 +217,7 @@ def test_debiased_assignment_avoids_collapse_into_one_part():
     acc = {True: [], False: []}
     for debias in (True, False):
         for seed in range(5):
-            res = noisy_lloyd(
-                rows,
-                init,
-                iterations=10,
-                sigma=100.0,
-                bound=1.0,
-                accountant=Accountant(delta=1e-5),
-                rng=np.random.default_rng(seed),
-                debias=debias,
-            )
+            res = seeded_lloyd(rows, init, seed, iterations=10, sigma=100.0, debias=debias)
             hit = np.mean(res.assignments == labels)
             acc[debias].append(max(hit, 1 - hit))
     assert acc[False] == [0.5] * 5  # plain rule: everything in one part, every time
@@ -249,16 +245,8 @@ def test_released_sizes_are_the_sizes_of_the_returned_parts():
     rows, _ = close_blobs(3000, 20)
     init = random_unit_centres(12, rows.shape[1], 0.5, np.random.default_rng(0))
     for seed in range(3):
-        res = noisy_lloyd(
-            rows,
-            init,
-            iterations=4,
-            sigma=20.0,
-            bound=1.0,
-            accountant=Accountant(delta=1e-5),
-            rng=np.random.default_rng(seed),
-            first_assignments=np.random.default_rng(seed).integers(12, size=rows.shape[0]),
-        )
+        first = np.random.default_rng(seed).integers(12, size=rows.shape[0])
+        res = seeded_lloyd(rows, init, seed, iterations=4, sigma=20.0, first_assignments=first)
         true_sizes = np.bincount(res.assignments, minlength=12)
         assert np.all(np.abs(true_sizes - res.noisy_counts) <= 5 * 20.0), (true_sizes, res.noisy_counts)
         np.testing.assert_array_equal(res.assignments, nearest_centre(rows, res.centres, res.sq_norms))
