@@ -24,8 +24,9 @@ class GenerativeModel(Protocol):
 
     ``loss_per_record`` is the data term: one loss per row, each depending on its own row only.
     ``post_processing_loss`` is a term computed from the parameters alone (RBM negative phase),
-    added after privatisation, or None. ``init_output_bias`` starts the Bernoulli output layer
-    at the logits of given item frequencies.
+    added after privatisation, or None. ``output_bias`` is the bias of the Bernoulli output layer
+    (an offset added to every record's logits), which dpgm.training.part_means sets and calibrates;
+    ``sample_logits`` are the output logits of fresh samples.
     """
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor: ...
@@ -34,7 +35,9 @@ class GenerativeModel(Protocol):
 
     def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor: ...
 
-    def init_output_bias(self, probs: Tensor) -> None: ...
+    def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+
+    def output_bias(self) -> Tensor: ...
 
     def sample(self, n: int, generator: torch.Generator | None) -> Tensor: ...
 

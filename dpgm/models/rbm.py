@@ -47,10 +47,9 @@ class RBM(nn.Module):
         # Persistent chains start at zero; one Gibbs step from there gives near-uniform states.
         self.register_buffer("chains", torch.zeros(int(chains), self.n_items))
 
-    @torch.no_grad()
-    def init_output_bias(self, probs: Tensor) -> None:
-        """Start the visible bias at logit(``probs``) [n_items] (Hinton 2010, section 8.1)."""
-        self.visible_bias.weight[0].copy_(torch.logit(torch.as_tensor(probs, dtype=self.visible_bias.weight.dtype)))
+    def output_bias(self) -> Tensor:
+        """The visible bias b [n_items]: the logit offset of every item (dpgm.training.part_means)."""
+        return self.visible_bias.weight[0]
 
     def free_energy(self, v: Tensor) -> Tensor:
         """F(v) = -b.v - sum_j softplus(c_j + W_j v) for each row of ``v`` -> [B]."""
@@ -69,9 +68,13 @@ class RBM(nn.Module):
         """p(h = 1 | v) = sigmoid(W v + c)."""
         return torch.sigmoid(F.linear(v, self.hidden.weight, self.hidden.bias))
 
+    def visible_logits(self, h: Tensor) -> Tensor:
+        """logit p(v = 1 | h) = W^T h + b."""
+        return h @ self.hidden.weight + self.output_bias()
+
     def visible_probs(self, h: Tensor) -> Tensor:
         """p(v = 1 | h) = sigmoid(W^T h + b)."""
-        return torch.sigmoid(h @ self.hidden.weight + self.visible_bias.weight.squeeze(0))
+        return torch.sigmoid(self.visible_logits(h))
 
     @torch.no_grad()
     def gibbs(self, v: Tensor, steps: int, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
@@ -90,12 +93,18 @@ class RBM(nn.Module):
         return -self.free_energy(chains).mean()
 
     @torch.no_grad()
+    def sample_logits(self, n: int, generator: torch.Generator | None, steps: int | None = None) -> Tensor:
+        """Logits [n, n_items] of p(v | h) after ``steps`` (default sample_steps) Gibbs steps from fresh chains."""
+        start = torch.sigmoid(self.output_bias()).expand(n, self.n_items)
+        v = torch.bernoulli(start.contiguous(), generator=generator)
+        v, _ = self.gibbs(v, max((steps or self.sample_steps) - 1, 0), generator)
+        h = torch.bernoulli(self.hidden_probs(v), generator=generator)
+        return self.visible_logits(h)
+
+    @torch.no_grad()
     def sample_probs(self, n: int, generator: torch.Generator | None, steps: int | None = None) -> Tensor:
         """Bernoulli means [n, n_items] after ``steps`` (default sample_steps) Gibbs steps from fresh chains."""
-        start = torch.sigmoid(self.visible_bias.weight.squeeze(0)).expand(n, self.n_items)
-        v = torch.bernoulli(start.contiguous(), generator=generator)
-        _, probs = self.gibbs(v, steps or self.sample_steps, generator)
-        return probs
+        return torch.sigmoid(self.sample_logits(n, generator, steps))
 
     @torch.no_grad()
     def sample(self, n: int, generator: torch.Generator | None, steps: int | None = None) -> Tensor:

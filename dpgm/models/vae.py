@@ -89,17 +89,21 @@ class VAE(nn.Module):
         """No data-independent loss term for the VAE (see RBM.post_processing_loss)."""
         return None
 
+    def output_bias(self) -> Tensor:
+        """The decoder's output bias [n_items]: the logit offset of every item (dpgm.training.part_means)."""
+        return self.decoder[-1].bias
+
     @torch.no_grad()
-    def init_output_bias(self, probs: Tensor) -> None:
-        """Start the decoder's output bias at logit(``probs``) [n_items] (see dpgm.training.part_means)."""
-        self.decoder[-1].bias.copy_(torch.logit(torch.as_tensor(probs, dtype=self.decoder[-1].bias.dtype)))
+    def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """Bernoulli logits [n, n_items] of records decoded from z ~ N(0, I)."""
+        device, dtype = self._device_dtype()
+        z = torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
+        return self.decoder(z)
 
     @torch.no_grad()
     def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor:
         """Bernoulli means [n, n_items] of records decoded from z ~ N(0, I)."""
-        device, dtype = self._device_dtype()
-        z = torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
-        return torch.sigmoid(self.decoder(z))
+        return torch.sigmoid(self.sample_logits(n, generator))
 
     @torch.no_grad()
     def sample(self, n: int, generator: torch.Generator | None) -> Tensor:

@@ -1,4 +1,4 @@
-"""Noisy mean record of each part, to start every model's output bias at its logit (one release).
+"""Noisy mean record of each part (one release): start every model at it, calibrate to it at the end.
 
 Starting a Bernoulli output layer at the logit of the data mean is standard practice (Hinton
 2010, "A practical guide to training RBMs", section 8.1). Under DP-SGD it matters far more:
@@ -8,6 +8,11 @@ private: per part, the sum of the records (each scaled to L2 norm <= ``clip``) p
 N(0, (sigma clip)^2 I), divided by the part's released noisy size. The parts are disjoint, so the
 k sums are ONE Gaussian mechanism with L2 sensitivity ``clip`` (add/remove a record): one
 ``GaussianEvent(sigma)``, charged before the noise is drawn.
+
+Calibration (``model.calibrate``) uses the same release once more, as post-processing: after
+training, each part's output bias is shifted so that the model's expected item frequencies equal
+the part's noisy mean. DP-SGD noise makes a trained model's item frequencies drift far more than
+the noise of the means does, while its correlations between items survive the shift.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import torch
+from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import clip_rows_to, part_sums
 from dpgm.privacy.accountant import Accountant
@@ -26,6 +33,10 @@ from dpgm.privacy.events import GaussianEvent
 STAGE = "part_means"
 #: Means are kept in [FLOOR, 1 - FLOOR] so that their logits are finite.
 FLOOR = 1e-3
+#: Calibration: fresh samples per round, rounds at most, and the largest logit change that ends it.
+CALIBRATION_SAMPLES = 20_000
+CALIBRATION_ROUNDS = 10
+CALIBRATION_TOLERANCE = 1e-3
 
 
 def noisy_part_means(
@@ -51,3 +62,49 @@ def noisy_part_means(
     sums += rng.normal(0.0, noise_multiplier * bound, size=sums.shape)
     means = sums / np.maximum(np.asarray(noisy_sizes, dtype=np.float64), 1.0)[:, None]
     return np.clip(means, FLOOR, 1.0 - FLOOR)
+
+
+@torch.no_grad()
+def start_at_means(model: nn.Module, probs: Any) -> None:
+    """Set the model's output bias to logit(``probs``) [n_items] (Hinton 2010, section 8.1)."""
+    bias = model.output_bias()
+    bias.copy_(torch.logit(torch.as_tensor(probs, dtype=bias.dtype)))
+
+
+def bias_shift(logits: Tensor, target: Tensor, *, iterations: int = 60) -> Tensor:
+    """Per item, the shift d with mean over rows of sigmoid(logits + d) = target (bisection).
+
+    The mean is increasing in d and runs from 0 to 1; the bracket puts every row's logit below
+    -20 (mean < 3e-9) and above 20 (mean > 1 - 3e-9), around any target in [FLOOR, 1 - FLOOR].
+    """
+    lo = -logits.max(dim=0).values - 20.0
+    hi = -logits.min(dim=0).values + 20.0
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        above = torch.sigmoid(logits + mid).mean(dim=0) > target
+        hi = torch.where(above, mid, hi)
+        lo = torch.where(above, lo, mid)
+    return (lo + hi) / 2
+
+
+@torch.no_grad()
+def calibrate_to_means(model: nn.Module, probs: Any, *, seed: int = 0) -> float:
+    """Shift the output bias until the model's expected item frequencies equal ``probs``; post-processing.
+
+    A VAE's logits move by exactly the shift, so the second round finds nothing left to do; an
+    RBM's Gibbs chains respond to the shift, so rounds repeat until it is below the tolerance.
+    Every round draws from the same seeded stream, so the rounds solve one fixed problem.
+    Returns the last round's largest shift, in logits.
+    """
+    bias = model.output_bias()
+    target = torch.as_tensor(probs, dtype=bias.dtype, device=bias.device)
+    generator = torch.Generator(device=bias.device)
+    largest = math.inf
+    for _ in range(CALIBRATION_ROUNDS):
+        generator.manual_seed(seed)
+        shift = bias_shift(model.sample_logits(CALIBRATION_SAMPLES, generator), target)
+        bias += shift
+        largest = float(shift.abs().max())
+        if largest < CALIBRATION_TOLERANCE:
+            break
+    return largest

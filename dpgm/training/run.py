@@ -8,6 +8,7 @@ losses): share only what generate.py writes.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import secrets
 from pathlib import Path
@@ -33,7 +34,7 @@ from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 from dpgm.release import REPORT_FILE, image_grid, part_sample_grid, save_release, write_png_grid
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
-from dpgm.training.part_means import noisy_part_means
+from dpgm.training.part_means import calibrate_to_means, noisy_part_means, start_at_means
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -127,16 +128,16 @@ class TrainingRun:
         self._choose_items(rng)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
         self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
-        means = None
+        self.means = None
         if cfg.model.output_bias == "noisy_mean":
-            means = noisy_part_means(
+            self.means = noisy_part_means(
                 self.data.records, self.partition.assignments, self.partition.noisy_sizes,
                 clip=cfg.model.mean_clip, noise_multiplier=cfg.model.mean_noise_multiplier,
                 accountant=self.accountant, rng=rng,
             )
         if cfg.privacy.target_epsilon is not None:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
-        self._build_trainer(means)
+        self._build_trainer(self.means)
         atomic_write_text(self.run_dir / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
     def _choose_items(self, rng: np.random.Generator) -> None:
@@ -155,7 +156,7 @@ class TrainingRun:
                   for _ in range(self.partition.k)]
         if output_probs is not None:
             for model, probs in zip(models, output_probs):
-                model.init_output_bias(torch.as_tensor(probs, dtype=torch.float32))
+                start_at_means(model, probs)
         self.trainer = MixtureTrainer(
             models, RecordStore(self.data.records, self.cfg.device), self.partition.assignments,
             self.partition.noisy_sizes, self.cfg.training, bound=self.cfg.privacy.dependent_bound,
@@ -173,6 +174,8 @@ class TrainingRun:
             self.data = restrict_items(self.data, self.columns)  # the private choice, not redone
         self.partition = Partition(assignments=checkpoint["assignments"].numpy(),
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
+        means = checkpoint.get("noisy_means")
+        self.means = None if means is None else means.numpy()
         self.step = int(checkpoint["step"])
         self._build_trainer()
         self.trainer.load_state_dict(checkpoint["trainer"])
@@ -186,6 +189,7 @@ class TrainingRun:
             "assignments": torch.as_tensor(self.partition.assignments),
             "noisy_sizes": torch.as_tensor(self.partition.noisy_sizes),
             "columns": torch.as_tensor(self.columns),
+            "noisy_means": None if self.means is None else torch.as_tensor(self.means),
             "generator": self.generator.get_state(),
         }
         with atomic_write(self.run_dir / CHECKPOINT_FILE, "wb") as fh:
@@ -234,9 +238,22 @@ class TrainingRun:
         write_png_grid(self.run_dir / SAMPLES_FILE, images, nrow=8)
         writer.add_image("samples", image_grid(images, nrow=8), self.step, dataformats="HW")
 
+    def released_models(self) -> list[torch.nn.Module]:
+        """The trained models, calibrated to the noisy part means when ``model.calibrate`` is set."""
+        models = self.trainer.released_models()
+        if not self.cfg.model.calibrate:
+            return models
+        if self.means is None:
+            raise ConfigError(f"{self.run_dir}: model.calibrate is set but the checkpoint holds no noisy part means "
+                              "(written by an older dpgm); set model.calibrate=false in its config.yaml")
+        models = copy.deepcopy(models)  # the trainer's state (and the checkpoint) stay uncalibrated
+        for model, probs in zip(models, self.means):
+            calibrate_to_means(model, probs)
+        return models
+
     def finish(self) -> dict[str, Any]:
-        """Write the release, the ledger and the privacy report."""
-        save_release(self.run_dir, self.trainer.released_models(), self.partition.noisy_sizes, self.cfg.model,
+        """Write the release (calibrated if asked), the ledger and the privacy report."""
+        save_release(self.run_dir, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
                      self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"))
         self.accountant.ledger.save(self.run_dir / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps)

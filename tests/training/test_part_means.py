@@ -1,20 +1,31 @@
-"""Noisy per-part means: one charged Gaussian release, right noise scale, clipping, model init."""
+"""Noisy per-part means: one charged Gaussian release, right noise scale, clipping, model init, calibration."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 
-from dpgm.errors import PrivacyBudgetError
+from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.models import RBM, VAE
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
-from dpgm.training.part_means import FLOOR, STAGE, noisy_part_means
+from dpgm.release import load_release
+from dpgm.training import run as run_mod
+from dpgm.training.part_means import (
+    FLOOR,
+    STAGE,
+    bias_shift,
+    calibrate_to_means,
+    noisy_part_means,
+    start_at_means,
+)
 from dpgm.training.run import TrainingRun
 
-from .test_run import tiny_config
+from .test_run import killed_run, tiny_config
 
 
 def _data(n=4000, m=6, seed=0):
@@ -71,7 +82,7 @@ def test_means_stay_inside_the_floor():
 @pytest.mark.parametrize("model", [VAE(5, hidden=[4], latent=2), RBM(5, n_hidden=3)])
 def test_models_start_at_the_given_frequencies(model):
     probs = torch.tensor([0.01, 0.2, 0.5, 0.7, 0.99])
-    model.init_output_bias(probs)
+    start_at_means(model, probs)
     if isinstance(model, VAE):
         with torch.no_grad():
             model.decoder[-1].weight.zero_()  # the output is then the bias alone
@@ -86,3 +97,63 @@ def test_run_charges_part_means_only_when_asked(tmp_path):
         run = TrainingRun(cfg, tmp_path / choice, progress=False)
         run.start()
         assert run.accountant.ledger.count(STAGE) == expected
+
+
+def test_bias_shift_solves_the_mean_frequency_equation():
+    logits = torch.tensor([[0.0, -3.0, 2.0], [0.0, 1.0, 2.0], [0.0, 4.0, -6.0]])
+    target = torch.tensor([0.3, 0.5, 0.01])
+    shift = bias_shift(logits, target)
+    assert shift[0] == pytest.approx(float(torch.logit(torch.tensor(0.3))), abs=1e-5)  # equal logits: logit(p)
+    assert torch.allclose(torch.sigmoid(logits + shift).mean(0), target, atol=1e-6)
+
+
+def _frequencies(model, seed=99, n=40_000):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return model.sample(n, g).mean(0)
+
+
+@pytest.mark.parametrize("model", [VAE(6, hidden=[8], latent=2, generator=torch.Generator().manual_seed(1)),
+                                   RBM(6, n_hidden=4, sample_steps=20, generator=torch.Generator().manual_seed(1))])
+def test_calibrated_models_draw_the_target_frequencies(model):
+    with torch.no_grad():  # a model far from the target, with correlated items
+        model.output_bias().fill_(2.0)
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(30.0)
+    target = torch.tensor([0.02, 0.1, 0.3, 0.5, 0.7, 0.95])
+    assert (_frequencies(model) - target).abs().max() > 0.1
+    last_shift = calibrate_to_means(model, target)
+    assert last_shift < 1e-2
+    # fresh samples from another seed: only Monte Carlo error is left (std <= 0.0025 at n = 40,000)
+    assert torch.allclose(_frequencies(model), target, atol=0.015)
+
+
+def test_calibration_only_shifts_the_output_bias():
+    model = VAE(6, hidden=[8], latent=2, generator=torch.Generator().manual_seed(2))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    calibrate_to_means(model, torch.full((6,), 0.2))
+    changed = [k for k, v in model.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed == [f"decoder.{len(model.decoder) - 1}.bias"]  # the output layer's bias, nothing else
+
+
+def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch):
+    cfg = tiny_config(tmp_path, **{"model.calibrate": "true"})
+    run_dir = killed_run(cfg, monkeypatch, at_step=6)  # the means must survive a resume
+    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    means = checkpoint["noisy_means"]
+    before = run_mod.PrivacyLedger.from_json(checkpoint["ledger"])
+    run_mod.resume(run_dir, progress=False)
+    release = load_release(run_dir)
+    for model, target in zip(release.models, means):
+        assert torch.allclose(_frequencies(model), target.float(), atol=0.015)
+    ledger = run_mod.PrivacyLedger.load(run_dir / "ledger.json")
+    # the calibration charged nothing: only the training steps after the checkpoint were added
+    assert [(e.stage, e.count) for e in ledger.entries if e.stage != run_mod.STAGE] == \
+        [(e.stage, e.count) for e in before.entries if e.stage != run_mod.STAGE]
+    assert ledger.count(run_mod.STAGE) == 10 and ledger.count(STAGE) == 1
+
+
+def test_calibration_needs_the_noisy_means():
+    with pytest.raises(ConfigError, match="model.calibrate"):
+        tiny_config(Path("."), **{"model.calibrate": "true", "model.output_bias": "default"})
