@@ -84,6 +84,7 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
         "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps,
         "sampling_rate": cfg.training.sampling_rate, "noise_multiplier": cfg.training.noise_multiplier,
         "clipping": cfg.training.clipping, "hist_noise_multiplier": cfg.training.hist_noise_multiplier,
+        "calibrated_to_noisy_means": cfg.model.calibrate,
     }
     return report
 

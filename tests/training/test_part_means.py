@@ -145,6 +145,7 @@ def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch
     before = run_mod.PrivacyLedger.from_json(checkpoint["ledger"])
     run_mod.resume(run_dir, progress=False)
     release = load_release(run_dir)
+    assert release.report["plan"]["calibrated_to_noisy_means"] is True
     for model, target in zip(release.models, means):
         assert torch.allclose(_frequencies(model), target.float(), atol=0.015)
     ledger = run_mod.PrivacyLedger.load(run_dir / "ledger.json")
