@@ -33,7 +33,7 @@ from dpgm.privacy.events import GaussianEvent
 STAGE = "part_means"
 #: Means are kept in [FLOOR, 1 - FLOOR] so that their logits are finite.
 FLOOR = 1e-3
-#: Calibration: fresh samples per round, rounds at most, and the largest logit change that ends it.
+#: Calibration: samples per round (one seeded stream), rounds at most, and the largest shift that ends it.
 CALIBRATION_SAMPLES = 20_000
 CALIBRATION_ROUNDS = 10
 CALIBRATION_TOLERANCE = 1e-3
