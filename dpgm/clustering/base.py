@@ -1,7 +1,7 @@
 """The partitioner interface (DESIGN.md section 4): fit on private data, release a partition.
 
-A partitioner spends privacy only through ``accountant.charge(...)`` calls made BEFORE each
-noisy release. What it returns is the released quantities (centres, noisy part sizes) plus
+A partitioner spends privacy only through ``dpgm.privacy.mechanisms``, which charge the
+accountant BEFORE each noisy release. What it returns is the released quantities (centres, noisy part sizes) plus
 the assignment of every record to its part, which is post-processing of the release.
 """
 

@@ -19,6 +19,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.mechanisms import gaussian_release
 
 
 def histogram_event(sigma: float) -> GaussianEvent:
@@ -30,8 +31,8 @@ def noisy_histogram(
     parts: np.ndarray, k: int, *, sigma: float, accountant: Accountant, rng: np.random.Generator
 ) -> np.ndarray:
     """Counts of parts 0..k-1 plus N(0, sigma^2) each; charged to the accountant first."""
-    accountant.charge(STAGE, histogram_event(sigma), 1)
-    return np.bincount(parts, minlength=k).astype(np.float64) + rng.normal(0.0, sigma, size=k)
+    return gaussian_release(np.bincount(parts, minlength=k), sensitivity=1.0, noise_multiplier=sigma,
+                            accountant=accountant, stage=STAGE, rng=rng)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from dpgm.clustering.base import Partition
+from dpgm.clustering.base import STAGE, Partition
 from dpgm.clustering.noisy_lloyd import (
     DEFAULT_MIN_COUNT,
     Rows,
@@ -24,7 +24,6 @@ from dpgm.clustering.noisy_lloyd import (
     lloyd_releases,
     nearest_centre,
     noisy_lloyd,
-    precheck_budget,
     random_unit_centres,
     resolve_sigma,
     stage_epsilon,
@@ -111,7 +110,7 @@ class DPLloyd:
         sigma = resolve_sigma(
             self.noise_multiplier, self.target_epsilon, lloyd_event, releases, accountant.delta
         )
-        precheck_budget(accountant, lloyd_event(sigma), releases)  # refuse before touching data
+        accountant.refuse_unless_affordable(STAGE, lloyd_event(sigma), count=releases)  # before touching data
         self._setup(data.n_items, rng)
         rows = self._rows(data.records)
         init, first = self._init(rows, data.n_items, rng)

@@ -27,10 +27,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgm.clustering.base import STAGE
-from dpgm.errors import DataError, PrivacyBudgetError
+from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent, GaussianEvent
+from dpgm.privacy.mechanisms import gaussian_release, gaussian_releases
 
 Rows = np.ndarray | sp.csr_matrix
 
@@ -156,18 +157,6 @@ def stage_epsilon(event: DpEvent, releases: int, delta: float) -> float:
     return plan_epsilon(event, steps=releases, delta=delta)
 
 
-def precheck_budget(accountant: Accountant, event: DpEvent, releases: int) -> None:
-    """Refuse the whole stage up front (nothing charged, nothing touched) if it exceeds the budget."""
-    if accountant.budget_epsilon is None:
-        return
-    eps = accountant.epsilon_if(event, releases)
-    if eps > accountant.budget_epsilon:
-        raise PrivacyBudgetError(
-            f"stage {STAGE!r} would raise epsilon to {eps:.4g}, above the budget "
-            f"{accountant.budget_epsilon:.4g} (delta={accountant.delta:g}); nothing was released"
-        )
-
-
 @dataclass
 class NoisyLloydResult:
     """Released centres, their norm estimates, the last noisy counts, and the final assignment."""
@@ -226,12 +215,12 @@ def noisy_lloyd_step(
     centre).
     """
     k = centres.shape[0]
-    accountant.charge(STAGE, lloyd_event(sigma), RELEASES_PER_ITERATION)
     if assignments is None:
         assignments = nearest_centre(rows, centres, sq_norms)
     counts, sums = part_sums(rows, assignments, k)
-    noisy_counts = counts + rng.normal(0.0, sigma, size=k)
-    noisy_sums = sums + rng.normal(0.0, sigma * bound, size=sums.shape)
+    noisy_counts, noisy_sums = gaussian_releases(
+        [counts, sums], [1.0, bound], noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng
+    )
     previous_sq = np.einsum("ij,ij->i", centres, centres) if sq_norms is None else sq_norms
     new, new_sq, ok = noisy_centres(
         noisy_sums,
@@ -271,7 +260,7 @@ def noisy_lloyd(
     """
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
-    precheck_budget(accountant, lloyd_event(sigma), lloyd_releases(iterations))
+    accountant.refuse_unless_affordable(STAGE, lloyd_event(sigma), count=lloyd_releases(iterations))
     centres = np.asarray(init_centres, dtype=np.float64)
     sq_norms = None
     kept: list[list[int]] = []
@@ -290,9 +279,11 @@ def noisy_lloyd(
         sq_norms = new_sq if debias else None
         kept.append(kept_now)
     assignments = nearest_centre(rows, centres, sq_norms)
-    accountant.charge(STAGE, lloyd_event(sigma))  # the final parts' sizes, sensitivity 1
     k = centres.shape[0]
-    noisy_counts = np.bincount(assignments, minlength=k) + rng.normal(0.0, sigma, size=k)
+    noisy_counts = gaussian_release(  # the final parts' sizes, sensitivity 1
+        np.bincount(assignments, minlength=k), sensitivity=1.0, noise_multiplier=sigma,
+        accountant=accountant, stage=STAGE, rng=rng,
+    )
     return NoisyLloydResult(
         centres=centres, sq_norms=sq_norms, noisy_counts=noisy_counts, assignments=assignments, kept=kept
     )

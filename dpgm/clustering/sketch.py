@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -42,10 +42,11 @@ from dpgm.clustering.cl_ompr import decode
 from dpgm.clustering.noisy_lloyd import nearest_centre
 from dpgm.config import PartitionConfig
 from dpgm.data.dataset import BinaryDataset
-from dpgm.errors import ConfigError, DataError, PrivacyBudgetError
-from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, rdp_curve
+from dpgm.errors import ConfigError, DataError
+from dpgm.privacy.accountant import Accountant, rdp_curve
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
-from dpgm.privacy.events import DpEvent, GaussianEvent, LaplaceEvent, Neighbouring
+from dpgm.privacy.events import GaussianEvent, LaplaceEvent, Neighbouring
+from dpgm.privacy.mechanisms import noisy_releases
 
 Signature = Literal["exp", "quantised"]
 Mechanism = Literal["laplace", "gaussian"]
@@ -435,20 +436,6 @@ class SketchNoise:
         )
 
 
-def charge_together(accountant: Accountant, stage: str, events: Sequence[DpEvent]) -> None:
-    """Charge all ``events`` or none: the budget is checked for their sum before the first charge."""
-    if accountant.budget_epsilon is not None:
-        rdp = accountant.rdp() + sum(rdp_curve(e, accountant.orders) for e in events)
-        eps = epsilon_from_rdp(rdp, accountant.delta, accountant.orders).epsilon
-        if eps > accountant.budget_epsilon:
-            raise PrivacyBudgetError(
-                f"stage {stage!r} would raise epsilon to {eps:.4g}, above the budget "
-                f"{accountant.budget_epsilon:.4g} (delta={accountant.delta:g}); nothing was released"
-            )
-    for event in events:
-        accountant.charge(stage, event, 1)
-
-
 def release_sketch(
     total: SketchSum,
     operator: SketchOperator,
@@ -466,20 +453,16 @@ def release_sketch(
     if total.fingerprint != operator.fingerprint():
         raise ValueError("the sketch sum was not made by this operator")
     sketch_event, count_event = noise.events()
-    charge_together(accountant, stage, (sketch_event, count_event))
-    m = operator.m
     if noise.mechanism == "laplace":
         scale = l1_sensitivity(operator.signature, operator.r) / sketch_event.epsilon
-        re = total.re + rng.laplace(0.0, scale, size=m)
-        im = total.im + rng.laplace(0.0, scale, size=m)
         count_scale = 1.0 / count_event.epsilon
-        count = total.n + rng.laplace(0.0, count_scale)
     else:
         scale = sketch_event.noise_multiplier * l2_sensitivity(operator.signature, operator.r)
-        re = total.re + rng.normal(0.0, scale, size=m)
-        im = total.im + rng.normal(0.0, scale, size=m)
         count_scale = count_event.noise_multiplier
-        count = total.n + rng.normal(0.0, count_scale)
+    (re, im), count = noisy_releases(  # re then im: one complex sketch, one event
+        [np.stack([total.re, total.im]), total.n], [scale, count_scale], [sketch_event, count_event],
+        accountant=accountant, stage=stage, rng=rng,
+    )
     privacy = {
         "mechanism": noise.mechanism,
         "neighbouring": Neighbouring.ADD_REMOVE.value,

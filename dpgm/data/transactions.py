@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.paths import check_limit, file_stem, read_bytes
 from dpgm.errors import ConfigError, DataError
-from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.mechanisms import gaussian_release
 
 if TYPE_CHECKING:
     from dpgm.privacy.accountant import Accountant
@@ -176,11 +176,11 @@ def noisy_top_item_ids(
     """
     if m < 1:
         raise ConfigError(f"top items: m must be >= 1, got {m}")
-    accountant.charge(stage, GaussianEvent(noise_multiplier=noise_multiplier))
     records = sp.csr_matrix(dataset.records, dtype=np.float64)
     norms = np.sqrt(np.maximum(np.diff(records.indptr), 1))
     weighted = np.asarray((sp.diags(1.0 / norms) @ records).sum(axis=0)).ravel()
-    noisy = weighted + rng.normal(0.0, noise_multiplier, size=weighted.shape)
+    noisy = gaussian_release(weighted, sensitivity=1.0, noise_multiplier=noise_multiplier,
+                             accountant=accountant, stage=stage, rng=rng)
     return top_item_ids(noisy, m)
 
 

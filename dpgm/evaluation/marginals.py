@@ -25,6 +25,7 @@ from dpgm.errors import ConfigError
 from dpgm.evaluation.queries import as_csr
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent, GaussianEvent, LaplaceEvent
+from dpgm.privacy.mechanisms import floor_counts, noisy_releases
 
 Mechanism = Literal["laplace", "gaussian"]
 _SAMPLE_CHUNK = 1 << 16  # records drawn per chunk when sampling
@@ -94,12 +95,12 @@ def fit_marginals(
     if length < 1:
         raise ConfigError(f"marginals: max_length must be >= 1, got {max_length}")
     event = marginals_event(mechanism, epsilon=epsilon, noise_multiplier=noise_multiplier)
-    accountant.charge(stage, event)
     counts = np.append(clipped_item_counts(as_csr(data), length, rng), data.n_records)
     if isinstance(event, LaplaceEvent):
-        noisy = counts + rng.laplace(0.0, (length + 1) / event.epsilon, size=counts.size)
+        scale = (length + 1) / event.epsilon
     else:
-        noisy = counts + rng.normal(0.0, event.noise_multiplier * math.sqrt(length + 1), size=counts.size)
-    n_noisy = max(float(noisy[-1]), 1.0)
+        scale = event.noise_multiplier * math.sqrt(length + 1)
+    (noisy,) = noisy_releases([counts], [scale], [event], accountant=accountant, stage=stage, rng=rng)
+    n_noisy = float(floor_counts(noisy[-1]))
     probabilities = np.clip(noisy[:-1] / n_noisy, 0.0, 1.0)
     return MarginalsModel(probabilities=probabilities, n_noisy=n_noisy, item_names=list(data.item_names))

@@ -39,6 +39,7 @@ from dpgm.errors import ConfigError
 from dpgm.evaluation.queries import QuerySet, answer, as_csr, hit_chunks, records_from_bitmasks
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent, ExponentialEvent, LaplaceEvent
+from dpgm.privacy.mechanisms import floor_counts, laplace_release
 
 MAX_FULL_ITEMS = 20  # 2^20 cells (8 MiB of weights) is still cheap
 
@@ -240,18 +241,18 @@ def mwem(
         raise ConfigError("mwem: repeat_updates must be >= 0 and output 'last' or 'average'")
     truth = np.asarray(true_answers, dtype=np.float64)
     eps = budget.round_epsilon
-    accountant.charge(stage, LaplaceEvent(epsilon=budget.n_epsilon))
-    n_noisy = max(1.0, n_records + rng.laplace(0.0, 1.0 / budget.n_epsilon))
+    n_noisy = float(floor_counts(laplace_release(n_records, l1_sensitivity=1.0, epsilon=budget.n_epsilon,
+                                                 accountant=accountant, stage=stage, rng=rng)))
     weights = np.full(domain.size, 1.0 / domain.size)
     average = np.zeros(domain.size)
     measured: list[tuple[np.ndarray, float]] = []
     rounds: list[MwemRound] = []
     for _ in range(budget.rounds):
-        accountant.charge(stage, ExponentialEvent(epsilon=eps))
+        accountant.spend(stage, ExponentialEvent(epsilon=eps))
         probs = selection_probabilities(np.abs(n_noisy * domain.answers(weights) - truth), eps)
         k = select(probs, rng.random())
-        accountant.charge(stage, LaplaceEvent(epsilon=eps))
-        measurement = truth[k] + rng.laplace(0.0, 1.0 / eps)
+        measurement = float(laplace_release(truth[k], l1_sensitivity=1.0, epsilon=eps,
+                                            accountant=accountant, stage=stage, rng=rng))
         measured.append((domain.mask(k), measurement / n_noisy))
         weights = multiplicative_update(weights, *measured[-1])
         for _ in range(repeat_updates):

@@ -142,7 +142,6 @@ def _sgd_event(args: argparse.Namespace, sigma: float) -> DpEvent:
     return SampledJointGaussianEvent(
         sampling_rate=args.sampling_rate,
         noise_multipliers=(args.histogram_noise_multiplier, sigma),
-        bound=args.bound,
     )
 
 
@@ -190,7 +189,7 @@ def _print_plan(out: dict[str, Any], as_json: bool, headline: str) -> None:
 
 def _cmd_epsilon(args: argparse.Namespace) -> None:
     steps = _steps(args)
-    rdp = ledger_rdp(_kmeans_entries(args)) + steps * rdp_curve(_sgd_event(args, args.noise_multiplier))
+    rdp = ledger_rdp(_kmeans_entries(args)) + steps * rdp_curve(_sgd_event(args, args.noise_multiplier), bound=args.bound)
     out = _plan_summary(args, rdp, steps, args.noise_multiplier)
     _print_plan(out, args.json, f"gradient noise multiplier sigma = {args.noise_multiplier:g}")
 
@@ -199,8 +198,8 @@ def _cmd_sigma(args: argparse.Namespace) -> None:
     steps = _steps(args)
     extra = ledger_rdp(_kmeans_entries(args))
     sigma = sigma_for_epsilon(steps=steps, delta=args.delta, target_epsilon=args.target_epsilon,
-                              extra_rdp=extra, event_factory=lambda s: _sgd_event(args, s))
-    rdp = extra + steps * rdp_curve(_sgd_event(args, sigma))
+                              extra_rdp=extra, event_factory=lambda s: _sgd_event(args, s), bound=args.bound)
+    rdp = extra + steps * rdp_curve(_sgd_event(args, sigma), bound=args.bound)
     out = {**_plan_summary(args, rdp, steps, sigma), "target_epsilon": args.target_epsilon}
     _print_plan(out, args.json, f"sigma = {sigma:.6g} is the smallest gradient noise multiplier "
                                 f"within epsilon {args.target_epsilon:g}")
@@ -210,8 +209,8 @@ def _cmd_steps(args: argparse.Namespace) -> None:
     extra = ledger_rdp(_kmeans_entries(args))
     steps = steps_for_budget(noise_multiplier=args.noise_multiplier, delta=args.delta,
                              target_epsilon=args.target_epsilon, extra_rdp=extra,
-                             event_factory=lambda s: _sgd_event(args, s))
-    rdp = extra + steps * rdp_curve(_sgd_event(args, args.noise_multiplier))
+                             event_factory=lambda s: _sgd_event(args, s), bound=args.bound)
+    rdp = extra + steps * rdp_curve(_sgd_event(args, args.noise_multiplier), bound=args.bound)
     out = _plan_summary(args, rdp, steps, args.noise_multiplier)
     out["epochs"] = steps // out["steps_per_epoch"]
     out["target_epsilon"] = args.target_epsilon
@@ -241,8 +240,8 @@ def _cmd_report(args: argparse.Namespace) -> None:
         return
     print(f"epsilon = {report['epsilon']:.6g} at delta = {report['delta']:g} "
           f"(RDP order {report['order']:g}, {report['conversion']} conversion)")
-    print(f"neighbours: {report['neighbouring']}; dependent-release bounds: "
-          f"{', '.join(report['dependent_bounds']) or 'none'}")
+    by_bound = ", ".join(f"{b} {e:.6g}" for b, e in report["epsilon_by_bound"].items())
+    print(f"neighbours: {report['neighbouring']}; epsilon by bound for dependent releases: {by_bound or 'none'}")
     for stage, eps in report["stage_epsilons"].items():
         print(f"  {stage}: epsilon {eps:.6g} on its own ({report['releases'][stage]} releases)")
 

@@ -8,6 +8,7 @@ budget BEFORE the mechanism runs, and reports epsilon overall and per stage.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +19,7 @@ import numpy as np
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy import rdp as R
 from dpgm.privacy.events import (
+    DEPENDENT_BOUNDS,
     DpEvent,
     ExponentialEvent,
     GaussianEvent,
@@ -31,13 +33,13 @@ from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 
 
 @lru_cache(maxsize=4096)
-def _rdp_curve_cached(event: DpEvent, orders: tuple[float, ...]) -> np.ndarray:
+def _rdp_curve_cached(event: DpEvent, orders: tuple[float, ...], bound: str) -> np.ndarray:
     if isinstance(event, GaussianEvent):
         return R.gaussian_rdp(orders, event.noise_multiplier)
     if isinstance(event, SampledGaussianEvent):
         return R.sampled_gaussian_rdp(orders, event.sampling_rate, event.noise_multiplier)
     if isinstance(event, SampledJointGaussianEvent):
-        if event.bound == "joint":
+        if bound == "joint":
             return R.joint_sampled_rdp(orders, event.sampling_rate, event.noise_multipliers)
         return R.holder_sampled_rdp(orders, event.sampling_rate, event.noise_multipliers)
     if isinstance(event, LaplaceEvent):
@@ -49,18 +51,29 @@ def _rdp_curve_cached(event: DpEvent, orders: tuple[float, ...]) -> np.ndarray:
     raise TypeError(f"no RDP analysis for event kind {event.kind!r}")
 
 
-def rdp_curve(event: DpEvent, orders: Sequence[float] = R.DEFAULT_ORDERS) -> np.ndarray:
-    """RDP of one occurrence of ``event`` at each order (a read-only, cached array)."""
-    curve = _rdp_curve_cached(event, tuple(float(o) for o in orders))
+def _check_bound(bound: str) -> None:
+    if bound not in DEPENDENT_BOUNDS:
+        raise ValueError(f"bound must be one of {DEPENDENT_BOUNDS}, got {bound!r}")
+
+
+def rdp_curve(event: DpEvent, orders: Sequence[float] = R.DEFAULT_ORDERS, bound: str = "joint") -> np.ndarray:
+    """RDP of one occurrence of ``event`` at each order (a read-only, cached array).
+
+    ``bound`` picks the analysis of dependent releases (events.DEPENDENT_BOUNDS); other events ignore it.
+    """
+    _check_bound(bound)
+    curve = _rdp_curve_cached(event, tuple(float(o) for o in orders), bound)
     curve.setflags(write=False)
     return curve
 
 
-def ledger_rdp(entries: Sequence[LedgerEntry], orders: Sequence[float] = R.DEFAULT_ORDERS) -> np.ndarray:
+def ledger_rdp(
+    entries: Sequence[LedgerEntry], orders: Sequence[float] = R.DEFAULT_ORDERS, bound: str = "joint"
+) -> np.ndarray:
     """Composition: the RDP curves of all entries (times their counts) add up."""
     total = np.zeros(len(orders))
     for entry in entries:
-        total = total + entry.count * rdp_curve(entry.event, orders)
+        total = total + entry.count * rdp_curve(entry.event, orders, bound)
     return total
 
 
@@ -102,19 +115,20 @@ def epsilon_from_rdp(
 
 
 def ledger_epsilon(
-    entries: Sequence[LedgerEntry], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS
+    entries: Sequence[LedgerEntry], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS, bound: str = "joint"
 ) -> PrivacySpent:
     """Epsilon of a list of ledger entries at ``delta`` (RDP, or basic composition if all pure)."""
     pure = sum(pure_epsilon(e.event, e.count) for e in entries)
-    return epsilon_from_rdp(ledger_rdp(entries, orders), delta, orders, pure)
+    return epsilon_from_rdp(ledger_rdp(entries, orders, bound), delta, orders, pure)
 
 
 class Accountant:
-    """Owns a ledger; charges events against an optional (epsilon, delta) budget.
+    """Owns a ledger; the ONLY way to spend privacy (``spend``) or ask what is left (``can_afford``).
 
-    ``charge`` computes what the ledger would spend with the new entry and raises
-    PrivacyBudgetError, leaving the ledger untouched, if that exceeds the budget. Call it
-    before the mechanism touches the data.
+    ``spend`` computes what the ledger would reach with the new events and raises
+    PrivacyBudgetError, leaving the ledger untouched, if that exceeds the budget: call it
+    before the mechanism touches the data. ``bound`` is the analysis of dependent releases
+    (events.DEPENDENT_BOUNDS) used for budgets; ``report`` gives every bound from one ledger.
     """
 
     def __init__(
@@ -124,11 +138,13 @@ class Accountant:
         delta: float,
         budget_epsilon: float | None = None,
         orders: Sequence[float] = R.DEFAULT_ORDERS,
+        bound: str = "joint",
     ) -> None:
         if not (isinstance(delta, (int, float)) and 0 < delta < 1):
             raise ValueError(f"delta must be in (0, 1), got {delta!r}")
         if budget_epsilon is not None and not (math.isfinite(budget_epsilon) and budget_epsilon > 0):
             raise ValueError(f"budget_epsilon must be finite and > 0, got {budget_epsilon!r}")
+        _check_bound(bound)
         self.ledger = ledger if ledger is not None else PrivacyLedger()
         if self.ledger.neighbouring is not Neighbouring.ADD_REMOVE:
             raise ValueError(
@@ -138,56 +154,79 @@ class Accountant:
         self.delta = float(delta)
         self.budget_epsilon = budget_epsilon
         self.orders = tuple(float(o) for o in orders)
-        self._rdp = ledger_rdp(self.ledger.entries, self.orders)
+        self.bound = bound
+        self._rdp = ledger_rdp(self.ledger.entries, self.orders, bound)
         self._pure = sum(pure_epsilon(e.event, e.count) for e in self.ledger.entries)
 
     def rdp(self) -> np.ndarray:
         return self._rdp.copy()
 
+    def curve(self, event: DpEvent) -> np.ndarray:
+        """RDP curve of one ``event`` under this accountant's orders and bound."""
+        return rdp_curve(event, self.orders, self.bound)
+
     def spent(self) -> PrivacySpent:
         """Epsilon of everything in the ledger so far, at this accountant's delta."""
         return epsilon_from_rdp(self._rdp, self.delta, self.orders, self._pure)
 
-    def epsilon_if(self, event: DpEvent, count: int = 1) -> float:
-        """Epsilon the ledger would reach after ``count`` more ``event``s (nothing recorded)."""
-        rdp = self._rdp + count * rdp_curve(event, self.orders)
-        return epsilon_from_rdp(rdp, self.delta, self.orders, self._pure + pure_epsilon(event, count)).epsilon
+    def _after(self, events: Sequence[DpEvent], count: int) -> tuple[np.ndarray, float]:
+        rdp = self._rdp + count * sum((self.curve(e) for e in events), np.zeros(len(self.orders)))
+        return rdp, self._pure + sum(pure_epsilon(e, count) for e in events)
 
-    def charge(self, stage: str, event: DpEvent, count: int = 1) -> None:
-        """Record ``count`` uses of ``event`` by ``stage``; refuse (raise) if over budget."""
-        entry = LedgerEntry(stage, event, count)
-        new_rdp = self._rdp + count * rdp_curve(event, self.orders)
-        new_pure = self._pure + pure_epsilon(event, count)
-        if self.budget_epsilon is not None:
-            eps = epsilon_from_rdp(new_rdp, self.delta, self.orders, new_pure).epsilon
-            if eps > self.budget_epsilon:
-                raise PrivacyBudgetError(
-                    f"stage {stage!r} would raise epsilon to {eps:.4g}, above the budget "
-                    f"{self.budget_epsilon:.4g} (delta={self.delta:g}); nothing was released"
-                )
-        self.ledger.append(entry)
-        self._rdp = new_rdp
-        self._pure = new_pure
+    def epsilon_if(self, *events: DpEvent, count: int = 1) -> float:
+        """Epsilon the ledger would reach after ``count`` more of each of ``events`` (nothing recorded)."""
+        rdp, pure = self._after(events, count)
+        return epsilon_from_rdp(rdp, self.delta, self.orders, pure).epsilon
+
+    def can_afford(self, *events: DpEvent, count: int = 1) -> bool:
+        """True when ``count`` more of each of ``events`` keeps the ledger within the budget."""
+        return self.budget_epsilon is None or self.epsilon_if(*events, count=count) <= self.budget_epsilon
+
+    def refuse_unless_affordable(self, stage: str, *events: DpEvent, count: int = 1) -> None:
+        """Raise PrivacyBudgetError (nothing recorded) unless ``can_afford``; for whole-stage prechecks."""
+        if not self.can_afford(*events, count=count):
+            raise PrivacyBudgetError(
+                f"stage {stage!r} would raise epsilon to {self.epsilon_if(*events, count=count):.4g}, above the "
+                f"budget {self.budget_epsilon:.4g} (delta={self.delta:g}); nothing was released"
+            )
+
+    def spend(self, stage: str, *events: DpEvent, count: int = 1) -> None:
+        """Record ``count`` uses of each of ``events`` by ``stage``, all or none; refuse if over budget."""
+        if not events:
+            raise ValueError("spend needs at least one event")
+        self.refuse_unless_affordable(stage, *events, count=count)
+        self._rdp, self._pure = self._after(events, count)
+        for event, repeats in Counter(events).items():  # equal events: one entry (order of first use)
+            self.ledger.append(LedgerEntry(stage, event, repeats * count))
 
     def stage_epsilons(self) -> dict[str, float]:
         """Epsilon each stage would cost on its own (at this delta). They do not add up."""
         out = {}
         for stage in self.ledger.stages():
             entries = [e for e in self.ledger.entries if e.stage == stage]
-            out[stage] = ledger_epsilon(entries, self.delta, self.orders).epsilon
+            out[stage] = ledger_epsilon(entries, self.delta, self.orders, self.bound).epsilon
         return out
 
-    def dependent_bounds(self) -> list[str]:
-        """Analyses used for dependent releases sharing a batch ("joint" and/or "holder")."""
-        return sorted({e.event.bound for e in self.ledger.entries if isinstance(e.event, SampledJointGaussianEvent)})
+    def has_dependent_releases(self) -> bool:
+        """True when the ledger holds releases that share a batch (the bound matters)."""
+        return any(isinstance(e.event, SampledJointGaussianEvent) for e in self.ledger.entries)
 
-    def report(self) -> dict[str, Any]:
-        """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages."""
+    def report(self, bounds: Sequence[str] = DEPENDENT_BOUNDS) -> dict[str, Any]:
+        """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages.
+
+        ``epsilon_by_bound`` gives the ledger's epsilon under each of ``bounds``, computed from the
+        same entries; the headline epsilon is this accountant's own bound.
+        """
+        dependent = self.has_dependent_releases()
         return {
             **self.spent().to_dict(),
             "neighbouring": self.ledger.neighbouring.value,
             "accountant": "rdp",
-            "dependent_bounds": self.dependent_bounds(),
+            "dependent_bound": self.bound if dependent else None,
+            "epsilon_by_bound": (
+                {b: ledger_epsilon(self.ledger.entries, self.delta, self.orders, b).epsilon for b in bounds}
+                if dependent else {}
+            ),
             "budget_epsilon": self.budget_epsilon,
             "stage_epsilons": self.stage_epsilons(),
         }

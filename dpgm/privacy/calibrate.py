@@ -85,12 +85,13 @@ def plan_epsilon(
     delta: float,
     extra_rdp: Sequence[float] | None = None,
     orders: Sequence[float] = DEFAULT_ORDERS,
+    bound: str = "joint",
 ) -> float:
     """Epsilon of ``steps`` repetitions of ``event`` on top of ``extra_rdp`` (composition).
 
     Without ``extra_rdp``, a pure-DP event also gets basic composition (steps x epsilon).
     """
-    rdp = _extra(extra_rdp, orders) + steps * rdp_curve(event, orders)
+    rdp = _extra(extra_rdp, orders) + steps * rdp_curve(event, orders, bound)
     pure = pure_epsilon(event, steps) if extra_rdp is None else math.inf
     return epsilon_from_rdp(rdp, delta, orders, pure).epsilon
 
@@ -104,6 +105,7 @@ def sigma_for_epsilon(
     extra_rdp: Sequence[float] | None = None,
     orders: Sequence[float] = DEFAULT_ORDERS,
     event_factory: EventFactory | None = None,
+    bound: str = "joint",
 ) -> float:
     """Smallest noise multiplier (to a relative 1e-6) whose plan stays within target_epsilon.
 
@@ -120,7 +122,7 @@ def sigma_for_epsilon(
     make = _factory(sampling_rate, event_factory)
 
     def eps(sigma: float) -> float:
-        return plan_epsilon(make(sigma), steps=steps, delta=delta, extra_rdp=extra, orders=orders)
+        return plan_epsilon(make(sigma), steps=steps, delta=delta, extra_rdp=extra, orders=orders, bound=bound)
 
     floor = epsilon_from_rdp(extra, delta, orders).epsilon
     if floor >= target_epsilon:
@@ -156,6 +158,7 @@ def steps_for_budget(
     extra_rdp: Sequence[float] | None = None,
     orders: Sequence[float] = DEFAULT_ORDERS,
     event_factory: EventFactory | None = None,
+    bound: str = "joint",
 ) -> int:
     """Largest number of steps whose epsilon (with ``extra_rdp``) stays <= target_epsilon.
 
@@ -167,7 +170,7 @@ def steps_for_budget(
     _check_delta(delta)
     orders = tuple(float(o) for o in orders)
     extra = _extra(extra_rdp, orders)
-    curve = rdp_curve(_factory(sampling_rate, event_factory)(noise_multiplier), orders)
+    curve = rdp_curve(_factory(sampling_rate, event_factory)(noise_multiplier), orders, bound)
 
     def fits(steps: int) -> bool:
         return epsilon_from_rdp(extra + steps * curve, delta, orders).epsilon <= target_epsilon

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from dpgm.privacy.mechanisms import gaussian_noise
+
 
 @dataclass(frozen=True)
 class DPNormResult:
@@ -46,7 +48,7 @@ def mode_thresholds(noisy_counts: Tensor, *, hist_max: float) -> Tensor:
 
 def histogram_noise(bins: int, noise_multiplier: float, generator: torch.Generator | None) -> Tensor:
     """N(0, sigma_C^2) noise for the ``bins`` counts of one histogram (float64)."""
-    return torch.normal(0.0, float(noise_multiplier), size=(bins,), generator=generator, dtype=torch.float64)
+    return gaussian_noise((bins,), noise_multiplier, generator)
 
 
 def dpnorm(

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
 from dpgm.privacy.events import DpEvent, SampledGaussianEvent, SampledJointGaussianEvent
+from dpgm.privacy.mechanisms import gaussian_noise
 from dpgm.training.dpnorm import dpnorm
 from dpgm.training.per_sample import GhostClipper
 
@@ -49,16 +50,12 @@ def clip_factors(norms: Tensor, clip_norm: float | Tensor) -> Tensor:
     return torch.where(norms > clip, clip / norms.clamp_min(1e-30), torch.ones_like(norms))
 
 
-def step_event(
-    *, sampling_rate: float, noise_multiplier: float, clipping: str, hist_noise_multiplier: float, bound: str
-) -> DpEvent:
+def step_event(*, sampling_rate: float, noise_multiplier: float, clipping: str, hist_noise_multiplier: float) -> DpEvent:
     """One DP-SGD step's privacy event: sampled Gaussian (fixed clipping) or, with DPNorm, the
     histogram and the gradient released from the same Poisson batch (DESIGN.md 3.6)."""
     if clipping == "fixed":
         return SampledGaussianEvent(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
-    return SampledJointGaussianEvent(
-        sampling_rate=sampling_rate, noise_multipliers=(hist_noise_multiplier, noise_multiplier), bound=bound
-    )
+    return SampledJointGaussianEvent(sampling_rate=sampling_rate, noise_multipliers=(hist_noise_multiplier, noise_multiplier))
 
 
 def _positive(name: str, value: float) -> float:
@@ -105,10 +102,10 @@ class DPSGD:
         self.clipper = GhostClipper(model)
         self.params = self.clipper.params
 
-    def event(self, bound: Literal["joint", "holder"] = "joint") -> DpEvent:
+    def event(self) -> DpEvent:
         """The privacy event of one step of this optimiser."""
         return step_event(sampling_rate=self.sampling_rate, noise_multiplier=self.noise_multiplier,
-                          clipping=self.clipping, hist_noise_multiplier=self.hist_noise_multiplier, bound=bound)
+                          clipping=self.clipping, hist_noise_multiplier=self.hist_noise_multiplier)
 
     def threshold(self, norms: Tensor) -> float:
         """C_s for this batch: clip_norm, or DPNorm's noisy histogram mode (Alg. 3)."""
@@ -139,7 +136,7 @@ class DPSGD:
         grads = []
         for p, s in zip(self.params, sums):
             # Same draws as Opacus's _generate_noise (torch.normal per parameter, in order).
-            noise = torch.normal(mean=0.0, std=std, size=p.shape, generator=self.generator, device=p.device, dtype=p.dtype)
+            noise = gaussian_noise(p.shape, std, self.generator, device=p.device, dtype=p.dtype)
             grads.append(noise.add_(s).div_(self.expected_batch_size))
         return grads, StepResult(loss=loss, clip_norm=c_s, batch_size=n)
 

@@ -98,7 +98,6 @@ class MixtureTrainer:
         noisy_sizes: np.ndarray,
         cfg: TrainingConfig,
         *,
-        bound: str,
         generator: torch.Generator,
         stack: bool = True,
     ) -> None:
@@ -107,7 +106,6 @@ class MixtureTrainer:
         self.models = models
         self.records = records
         self.cfg = cfg
-        self.bound = bound
         self.generator = generator
         self.n = len(assignments)
         self.parts = [np.flatnonzero(assignments == j) for j in range(len(models))]
@@ -138,7 +136,7 @@ class MixtureTrainer:
 
     def event(self) -> DpEvent:
         """The ledger event of one global step (the same for every part and both schedules)."""
-        return self.dpsgd[0].event(bound=self.bound)
+        return self.dpsgd[0].event()
 
     def _sample(self, candidates: np.ndarray) -> np.ndarray:
         """Poisson sampling: each candidate joins independently with probability q."""
@@ -157,7 +155,7 @@ class MixtureTrainer:
         return [a.module for a in self.averages] if self.averages is not None else self.models
 
     def _step(self, accountant: Accountant) -> StepLog:
-        accountant.charge(STAGE, self.event())
+        accountant.spend(STAGE, self.event())
         if self.cfg.schedule == "parallel":
             chosen = list(range(len(self.models)))
             sampled = self._sample(np.arange(self.n))

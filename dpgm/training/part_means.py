@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import clip_rows_to, part_sums
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.mechanisms import floor_counts, gaussian_release
 
 #: Ledger stage of this release.
 STAGE = "part_means"
@@ -56,11 +56,11 @@ def noisy_part_means(
     """
     n_items = records.shape[1]
     bound = math.sqrt(n_items) if clip is None else float(clip)
-    accountant.charge(STAGE, GaussianEvent(noise_multiplier=noise_multiplier))
     rows = records.astype(np.float32) if sp.issparse(records) else np.asarray(records, dtype=np.float32)
     _, sums = part_sums(clip_rows_to(rows, bound), np.asarray(assignments), len(noisy_sizes))
-    sums += rng.normal(0.0, noise_multiplier * bound, size=sums.shape)
-    means = sums / np.maximum(np.asarray(noisy_sizes, dtype=np.float64), 1.0)[:, None]
+    sums = gaussian_release(sums, sensitivity=bound, noise_multiplier=noise_multiplier,
+                            accountant=accountant, stage=STAGE, rng=rng)
+    means = sums / floor_counts(noisy_sizes)[:, None]
     return np.clip(means, FLOOR, 1.0 - FLOOR)
 
 

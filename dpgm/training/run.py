@@ -9,7 +9,6 @@ losses): share only what generate.py writes.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import secrets
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,10 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError, PrivacyBudgetError
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.models import build_model
-from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp
+from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
-from dpgm.privacy.events import DpEvent, SampledJointGaussianEvent
-from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
+from dpgm.privacy.events import DpEvent
+from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import REPORT_FILE, image_grid, part_sample_grid, save_release, write_png_grid
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
@@ -58,25 +57,10 @@ def _check_plan(cfg: Config, data: BinaryDataset) -> None:
         raise ConfigError("partition.method: 'label' needs a dataset with labels")
 
 
-def _swap_bound(ledger: PrivacyLedger, bound: str) -> list[LedgerEntry]:
-    """The ledger's entries with every joint histogram+gradient event analysed by ``bound``."""
-    return [
-        LedgerEntry(e.stage, dataclasses.replace(e.event, bound=bound), e.count)
-        if isinstance(e.event, SampledJointGaussianEvent) else e
-        for e in ledger.entries
-    ]
-
-
 def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int) -> dict[str, Any]:
     """The JSON report beside every release: epsilon, delta, relation, accountant, stages."""
     report = accountant.report()
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
-    report["dependent_bound"] = cfg.privacy.dependent_bound
-    report["epsilon_by_bound"] = {
-        bound: epsilon_from_rdp(ledger_rdp(_swap_bound(accountant.ledger, bound), accountant.orders),
-                                accountant.delta, accountant.orders).epsilon
-        for bound in SampledJointGaussianEvent.BOUNDS
-    }
     report["fixed_seed"] = cfg.seed is not None
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
     report["plan"] = {
@@ -95,12 +79,13 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
 
     def event(sigma: float) -> DpEvent:
         return step_event(sampling_rate=t.sampling_rate, noise_multiplier=sigma, clipping=t.clipping,
-                          hist_noise_multiplier=t.hist_noise_multiplier, bound=cfg.privacy.dependent_bound)
+                          hist_noise_multiplier=t.hist_noise_multiplier)
 
     try:
         t.noise_multiplier = sigma_for_epsilon(
             sampling_rate=t.sampling_rate, steps=steps, delta=accountant.delta,
             target_epsilon=cfg.privacy.target_epsilon, extra_rdp=accountant.rdp(), event_factory=event,
+            bound=accountant.bound,
         )
     except (ValueError, PrivacyBudgetError) as exc:
         raise PrivacyBudgetError(
@@ -120,12 +105,16 @@ class TrainingRun:
         self.steps = steps_for_epochs(cfg.training.epochs, cfg.training.sampling_rate)
         self.step = 0
 
+    def _accountant(self, ledger: PrivacyLedger | None) -> Accountant:
+        p = self.cfg.privacy
+        return Accountant(ledger, delta=self.delta, budget_epsilon=p.target_epsilon, bound=p.dependent_bound)
+
     # ---------------------------------------------------------------- stages
     def start(self) -> None:
         """Fresh run: partition (charged), calibrate if asked, build the trainer."""
         cfg = self.cfg
         rng, self.generator = _generators(cfg.seed)
-        self.accountant = Accountant(delta=self.delta, budget_epsilon=cfg.privacy.target_epsilon)
+        self.accountant = self._accountant(None)
         self._choose_items(rng)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
         self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
@@ -160,7 +149,7 @@ class TrainingRun:
                 start_at_means(model, probs)
         self.trainer = MixtureTrainer(
             models, RecordStore(self.data.records, self.cfg.device), self.partition.assignments,
-            self.partition.noisy_sizes, self.cfg.training, bound=self.cfg.privacy.dependent_bound,
+            self.partition.noisy_sizes, self.cfg.training,
             generator=self.generator,
         )
 
@@ -169,7 +158,7 @@ class TrainingRun:
         self.generator = torch.Generator()
         self.generator.set_state(checkpoint["generator"])
         ledger = PrivacyLedger.from_json(checkpoint["ledger"])
-        self.accountant = Accountant(ledger, delta=self.delta, budget_epsilon=self.cfg.privacy.target_epsilon)
+        self.accountant = self._accountant(ledger)
         self.columns = np.asarray(checkpoint.get("columns", torch.arange(self.data.n_items)))
         if len(self.columns) < self.data.n_items:
             self.data = restrict_items(self.data, self.columns)  # the private choice, not redone

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
 from dpgm.models.vae import VAE
+from dpgm.privacy.mechanisms import standard_normal_
 from dpgm.training.dpnorm import histogram_noise, mode_thresholds, norm_histograms
 from dpgm.training.dpsgd import DPSGD, StepResult, clip_factors
 from dpgm.training.per_sample import GhostClipper
@@ -152,7 +153,7 @@ class StackedDPSGD:
             if s.clipping == "adaptive":
                 hist.append(histogram_noise(s.hist_bins, s.hist_noise_multiplier, g))
             for z in self._noise:
-                z[j].normal_(generator=g)  # the std comes later: torch.normal(0, std) is std * N(0, 1)
+                standard_normal_(z[j], g)  # the std comes later: torch.normal(0, std) is std * N(0, 1)
         return torch.cat(eps), torch.stack(hist) if hist else None
 
     def _thresholds(self, norms: Tensor, part: Tensor, hist_noise: Tensor | None) -> Tensor:

@@ -122,27 +122,41 @@ def test_paper_mnist_plan_joint_and_holder() -> None:
     """Paper's MNIST plan (README figures): k-means 20 iterations x 2 Gaussian releases at
     sigma_K=40, then 20 epochs of DP-SGD with a DPNorm histogram (sigma_C=4) per step."""
     steps = steps_for_epochs(20, 0.0017)
-    eps = {}
+    event = SampledJointGaussianEvent(sampling_rate=0.0017, noise_multipliers=(4.0, 1.0))
+    headline = {}
     for bound in ("joint", "holder"):
-        acc = Accountant(delta=1e-5)
-        acc.charge("kmeans", GaussianEvent(noise_multiplier=40.0), count=40)
-        event = SampledJointGaussianEvent(sampling_rate=0.0017, noise_multipliers=(4.0, 1.0), bound=bound)
-        acc.charge("sgd", event, count=steps)
+        acc = Accountant(delta=1e-5, bound=bound)
+        acc.spend("kmeans", GaussianEvent(noise_multiplier=40.0), count=40)
+        acc.spend("sgd", event, count=steps)
         report = acc.report()
-        assert report["dependent_bounds"] == [bound]
-        eps[bound] = report["epsilon"]
-    assert eps["joint"] == pytest.approx(1.33867, abs=1e-5)
-    assert eps["holder"] == pytest.approx(1.45922, abs=1e-5)
+        assert report["dependent_bound"] == bound
+        headline[bound] = report["epsilon"]
+        # every bound is reported from the same ledger, whichever one the accountant budgets with
+        assert report["epsilon_by_bound"]["joint"] == pytest.approx(1.33867, abs=1e-5)
+        assert report["epsilon_by_bound"]["holder"] == pytest.approx(1.45922, abs=1e-5)
+    assert headline["joint"] == pytest.approx(1.33867, abs=1e-5)
+    assert headline["holder"] == pytest.approx(1.45922, abs=1e-5)
+
+
+def test_spend_is_all_or_none_for_several_events() -> None:
+    acc = Accountant(delta=1e-5, budget_epsilon=1.0)
+    cheap, dear = GaussianEvent(noise_multiplier=50.0), GaussianEvent(noise_multiplier=0.5)
+    assert acc.can_afford(cheap) and not acc.can_afford(cheap, dear)
+    with pytest.raises(PrivacyBudgetError, match="'both'"):
+        acc.spend("both", cheap, dear)
+    assert acc.ledger.entries == [] and acc.spent().epsilon == 0.0
+    acc.spend("both", cheap, cheap, count=2)
+    assert acc.ledger.count("both") == 4
 
 
 def test_charge_refused_leaves_ledger_unchanged() -> None:
     acc = Accountant(delta=1e-5, budget_epsilon=3.0)
     event = SampledGaussianEvent(sampling_rate=0.01, noise_multiplier=1.0)
-    acc.charge("sgd", event, count=100)
+    acc.spend("sgd", event, count=100)
     before_entries, before_rdp, before_eps = list(acc.ledger.entries), acc.rdp(), acc.spent().epsilon
-    assert acc.epsilon_if(event, 100_000) > 3.0
+    assert acc.epsilon_if(event, count=100_000) > 3.0
     with pytest.raises(PrivacyBudgetError, match="above the budget"):
-        acc.charge("sgd", event, count=100_000)
+        acc.spend("sgd", event, count=100_000)
     assert acc.ledger.entries == before_entries
     np.testing.assert_array_equal(acc.rdp(), before_rdp)
     assert acc.spent().epsilon == before_eps
@@ -151,17 +165,17 @@ def test_charge_refused_leaves_ledger_unchanged() -> None:
 def test_charge_within_budget_accumulates_and_matches_epsilon_if() -> None:
     acc = Accountant(delta=1e-5, budget_epsilon=10.0)
     event = SampledGaussianEvent(sampling_rate=0.01, noise_multiplier=1.0)
-    predicted = acc.epsilon_if(event, 500)
+    predicted = acc.epsilon_if(event, count=500)
     for _ in range(5):
-        acc.charge("sgd", event, count=100)
+        acc.spend("sgd", event, count=100)
     assert acc.spent().epsilon == pytest.approx(predicted, rel=1e-12)
     assert acc.ledger.count("sgd") == 500
 
 
 def test_stage_epsilons_and_composition() -> None:
     acc = Accountant(delta=1e-5)
-    acc.charge("kmeans", GaussianEvent(noise_multiplier=40.0), count=40)
-    acc.charge("sgd", SampledGaussianEvent(sampling_rate=0.0017, noise_multiplier=1.0), count=1000)
+    acc.spend("kmeans", GaussianEvent(noise_multiplier=40.0), count=40)
+    acc.spend("sgd", SampledGaussianEvent(sampling_rate=0.0017, noise_multiplier=1.0), count=1000)
     stages = acc.stage_epsilons()
     assert list(stages) == ["kmeans", "sgd"]
     assert max(stages.values()) < acc.spent().epsilon < sum(stages.values())
@@ -180,17 +194,17 @@ def test_pure_releases_also_compose_by_addition() -> None:
     """A few pure releases: basic composition (sum) beats the RDP conversion and is reported;
     many small ones: RDP wins. A budget equal to the sum is therefore never refused."""
     acc = Accountant(delta=1e-5, budget_epsilon=1.0)
-    acc.charge("mwem", LaplaceEvent(epsilon=0.25), count=2)
-    assert acc.epsilon_if(ExponentialEvent(epsilon=0.25), 2) == pytest.approx(1.0)
-    acc.charge("mwem", ExponentialEvent(epsilon=0.25), count=2)
+    acc.spend("mwem", LaplaceEvent(epsilon=0.25), count=2)
+    assert acc.epsilon_if(ExponentialEvent(epsilon=0.25), count=2) == pytest.approx(1.0)
+    acc.spend("mwem", ExponentialEvent(epsilon=0.25), count=2)
     spent = acc.spent()
     assert spent.epsilon == pytest.approx(1.0) and spent.conversion == "pure composition"
     assert spent.to_dict()["order"] is None
     many = Accountant(delta=1e-5, ledger=PrivacyLedger([LedgerEntry("m", LaplaceEvent(epsilon=0.01), 1000)]))
     assert many.spent().epsilon < 5.0 and many.spent().conversion == "tight"
     mixed = Accountant(delta=1e-5)
-    mixed.charge("m", PureDpEvent(epsilon=0.1))
-    mixed.charge("g", GaussianEvent(noise_multiplier=100.0))
+    mixed.spend("m", PureDpEvent(epsilon=0.1))
+    mixed.spend("g", GaussianEvent(noise_multiplier=100.0))
     assert mixed.spent().conversion == "tight" and mixed.spent().epsilon > 0.1
 
 

@@ -79,7 +79,7 @@ def test_report_of_a_saved_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[
     ledger.save(path)
     out = _run_json(capsys, ["report", str(path), "--delta", "1e-5", "--json"])
     assert out["epsilon"] == pytest.approx(1.33867, abs=1e-5)
-    assert list(out["stage_epsilons"]) == ["kmeans", "sgd"] and out["dependent_bounds"] == ["joint"]
+    assert list(out["stage_epsilons"]) == ["kmeans", "sgd"] and out["dependent_bound"] == "joint"
     assert out["releases"] == {"kmeans": 40, "sgd": 11780}
     assert run_cli(main, ["report", str(path), "--delta", "1e-5"]) == 0
     assert "kmeans: epsilon" in capsys.readouterr().out

@@ -24,7 +24,7 @@ EVENTS = [
     GaussianEvent(noise_multiplier=40.0),
     SampledGaussianEvent(sampling_rate=0.0017, noise_multiplier=1.0),
     SampledJointGaussianEvent(sampling_rate=0.0017, noise_multipliers=(4.0, 1.0)),
-    SampledJointGaussianEvent(sampling_rate=0.01, noise_multipliers=(4.0, 1.0, 2.0), bound="holder"),
+    SampledJointGaussianEvent(sampling_rate=0.01, noise_multipliers=(4.0, 1.0, 2.0)),
     LaplaceEvent(epsilon=0.1),
     ExponentialEvent(epsilon=0.2),
     PureDpEvent(epsilon=0.3),

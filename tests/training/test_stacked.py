@@ -37,7 +37,7 @@ def make_trainer(models: list[nn.Module], stack: bool, **cfg) -> MixtureTrainer:
     settings.update(cfg)
     gen = torch.Generator().manual_seed(5)
     return MixtureTrainer(models, RecordStore(records), assignments, noisy_sizes, TrainingConfig(**settings),
-                          bound="joint", generator=gen, stack=stack)
+                          generator=gen, stack=stack)
 
 
 def flat(model: nn.Module) -> torch.Tensor:

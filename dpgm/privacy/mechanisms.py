@@ -1,0 +1,116 @@
+"""The noise mechanisms: the ONE place where noise meets private values.
+
+A release charges its events to the accountant (which refuses, releasing nothing, when the
+budget would be exceeded) and only then draws the noise. Noise std is the noise multiplier
+times the L2 sensitivity under add/remove-one-record (DESIGN.md section 2); Laplace scale is
+the L1 sensitivity over epsilon. ``gaussian_noise`` and friends draw noise for mechanisms that
+charge a joint event themselves (a DP-SGD step releases a histogram and a gradient from one
+batch: one ``SampledJointGaussianEvent``, charged by the trainer before the step).
+
+Noisy counts that later act as sizes or weights get one documented floor, ``floor_counts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.events import GaussianEvent, LaplaceEvent
+
+#: A released count used as a size or a divisor is never below this (data-independent) floor.
+COUNT_FLOOR = 1.0
+
+ArrayLike = np.ndarray | float
+
+
+def floor_counts(noisy: ArrayLike, floor: float = COUNT_FLOOR) -> np.ndarray:
+    """Released counts made usable as sizes or divisors: max(noisy, floor) (post-processing)."""
+    return np.maximum(np.asarray(noisy, dtype=np.float64), floor)
+
+
+def noisy_releases(
+    values: Sequence[ArrayLike],
+    scales: Sequence[float],
+    events: Sequence[GaussianEvent | LaplaceEvent],
+    *,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+) -> list[np.ndarray]:
+    """Charge all ``events`` (all or none), THEN add noise to each value: N(0, scale^2) for a
+    GaussianEvent, Laplace(scale) for a LaplaceEvent, per coordinate (float64 out)."""
+    if not (len(values) == len(scales) == len(events)) or not values:
+        raise ValueError("noisy_releases needs one scale and one event per value, and at least one value")
+    accountant.spend(stage, *events)
+    out = []
+    for value, scale, event in zip(values, scales, events):
+        arr = np.asarray(value, dtype=np.float64)
+        draw = rng.laplace if isinstance(event, LaplaceEvent) else rng.normal
+        out.append(arr + draw(0.0, float(scale), size=arr.shape))
+    return out
+
+
+def gaussian_releases(
+    values: Sequence[ArrayLike],
+    sensitivities: Sequence[float],
+    *,
+    noise_multiplier: float,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+) -> list[np.ndarray]:
+    """Gaussian releases with one multiplier: values[i] + N(0, (noise_multiplier sensitivities[i])^2),
+    one ``GaussianEvent(noise_multiplier)`` each, charged together before any draw."""
+    event = GaussianEvent(noise_multiplier=noise_multiplier)
+    return noisy_releases(values, [noise_multiplier * float(s) for s in sensitivities], [event] * len(values),
+                          accountant=accountant, stage=stage, rng=rng)
+
+
+def gaussian_release(
+    values: ArrayLike,
+    *,
+    sensitivity: float,
+    noise_multiplier: float,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """One Gaussian release: values + N(0, (noise_multiplier * sensitivity)^2) per coordinate."""
+    return gaussian_releases([values], [sensitivity], noise_multiplier=noise_multiplier,
+                             accountant=accountant, stage=stage, rng=rng)[0]
+
+
+def laplace_release(
+    values: ArrayLike,
+    *,
+    l1_sensitivity: float,
+    epsilon: float,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """One Laplace release (pure epsilon-DP): values + Laplace(l1_sensitivity / epsilon) per coordinate."""
+    return noisy_releases([values], [float(l1_sensitivity) / epsilon], [LaplaceEvent(epsilon=epsilon)],
+                          accountant=accountant, stage=stage, rng=rng)[0]
+
+
+# ------------------------------------------------------------------- noise for joint events
+def gaussian_noise(
+    shape: Sequence[int] | torch.Size,
+    std: float,
+    generator: torch.Generator | None,
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """N(0, std^2) noise (torch) for a mechanism whose event the caller has already charged."""
+    return torch.normal(0.0, float(std), size=tuple(shape), generator=generator, dtype=dtype, device=device)
+
+
+def standard_normal_(out: Tensor, generator: torch.Generator | None) -> Tensor:
+    """Fill ``out`` with N(0, 1) in place (scaled later by the caller's charged noise std)."""
+    return out.normal_(generator=generator)
