@@ -21,7 +21,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "probability proportional to its noisy size, then a record from that part's model. "
         "Writes OUT atomically and OUT.privacy.json (the run's privacy report) beside it. "
         "Reads only the run directory, never the training data.")
-    p.add_argument("--run", required=True, metavar="RUN_DIR", help="run directory written by train.py")
+    p.add_argument("--run", required=True, metavar="RUN_DIR",
+                   help="run directory written by train.py (only its release/ folder is read)")
     p.add_argument("--n", required=True, type=int, help="number of synthetic records")
     p.add_argument("--out", required=True, help="output file")
     p.add_argument("--format", choices=FORMATS, default=None,
@@ -48,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     report = release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
                      threshold=args.threshold, progress=not args.no_progress)
+    if "warning" in report:
+        print(report["warning"])
     print(f"wrote {args.n} records to {args.out} (report: {args.out}.privacy.json)")
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}")

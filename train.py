@@ -30,6 +30,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="override a config value, e.g. --set training.epochs=5 (repeatable)")
     p.add_argument("--download", action="store_true", help="fetch MNIST into the data directory if missing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--keep-private", action="store_true",
+                   help="keep runs/<name>/private/ (checkpoint, part assignments) after the run completes")
+    p.add_argument("--nonprivate-diagnostics", action="store_true",
+                   help="show the mean training loss on the private batches: the run is then NOT "
+                   "differentially private, and its reports say so")
     return p.parse_args(argv)
 
 
@@ -43,12 +48,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         run_dir, report = resume(args.resume, progress=not args.no_progress)
     else:
-        overrides = list(args.overrides) + (["data.download=true"] if args.download else [])
+        flags = {"data.download=true": args.download, "keep_private=true": args.keep_private,
+                 "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
+        overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
         cfg = load_config(args.config, overrides)
         run_dir, report = train(cfg, progress=not args.no_progress)
-    print(f"run directory: {run_dir}")
+    if "warning" in report:
+        print(report["warning"])
+    print(f"release (safe to share): {run_dir}/release")
+    bound = f" ({report['dependent_bound']} bound for dependent mechanisms)" if report["dependent_bound"] else ""
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
-          f"neighbouring = {report['neighbouring']} ({report['dependent_bound']} bound for dependent mechanisms)")
+          f"neighbouring = {report['neighbouring']}{bound}")
     print(json.dumps(report["stage_epsilons"]))
     return 0
 

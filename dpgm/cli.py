@@ -17,7 +17,7 @@ def run_cli(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[s
         code = main(argv)
     except DpgmError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return int(getattr(exc, "exit_code", EXIT_USAGE))
     except BrokenPipeError:  # output piped into `head` & co.: no traceback (Python docs' recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

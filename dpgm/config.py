@@ -41,6 +41,7 @@ class DataConfig:
     threshold: float = opt(0.5, "binarisation threshold for image intensities scaled to [0, 1] (paper: 0.5)")
     top_items: int | None = opt(None, "keep only the m most frequent items, chosen by train.py from NOISY counts and charged as stage 'items' (null: all items)")
     top_items_noise_multiplier: float = opt(10.0, "sigma of the Gaussian on the normalised item counts that choose top_items (sensitivity 1)")
+    n_items: int | None = opt(None, "transactions without an items file: the public item universe, ids 0..n_items-1 (the universe is never read off the private data)")
     label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
     download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
@@ -50,12 +51,13 @@ class DataConfig:
         _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
         _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
         _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
+        _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
         _require(self.source not in ("transactions", "csv") or bool(self.path), "data", "path", f"is required for source {self.source}")
 
 
 @dataclass
 class PrivacyConfig:
-    delta: float | None = opt(None, "target delta; null means 1/(10 n) for n training records")
+    delta: float | None = opt(None, "target delta; null means 1/(10 n) for n training records, rounded DOWN to a power of ten (so only n's order of magnitude is treated as public; the privacy report lists it under public_inputs)")
     target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon stays within it (null: fixed noise, report the epsilon spent)")
     neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
     dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released from one batch (DESIGN.md 3.6)")
@@ -142,6 +144,7 @@ class TrainingConfig:
     learning_rate: float = opt(1e-3, "learning rate")
     ema_decay: float | None = opt(None, "release an exponential moving average of each model's weights with this decay (post-processing of the noisy iterates; null: the last iterate)")
     checkpoint_every: int = opt(2000, "steps between checkpoints")
+    checkpoint_seconds: float = opt(120.0, "also checkpoint when this many seconds passed since the last one (a kill loses at most this much work)")
     log_every: int = opt(50, "steps between TensorBoard scalars")
 
     def validate(self) -> None:
@@ -155,6 +158,7 @@ class TrainingConfig:
         _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
         _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
         _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
+        _require(self.checkpoint_seconds > 0, "training", "checkpoint_seconds", "must be > 0")
         _require(self.log_every >= 1, "training", "log_every", "must be >= 1")
 
 
@@ -164,6 +168,8 @@ class Config:
     seed: int | None = opt(None, "fixed seed for experiments and tests (null: OS entropy; the privacy report says which)")
     runs_dir: str = opt("runs", "folder that holds run directories")
     device: str = opt("cpu", "torch device")
+    keep_private: bool = opt(False, "keep the run's private/ folder (checkpoint, part assignments, generator state) after it completes; it is deleted by default")
+    nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches (NOT private: every report of the run then says so in its first line)")
     data: DataConfig = field(default_factory=DataConfig, metadata={"doc": "what to load"})
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig, metadata={"doc": "budget and accounting"})
     partition: PartitionConfig = field(default_factory=PartitionConfig, metadata={"doc": "DP partitioning stage"})

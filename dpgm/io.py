@@ -16,12 +16,16 @@ from typing import IO, Any
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary file for writing; on success rename it to ``path``, else delete it."""
+def atomic_write(path: str | os.PathLike[str], mode: str = "w", *, private: bool = False) -> Iterator[IO[Any]]:
+    """Open a temporary file for writing; on success rename it to ``path``, else delete it.
+
+    ``private``: the file stays owner-only (0600), for checkpoints and other private state.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual permissions
+    if not private:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual permissions
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh

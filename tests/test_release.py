@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.image
 import numpy as np
 import pytest
+import torch
 
 from dpgm import release as rel
+from dpgm.clustering.base import size_shares
 from dpgm.errors import DpgmError
 from dpgm.training import run as run_mod
-from dpgm.training.mixture import part_probabilities
 from tests.training.test_run import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,20 +30,18 @@ def trained_run(tmp_path_factory):
 
 
 def test_part_probabilities_follow_noisy_sizes():
-    p = part_probabilities(np.array([30.0, -5.0, 10.0]))
+    p = size_shares(np.array([30.0, -5.0, 10.0]))
     assert p.tolist() == pytest.approx([0.75, 0.0, 0.25])
-    assert part_probabilities(np.array([-1.0, -2.0])).tolist() == pytest.approx([0.5, 0.5])
+    assert size_shares(np.array([-1.0, -2.0])).tolist() == pytest.approx([0.5, 0.5])
 
 
-def test_csv_release_has_header_rows_and_report(trained_run, tmp_path, monkeypatch):
-    import dpgm.data
-
-    def no_data(*args, **kwargs):
-        raise AssertionError("release must not read the training data")
-
-    monkeypatch.setattr(dpgm.data, "load_dataset", no_data)
+def test_csv_release_needs_only_the_release_folder(trained_run, tmp_path):
+    """The release/ folder alone, copied where neither the data nor private/ exist, is enough."""
+    shared = tmp_path / "shared"
+    shutil.copytree(trained_run / "release", shared)
     out = tmp_path / "syn.csv"
-    report = rel.release(trained_run, out, 1000, fmt="csv", seed=1, progress=False)
+    report = rel.release(shared, out, 1000, fmt="csv", seed=1, progress=False)
+    assert report == {**json.loads((shared / "privacy_report.json").read_text()), "release": report["release"]}
     lines = out.read_text().splitlines()
     assert lines[0].split(",")[:2] == ["px0", "px1"] and len(lines[0].split(",")) == 64
     rows = np.loadtxt(out, delimiter=",", skiprows=1)
@@ -55,20 +56,26 @@ def test_parts_are_drawn_in_proportion_to_noisy_sizes(trained_run):
 
     g = torch.Generator().manual_seed(0)
     parts = np.concatenate([p for _, p in rel.sample_chunks(mixture, 20_000, g, chunk_size=5000)])
-    expected = part_probabilities(mixture.noisy_sizes).numpy()
+    expected = size_shares(mixture.noisy_sizes)
     observed = np.bincount(parts, minlength=len(expected)) / len(parts)
     assert observed == pytest.approx(expected, abs=0.02)
 
 
 def test_transactions_and_png_and_threshold(trained_run, tmp_path):
-    out = tmp_path / "syn.txt"
-    rel.release(trained_run, out, 50, fmt="transactions", seed=2, progress=False)
-    lines = out.read_text().splitlines()
-    assert len(lines) == 50
-    assert all(0 <= int(t) < 64 for line in lines for t in line.split())
-    png = tmp_path / "grid.png"
+    """Each format writes the SAME records as the CSV for the same seed; threshold = probs >= T."""
+    csv, txt, png = tmp_path / "syn.csv", tmp_path / "syn.txt", tmp_path / "grid.png"
+    rel.release(trained_run, csv, 16, fmt="csv", seed=2, threshold=0.5, progress=False)
+    rel.release(trained_run, txt, 16, fmt="transactions", seed=2, threshold=0.5, progress=False)
     rel.release(trained_run, png, 16, fmt="png", seed=2, threshold=0.5, progress=False)
-    assert png.read_bytes()[:4] == b"\x89PNG"
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1).astype(int)
+    lines = txt.read_text().splitlines()
+    assert [sorted(map(int, line.split())) for line in lines] == [np.flatnonzero(r).tolist() for r in rows]
+    mixture, g = rel.load_release(trained_run), torch.Generator().manual_seed(2)
+    [(records, _)] = list(rel.sample_chunks(mixture, 16, g, threshold=0.5))
+    np.testing.assert_array_equal(records, rows)
+    grid = matplotlib.image.imread(png)[..., 0]
+    assert grid.shape == (4 * 9 - 1, 4 * 9 - 1)  # 4 x 4 images of 8 x 8 with 1-pixel gaps
+    np.testing.assert_allclose(grid[:8, :8], rows[0].reshape(8, 8), atol=1e-6)
 
 
 def test_killed_release_leaves_no_partial_file(trained_run, tmp_path, monkeypatch):
@@ -89,7 +96,7 @@ def test_killed_release_leaves_no_partial_file(trained_run, tmp_path, monkeypatc
 
 
 def test_bad_requests_are_one_line_errors(trained_run, tmp_path):
-    with pytest.raises(DpgmError, match="no models.pt"):
+    with pytest.raises(DpgmError, match="no release/models.pt"):
         rel.release(tmp_path, tmp_path / "x.csv", 10)
     with pytest.raises(DpgmError, match="--n"):
         rel.release(trained_run, tmp_path / "x.csv", 0)

@@ -1,14 +1,30 @@
-"""train.py command line: a real run, and exit code 2 with one line for bad configs and data."""
+"""train.py command line: one real subprocess run, then in-process calls for errors and flags."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from dpgm.cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
+DIGITS = str(ROOT / "configs/digits.yaml")
+
+
+def load_script(name: str):
+    """Import a top-level script (train.py, generate.py, evaluate.py) as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+train_script = load_script("train")
 
 
 def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -16,11 +32,12 @@ def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_train_cli_runs_digits_config_quickly(tmp_path):
-    proc = run_train("--config", str(ROOT / "configs/digits.yaml"), "--no-progress",
+    proc = run_train("--config", DIGITS, "--no-progress",
                      "--set", f"runs_dir={tmp_path}", "--set", "seed=0", "--set", "training.epochs=1", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "epsilon =" in proc.stdout
-    assert (tmp_path / "digits" / "privacy_report.json").is_file()
+    assert (tmp_path / "digits" / "release" / "privacy_report.json").is_file()
+    assert not (tmp_path / "digits" / "private").exists()
 
 
 @pytest.mark.parametrize(
@@ -28,23 +45,34 @@ def test_train_cli_runs_digits_config_quickly(tmp_path):
     [
         (["--set", "training.sampling_rate=3"], "training.sampling_rate"),
         (["--set", "partition.kk=3"], "unknown key 'kk'"),
-        (["--set", "partition.k=5000"], "parts for only"),
+        (["--set", "partition.k=5000"], "more than the number of records"),
         (["--set", "privacy.target_epsilon=0.001"], "budget"),
         (["--set", "data.source=csv", "--set", "data.path=missing.csv"], "missing.csv"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(tmp_path, setup, expected):
-    proc = run_train("--config", str(ROOT / "configs/digits.yaml"), "--no-progress",
-                     "--set", f"runs_dir={tmp_path}", *setup, cwd=ROOT)
-    assert proc.returncode == 2, proc.stderr
-    assert expected in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+def test_bad_input_exits_2_with_one_line_and_leaves_no_run(tmp_path, capsys, setup, expected):
+    code = run_cli(train_script.main, ["--config", DIGITS, "--no-progress", "--set", f"runs_dir={tmp_path}", *setup])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert expected in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # a failed run leaves no (empty) run directory
 
 
-def test_non_binary_csv_is_refused(tmp_path):
+def test_non_binary_csv_is_refused(tmp_path, capsys):
     data = tmp_path / "d.csv"
     data.write_text("a,b\n0,1\n2,0\n")
-    proc = run_train("--config", str(ROOT / "configs/digits.yaml"), "--no-progress", "--set", f"runs_dir={tmp_path}",
-                     "--set", "data.source=csv", "--set", f"data.path={data}", cwd=ROOT)
-    assert proc.returncode == 2 and "binary" in proc.stderr
+    code = run_cli(train_script.main, ["--config", DIGITS, "--no-progress", "--set", f"runs_dir={tmp_path}",
+                                       "--set", "data.source=csv", "--set", f"data.path={data}"])
+    assert code == 2 and "binary" in capsys.readouterr().err
+
+
+def test_nonprivate_diagnostics_say_so_first(tmp_path, capsys):
+    code = run_cli(train_script.main, ["--config", DIGITS, "--no-progress", "--nonprivate-diagnostics",
+                                       "--set", f"runs_dir={tmp_path}", "--set", "seed=0", "--set", "training.epochs=0.2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[0].startswith("NOT DIFFERENTIALLY PRIVATE")
+    report_text = (tmp_path / "digits" / "release" / "privacy_report.json").read_text()
+    assert "NOT DIFFERENTIALLY PRIVATE" in report_text.splitlines()[1]  # the first key of the report
+    assert json.loads(report_text)["warning"].startswith("NOT DIFFERENTIALLY PRIVATE")

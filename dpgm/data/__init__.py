@@ -58,7 +58,8 @@ def load_dataset(cfg: DataConfig) -> BinaryDataset:
     if cfg.source in ("transactions", "csv") and not cfg.path:
         raise ConfigError(f"data.path: is required for source {cfg.source}")
     if cfg.source == "transactions":
-        return load_transactions(resolve_data_path(cfg.path), limit=cfg.limit)
+        return load_transactions(resolve_data_path(cfg.path), limit=cfg.limit, n_items=cfg.n_items,
+                                 require_universe=True)
     if cfg.source == "csv":
         return load_csv(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
     raise ConfigError(f"data.source: unknown source {cfg.source!r}")

@@ -5,8 +5,10 @@ integer item ids. Every line is a record: a blank line is an empty basket, and r
 that lose all their items to ``top_items`` are kept (an empty basket is a valid record;
 dropping it would change n, which is private). An id repeated within a line counts once.
 Item names come from ``NAME.items.tsv[.gz]`` beside the file when present (column ``name``,
-else ``original_id``; that file also fixes the item universe); otherwise the universe is
-0..max id, which is derived from the data (ship an items file when it must be public).
+else ``original_id``; that file also fixes the item universe). The universe is public
+information the user declares: an items file or ``n_items`` (ids 0..n_items-1). Only where
+``require_universe`` is off (evaluation, a non-private act of the custodian) may it be read off
+the data as 0..max id: one record with a rare large id would change the release's columns.
 """
 
 from __future__ import annotations
@@ -184,18 +186,45 @@ def noisy_top_item_ids(
     return top_item_ids(noisy, m)
 
 
+def _universe(
+    path: Path, items_path: Path | None, n_items: int | None, required: bool, ids: np.ndarray
+) -> tuple[list[str], str]:
+    """Item names and where the universe came from: items file, declared n_items, or the data."""
+    if items_path is not None:
+        names = read_item_names(items_path)
+        if n_items is not None and n_items != len(names):
+            raise ConfigError(f"data.n_items = {n_items} but {items_path.name} lists {len(names)} items")
+        return names, f"the items file {items_path.name}"
+    if n_items is not None:
+        if n_items < 1:
+            raise ConfigError(f"data.n_items: must be >= 1, got {n_items}")
+        return [str(j) for j in range(n_items)], "data.n_items"
+    if required:
+        raise ConfigError(
+            f"{path}: the item universe must be declared, not read off the private data: put "
+            f"{file_stem(path)}.items.tsv beside it (columns new_id, name) or set data.n_items"
+        )
+    if ids.max() >= MAX_ITEMS:
+        raise DataError(f"{path}: item id {ids.max()} too large without an items file (ids are 0-based)")
+    return [str(j) for j in range(int(ids.max()) + 1)], "the data itself (0..largest id; evaluation only)"
+
+
 def load_transactions(
     path: str | Path,
     *,
     top_items: int | None = None,
     limit: int | None = None,
     name: str | None = None,
+    n_items: int | None = None,
+    require_universe: bool = False,
 ) -> BinaryDataset:
     """Records of a transaction file as CSR (see the module docstring for the format).
 
     ``top_items`` keeps the m items in most records, counted WITHOUT noise: fine for
     benchmark set-up or a public item ranking, not inside a private release (use
     ``noisy_top_item_ids`` + ``restrict_items`` there). ``limit`` reads the first N lines.
+    ``n_items`` declares the universe 0..n_items-1 when there is no items file;
+    ``require_universe`` refuses a file whose universe is declared by neither.
     """
     check_limit(limit)
     if top_items is not None and top_items < 1:
@@ -204,20 +233,13 @@ def load_transactions(
     raw = read_bytes(path)
     rows, ids, n_records = parse_transactions(raw, path, limit)
     items_path = items_file_for(path)
-    if items_path is not None:
-        names = read_item_names(items_path)
-        if ids.max() >= len(names):
-            pos = int(np.argmax(ids >= len(names)))
-            raise DataError(
-                f"{path}: item id {ids[pos]} on line {rows[pos] + 1} is outside the "
-                f"{len(names)} items of {items_path.name}"
-            )
-    else:
-        if ids.max() >= MAX_ITEMS:
-            raise DataError(
-                f"{path}: item id {ids.max()} too large without an items file (ids are 0-based)"
-            )
-        names = [str(j) for j in range(int(ids.max()) + 1)]
+    names, universe = _universe(path, items_path, n_items, require_universe, ids)
+    if ids.max() >= len(names):
+        pos = int(np.argmax(ids >= len(names)))
+        raise DataError(
+            f"{path}: item id {ids[pos]} on line {rows[pos] + 1} is outside the "
+            f"{len(names)} items of {universe}"
+        )
     indptr = np.zeros(n_records + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n_records), out=indptr[1:])
     records = sp.csr_matrix(
@@ -225,7 +247,7 @@ def load_transactions(
     )
     records.sum_duplicates()
     records.data[:] = 1
-    meta = {"items_file": None if items_path is None else str(items_path)}
+    meta = {"items_file": None if items_path is None else str(items_path), "universe": universe}
     dataset = BinaryDataset(
         records=records, item_names=names, name=name or file_stem(path), source=str(path), meta=meta
     )

@@ -38,10 +38,14 @@ class StepResult:
 
 
 def poisson_sample(n: int, q: float, generator: torch.Generator | None) -> Tensor:
-    """Indices (LongTensor) of a Poisson sample of range(n): each joins independently with prob. q."""
+    """Indices (LongTensor) of a Poisson sample of range(n): each joins independently with prob. q.
+
+    Uniforms in float64: float32 has 2^-24 resolution, which rounds q (q = 1e-8 would include
+    each record with probability 6e-8), and the accountant analyses exactly q.
+    """
     if n < 0 or not 0 < q <= 1:
         raise ConfigError(f"Poisson sampling needs n >= 0 and q in (0, 1], got n={n}, q={q}")
-    return torch.nonzero(torch.rand(n, generator=generator) < q).squeeze(1)
+    return torch.nonzero(torch.rand(n, generator=generator, dtype=torch.float64) < q).squeeze(1)
 
 
 def clip_factors(norms: Tensor, clip_norm: float | Tensor) -> Tensor:

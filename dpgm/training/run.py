@@ -1,15 +1,21 @@
 """One training run end to end: load -> DP item choice -> DP partition -> noisy part means -> DP-SGD mixture.
 
-The run directory holds the resolved config, the release (``models.pt``), the ledger,
-``privacy_report.json``, sample grids for image data, TensorBoard logs and a checkpoint.
-The checkpoint and the TensorBoard logs are PRIVATE (per-record part assignments, batch
-losses): share only what generate.py writes.
+The run directory (artifact.py) has a ``release/`` folder of DP outputs only and a ``private/``
+folder (owner-only) with the checkpoint, deleted when the run completes unless
+``keep_private`` is set. Everything the run shows (progress bar, TensorBoard, files, messages)
+is a DP output on the ledger or data-independent; the mean loss on the private batch is shown
+only with ``nonprivate_diagnostics``, and then every report says the run is NOT private.
 """
 
 from __future__ import annotations
 
 import copy
 import secrets
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +24,42 @@ import torch
 import yaml
 from tqdm import tqdm
 
+from dpgm.artifact import (
+    CONFIG_FILE,
+    LEDGER_FILE,
+    NOT_PRIVATE,
+    REPORT_FILE,
+    SAMPLES_FILE,
+    TENSORBOARD_DIR,
+    RunLayout,
+    save_models,
+)
 from dpgm.clustering import make_partitioner
 from dpgm.clustering.base import Partition
 from dpgm.config import Config, load_config
 from dpgm.data import load_dataset, load_public_sample, noisy_top_item_ids, restrict_items
 from dpgm.data.dataset import BinaryDataset
-from dpgm.errors import ConfigError, DataError, PrivacyBudgetError
+from dpgm.errors import ConfigError, DataError, DpgmError, PrivacyBudgetError
+from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.models import build_model
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
-from dpgm.release import REPORT_FILE, image_grid, part_sample_grid, save_release, write_png_grid
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 from dpgm.training.part_means import calibrate_to_means, noisy_part_means, start_at_means
 
-CONFIG_FILE = "config.yaml"
-CHECKPOINT_FILE = "checkpoint.pt"
-LEDGER_FILE = "ledger.json"
-SAMPLES_FILE = "samples.png"
 ITEMS_STAGE = "items"
+
+
+class RunInterrupted(DpgmError):
+    """SIGINT/SIGTERM: the run checkpointed and stopped; the message says how to resume."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def _generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
@@ -51,25 +71,52 @@ def _generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]
 
 
 def _check_plan(cfg: Config, data: BinaryDataset) -> None:
+    """Refuse impossible plans. Messages name public quantities only (the config), never n."""
     if cfg.partition.k > data.n_records:
-        raise DataError(f"{data.where}: partition.k = {cfg.partition.k} parts for only {data.n_records} records")
+        raise DataError(f"{data.where}: partition.k = {cfg.partition.k} parts is more than the number of records")
     if cfg.partition.method == "label" and data.labels is None:
         raise ConfigError("partition.method: 'label' needs a dataset with labels")
 
 
-def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int) -> dict[str, Any]:
-    """The JSON report beside every release: epsilon, delta, relation, accountant, stages."""
-    report = accountant.report()
+def public_inputs(cfg: Config, data: BinaryDataset) -> list[dict[str, Any]]:
+    """Every data-dependent quantity the run treats as public (declared by the user, not private)."""
+    out = []
+    if cfg.privacy.delta is None:
+        out.append({"quantity": "order of magnitude of the number of records",
+                    "why": "the default delta 1/(10 n) is rounded down to a power of ten",
+                    "value": f"delta = {default_delta(data.n_records):g}"})
+    universe = data.meta.get("universe") or {"csv": "the CSV header"}.get(cfg.data.source, "the image format (one item per pixel)")
+    out.append({"quantity": "item universe", "value": f"{data.n_items} items", "why": universe})
+    if data.image_shape is not None:
+        out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})
+    if cfg.partition.method == "label":
+        out.append({"quantity": "label set", "value": f"{cfg.partition.k} labels", "why": "declared as partition.k"})
+    if cfg.partition.init == "public" and cfg.data.source == "mnist":
+        out.append({"quantity": "public sample", "value": "the other MNIST split",
+                    "why": "initial k-means centres come from published data"})
+    return out
+
+
+def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int,
+                   public: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public inputs."""
+    report: dict[str, Any] = {"warning": NOT_PRIVATE} if cfg.nonprivate_diagnostics else {}
+    report.update(accountant.report())
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
     report["fixed_seed"] = cfg.seed is not None
+    report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
+    t = cfg.training
     report["plan"] = {
-        "partition": cfg.partition.method, "k": len(partition_sizes), "schedule": cfg.training.schedule,
+        "partition": cfg.partition.method, "k": len(partition_sizes), "schedule": t.schedule,
         "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps,
-        "sampling_rate": cfg.training.sampling_rate, "noise_multiplier": cfg.training.noise_multiplier,
-        "clipping": cfg.training.clipping, "hist_noise_multiplier": cfg.training.hist_noise_multiplier,
+        "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier, "clipping": t.clipping,
         "calibrated_to_noisy_means": cfg.model.calibrate,
     }
+    if t.clipping == "adaptive":
+        report["plan"]["hist_noise_multiplier"] = t.hist_noise_multiplier
+    else:
+        report["plan"]["clip_norm"] = t.clip_norm
     return report
 
 
@@ -94,16 +141,37 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
 
 
+@contextmanager
+def _stop_requests() -> Iterator[dict[str, int]]:
+    """Turn SIGINT/SIGTERM into a flag the training loop checks between steps."""
+    requested: dict[str, int] = {}
+
+    def handler(signum: int, _frame: Any) -> None:
+        requested["signal"] = signum
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 class TrainingRun:
     """State of one run: data, accountant, partition, trainer; knows how to checkpoint."""
 
     def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True) -> None:
-        self.cfg, self.run_dir, self.progress = cfg, run_dir, progress
+        self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
         self.data = data if data is not None else load_dataset(cfg.data)
         _check_plan(cfg, self.data)
+        self.public = public_inputs(cfg, self.data)
         self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
         self.steps = steps_for_epochs(cfg.training.epochs, cfg.training.sampling_rate)
         self.step = 0
+
+    @property
+    def run_dir(self) -> Path:
+        return self.layout.root
 
     def _accountant(self, ledger: PrivacyLedger | None) -> Accountant:
         p = self.cfg.privacy
@@ -111,7 +179,7 @@ class TrainingRun:
 
     # ---------------------------------------------------------------- stages
     def start(self) -> None:
-        """Fresh run: partition (charged), calibrate if asked, build the trainer."""
+        """Fresh run: item choice and partition (charged), part means, calibration, the trainer."""
         cfg = self.cfg
         rng, self.generator = _generators(cfg.seed)
         self.accountant = self._accountant(None)
@@ -127,8 +195,8 @@ class TrainingRun:
             )
         if cfg.privacy.target_epsilon is not None:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
-        self._build_trainer(self.means)
-        atomic_write_text(self.run_dir / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        self._build_trainer()
+        atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
     def _choose_items(self, rng: np.random.Generator) -> None:
         """``data.top_items``: keep the m items with the largest NOISY counts (charged, stage 'items')."""
@@ -140,38 +208,41 @@ class TrainingRun:
             self.data = restrict_items(self.data, columns)
         self.columns = columns
 
-    def _build_trainer(self, output_probs: np.ndarray | None = None) -> None:
-        """One model per part (output biases from ``output_probs`` [k, n_items] if given) and the trainer."""
+    def _build_trainer(self) -> None:
+        """One model per part (output biases at the noisy part means when released) and the trainer."""
         models = [build_model(self.cfg.model, self.data.n_items, generator=self.generator).to(self.cfg.device)
                   for _ in range(self.partition.k)]
-        if output_probs is not None:
-            for model, probs in zip(models, output_probs):
+        if self.means is not None:
+            for model, probs in zip(models, self.means):
                 start_at_means(model, probs)
         self.trainer = MixtureTrainer(
             models, RecordStore(self.data.records, self.cfg.device), self.partition.assignments,
-            self.partition.noisy_sizes, self.cfg.training,
-            generator=self.generator,
+            self.partition.noisy_sizes, self.cfg.training, generator=self.generator,
         )
 
     def resume(self, checkpoint: dict[str, Any]) -> None:
-        """Continue from a checkpoint: ledger, step counter and random state come back together."""
+        """Continue from a checkpoint: ledger, step counter and random state come back together.
+
+        The trainer is rebuilt first and its state loaded after, and the generator state is
+        restored LAST, so building the models consumes no draw of the resumed stream: a
+        resumed run is bit-identical to an uninterrupted one.
+        """
         self.generator = torch.Generator()
-        self.generator.set_state(checkpoint["generator"])
-        ledger = PrivacyLedger.from_json(checkpoint["ledger"])
-        self.accountant = self._accountant(ledger)
-        self.columns = np.asarray(checkpoint.get("columns", torch.arange(self.data.n_items)))
+        self.accountant = self._accountant(PrivacyLedger.from_json(checkpoint["ledger"]))
+        self.columns = np.asarray(checkpoint["columns"])
         if len(self.columns) < self.data.n_items:
             self.data = restrict_items(self.data, self.columns)  # the private choice, not redone
         self.partition = Partition(assignments=checkpoint["assignments"].numpy(),
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
-        means = checkpoint.get("noisy_means")
+        means = checkpoint["noisy_means"]
         self.means = None if means is None else means.numpy()
         self.step = int(checkpoint["step"])
         self._build_trainer()
         self.trainer.load_state_dict(checkpoint["trainer"])
+        self.generator.set_state(checkpoint["generator"])
 
     def checkpoint(self) -> None:
-        """Atomically save everything needed to resume; ledger and step counter in ONE file."""
+        """Atomically save everything needed to resume, owner-only; ledger and step counter in ONE file."""
         state = {
             "step": self.step,
             "trainer": self.trainer.state_dict(),
@@ -182,42 +253,62 @@ class TrainingRun:
             "noisy_means": None if self.means is None else torch.as_tensor(self.means),
             "generator": self.generator.get_state(),
         }
-        with atomic_write(self.run_dir / CHECKPOINT_FILE, "wb") as fh:
+        with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
             torch.save(state, fh)
 
     # ---------------------------------------------------------------- loop
     def train(self) -> None:
-        """Run the remaining steps with a progress bar, TensorBoard logs and checkpoints."""
+        """Run the remaining steps; checkpoint every ``checkpoint_every`` steps, every
+        ``checkpoint_seconds`` and on SIGINT/SIGTERM (then raise RunInterrupted with the resume command)."""
         from torch.utils.tensorboard import SummaryWriter
 
         t = self.cfg.training
-        writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=self.step or None)
-        for j, size in enumerate(self.partition.noisy_sizes):
-            writer.add_scalar("partition/noisy_size", float(size), j)
+        writer = SummaryWriter(str(self.layout.in_release(TENSORBOARD_DIR)), purge_step=self.step or None)
+        if self.step == 0:
+            for j, size in enumerate(self.partition.noisy_sizes):
+                writer.add_scalar("partition/noisy_size", float(size), j)
         bar = tqdm(total=self.steps, initial=self.step, disable=not self.progress, desc="DP-SGD", unit="step")
+        last_save = time.monotonic()
         try:
-            while self.step < self.steps:
-                try:
-                    log = self.trainer.step(self.accountant)
-                except PrivacyBudgetError as exc:
-                    bar.write(f"stopping before step {self.step + 1}: {exc}")
-                    break
-                self.step += 1
-                bar.update(1)
-                if self.step % t.log_every == 0 or self.step == self.steps:
-                    eps = self.accountant.spent().epsilon
-                    bar.set_postfix(loss=f"{log.loss:.2f}", eps=f"{eps:.3f}")
-                    writer.add_scalar("train/loss", log.loss, self.step)
-                    writer.add_scalar("privacy/epsilon", eps, self.step)
-                    writer.add_scalar("train/clip_norm", float(np.mean(log.clip_norms)), self.step)
-                if self.step % t.checkpoint_every == 0:
+            with _stop_requests() as stop:
+                while self.step < self.steps and not stop:
+                    try:
+                        log = self.trainer.step(self.accountant)
+                    except PrivacyBudgetError as exc:
+                        bar.write(f"stopping before step {self.step + 1}: {exc}")
+                        break
+                    self.step += 1
+                    bar.update(1)
+                    if self.step % t.log_every == 0 or self.step == self.steps:
+                        self._log(writer, bar, log)
+                    if self.step % t.checkpoint_every == 0 or time.monotonic() - last_save > t.checkpoint_seconds:
+                        self.checkpoint()
+                        self._write_samples(writer)
+                        last_save = time.monotonic()
+                if stop:
                     self.checkpoint()
-                    self._write_samples(writer)
+                    signum = stop["signal"]
+                    raise RunInterrupted(
+                        f"stopped by {signal.Signals(signum).name} after step {self.step} of {self.steps}; "
+                        f"checkpoint saved. Resume with: python train.py --resume {self.run_dir}", 128 + signum)
         finally:
             bar.close()
+            writer.flush()
         self.checkpoint()
         self._write_samples(writer)
         writer.close()
+
+    def _log(self, writer: Any, bar: tqdm, log: Any) -> None:
+        """Show and log DP outputs only: epsilon spent and the released clipping thresholds."""
+        eps = self.accountant.spent().epsilon
+        clip = float(np.mean(log.clip_norms))
+        shown = {"eps": f"{eps:.3f}", "clip": f"{clip:.3g}"}
+        writer.add_scalar("privacy/epsilon", eps, self.step)
+        writer.add_scalar("train/clip_norm", clip, self.step)
+        if self.cfg.nonprivate_diagnostics:  # the mean loss on the private batch: NOT private
+            shown["loss(nonprivate)"] = f"{log.loss:.2f}"
+            writer.add_scalar("nonprivate/train_loss", log.loss, self.step)
+        bar.set_postfix(shown)
 
     def _write_samples(self, writer: Any) -> None:
         if self.data.image_shape is None:
@@ -225,7 +316,7 @@ class TrainingRun:
         g = torch.Generator()
         g.manual_seed(0)
         images = part_sample_grid(self.trainer.released_models(), self.data.image_shape, g)
-        write_png_grid(self.run_dir / SAMPLES_FILE, images, nrow=8)
+        write_png_grid(self.layout.in_release(SAMPLES_FILE), images, nrow=8)
         writer.add_image("samples", image_grid(images, nrow=8), self.step, dataformats="HW")
 
     def released_models(self) -> list[torch.nn.Module]:
@@ -234,20 +325,22 @@ class TrainingRun:
         if not self.cfg.model.calibrate:
             return models
         if self.means is None:
-            raise ConfigError(f"{self.run_dir}: model.calibrate is set but the checkpoint holds no noisy part means "
-                              "(written by an older dpgm); set model.calibrate=false in its config.yaml")
+            raise ConfigError(f"{self.run_dir}: model.calibrate is set but the checkpoint holds no noisy part means")
         models = copy.deepcopy(models)  # the trainer's state (and the checkpoint) stay uncalibrated
         for model, probs in zip(models, self.means):
             calibrate_to_means(model, probs)
         return models
 
     def finish(self) -> dict[str, Any]:
-        """Write the release (calibrated if asked), the ledger and the privacy report."""
-        save_release(self.run_dir, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
-                     self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"))
-        self.accountant.ledger.save(self.run_dir / LEDGER_FILE)
-        report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps)
-        atomic_write_json(self.run_dir / REPORT_FILE, report)
+        """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
+        folder = self.layout.release
+        save_models(folder, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
+                    self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"))
+        self.accountant.ledger.save(folder / LEDGER_FILE)
+        report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
+        atomic_write_json(folder / REPORT_FILE, report)
+        if not self.cfg.keep_private:
+            self.layout.remove_private()
         return report
 
 
@@ -255,25 +348,40 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     """Fresh run from a config; returns the run directory and the privacy report.
 
     ``data`` replaces the config's data section (for benchmarks that hold the records already).
+    A run that fails before its first checkpoint leaves no run directory behind.
     """
-    run_dir = Path(cfg.runs_dir) / cfg.name
-    if (run_dir / CHECKPOINT_FILE).exists():
-        raise ConfigError(f"{run_dir} already holds a run: use --resume {run_dir} or another name (--set name=...)")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    run = TrainingRun(cfg, run_dir, data=data, progress=progress)
-    run.start()
-    run.checkpoint()  # the partition is never redone on resume: its charges are in this file
+    layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
+    if layout.exists():
+        raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} or another name (--set name=...)")
+    run = TrainingRun(cfg, layout.root, data=data, progress=progress)
+    created = not layout.root.exists()
+    layout.create()
+    try:
+        run.start()
+        run.checkpoint()  # the partition is never redone on resume: its charges are in this file
+    except BaseException:
+        _remove_failed(layout, created)
+        raise
     run.train()
-    return run_dir, run.finish()
+    return layout.root, run.finish()
+
+
+def _remove_failed(layout: RunLayout, created_root: bool) -> None:
+    """Undo a run that failed before its first checkpoint (nothing worth resuming was made)."""
+    shutil.rmtree(layout.release, ignore_errors=True)
+    shutil.rmtree(layout.private, ignore_errors=True)
+    if created_root and layout.root.is_dir() and not any(layout.root.iterdir()):
+        layout.root.rmdir()
 
 
 def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Continue an interrupted run from its last checkpoint."""
-    run_dir = Path(run_dir)
-    if not (run_dir / CHECKPOINT_FILE).is_file():
-        raise ConfigError(f"{run_dir}: no {CHECKPOINT_FILE} to resume from")
-    cfg = load_config(run_dir / CONFIG_FILE)
-    run = TrainingRun(cfg, run_dir, progress=progress)
-    run.resume(torch.load(run_dir / CHECKPOINT_FILE, map_location="cpu", weights_only=True))
+    layout = RunLayout(Path(run_dir))
+    if not layout.checkpoint.is_file():
+        raise ConfigError(f"{run_dir}: no private/checkpoint.pt to resume from (finished, or not a run directory)")
+    cfg = load_config(layout.in_release(CONFIG_FILE))
+    run = TrainingRun(cfg, layout.root, progress=progress)
+    run.resume(torch.load(layout.checkpoint, map_location="cpu", weights_only=True))
     run.train()
-    return run_dir, run.finish()
+    return layout.root, run.finish()
+

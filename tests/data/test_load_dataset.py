@@ -26,7 +26,7 @@ def test_transactions_path_relative_to_data_dir(
     (tmp_path / "shop").mkdir()
     (tmp_path / "shop" / "shop.txt").write_text("0 1\n1 2\n2\n")
     monkeypatch.setenv("DPGM_DATA_DIR", str(tmp_path))
-    ds = load_dataset(DataConfig(source="transactions", path="shop/shop.txt", top_items=2, limit=2))
+    ds = load_dataset(DataConfig(source="transactions", path="shop/shop.txt", top_items=2, limit=2, n_items=3))
     # top_items is the training run's private choice, never an exact-count cut at load time
     assert ds.n_records == 2 and ds.item_names == ["0", "1", "2"]
 

@@ -174,15 +174,22 @@ def test_rbm_step_is_noisy_positive_phase_over_expected_size_minus_negative_phas
     torch.testing.assert_close(model.visible_bias.weight.squeeze(0), before.visible_bias.weight.squeeze(0) - lr * grad_b)
 
 
+def _mean_loss(model: VAE, data: torch.Tensor) -> float:
+    """The loss averaged over 10 reparameterisation draws of a fixed stream (one draw is too noisy)."""
+    g = torch.Generator().manual_seed(123)
+    return float(torch.stack([model.loss_per_record(data, g).mean() for _ in range(10)]).mean().detach())
+
+
 def test_adaptive_training_reduces_vae_loss() -> None:
+    """Over seeds 0..7 the ratio was 0.25-0.32 (lr 0.005); lr 0.02 with one draw ranged 0.4-1.0."""
     gen = torch.Generator().manual_seed(6)
     data = torch.zeros(400, 12)
     data[:200, :6] = 1.0
     data[200:, 6:] = 1.0
     model = VAE(12, hidden=[16], latent=2, generator=gen)
     dp = DPSGD(model, sampling_rate=0.25, expected_batch_size=100.0, noise_multiplier=0.5, clipping="adaptive",
-               optimizer=torch.optim.Adam(model.parameters(), lr=0.02), generator=gen)
-    first = float(model.loss_per_record(data, gen).mean().detach())
+               optimizer=torch.optim.Adam(model.parameters(), lr=0.005), generator=gen)
+    first = _mean_loss(model, data)
     for _ in range(150):
         dp.step(data[poisson_sample(400, 0.25, gen)])
-    assert float(model.loss_per_record(data, gen).mean().detach()) < 0.6 * first
+    assert _mean_loss(model, data) < 0.5 * first

@@ -140,7 +140,7 @@ def test_calibration_only_shifts_the_output_bias():
 def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch):
     cfg = tiny_config(tmp_path, **{"model.calibrate": "true"})
     run_dir = killed_run(cfg, monkeypatch, at_step=6)  # the means must survive a resume
-    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    checkpoint = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
     means = checkpoint["noisy_means"]
     before = run_mod.PrivacyLedger.from_json(checkpoint["ledger"])
     run_mod.resume(run_dir, progress=False)
@@ -148,7 +148,7 @@ def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch
     assert release.report["plan"]["calibrated_to_noisy_means"] is True
     for model, target in zip(release.models, means):
         assert torch.allclose(_frequencies(model), target.float(), atol=0.015)
-    ledger = run_mod.PrivacyLedger.load(run_dir / "ledger.json")
+    ledger = run_mod.PrivacyLedger.load(run_dir / "release" / "ledger.json")
     # the calibration charged nothing: only the training steps after the checkpoint were added
     assert [(e.stage, e.count) for e in ledger.entries if e.stage != run_mod.STAGE] == \
         [(e.stage, e.count) for e in before.entries if e.stage != run_mod.STAGE]

@@ -54,18 +54,19 @@ def killed_run(cfg, monkeypatch, *, at_step: int):
 def test_run_directory_and_ledger(tmp_path):
     cfg = tiny_config(tmp_path)
     run_dir, _ = run_mod.train(cfg, progress=False)
-    for name in ("config.yaml", "models.pt", "ledger.json", "privacy_report.json", "checkpoint.pt", "samples.png"):
-        assert (run_dir / name).is_file(), name
-    ledger = PrivacyLedger.load(run_dir / "ledger.json")
+    for name in ("config.yaml", "models.pt", "ledger.json", "privacy_report.json", "samples.png"):
+        assert (run_dir / "release" / name).is_file(), name
+    assert not (run_dir / "private").exists()  # deleted when the run completed
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
     assert ledger.count(STAGE) == 10  # 1 epoch = ceil(1/0.1) steps, one entry each (parallel schedule)
     assert ledger.count("partition") >= 3
-    saved = json.loads((run_dir / "privacy_report.json").read_text())
+    saved = json.loads((run_dir / "release" / "privacy_report.json").read_text())
     for key in ("epsilon", "delta", "neighbouring", "accountant", "stage_epsilons", "noisy_part_sizes", "fixed_seed"):
         assert key in saved
     assert saved["fixed_seed"] is True and saved["neighbouring"] == "add_remove"
     assert saved["epsilon_by_bound"]["joint"] <= saved["epsilon_by_bound"]["holder"]
     assert saved["epsilon"] == pytest.approx(saved["epsilon_by_bound"]["joint"])
-    payload = torch.load(run_dir / "models.pt", weights_only=True)
+    payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
     assert len(payload["state_dicts"]) == 2
 
 
@@ -73,17 +74,17 @@ def test_alternate_schedule_and_rbm(tmp_path):
     cfg = tiny_config(tmp_path, **{"training.schedule": "alternate", "model.kind": "rbm", "model.rbm_hidden": 8})
     run_dir, report = run_mod.train(cfg, progress=False)
     assert report["plan"]["schedule"] == "alternate"
-    assert PrivacyLedger.load(run_dir / "ledger.json").count(STAGE) == 10
+    assert PrivacyLedger.load(run_dir / "release" / "ledger.json").count(STAGE) == 10
 
 
 def test_resume_after_kill_neither_loses_nor_double_counts(tmp_path, monkeypatch):
     cfg = tiny_config(tmp_path, **{"training.epochs": 2})
     run_dir = killed_run(cfg, monkeypatch, at_step=7)  # the last checkpoint was after step 4
-    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    state = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
     assert state["step"] == 4
     assert PrivacyLedger.from_json(state["ledger"]).count(STAGE) == 4
     run_dir, report = run_mod.resume(run_dir, progress=False)
-    ledger = PrivacyLedger.load(run_dir / "ledger.json")
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
     assert ledger.count(STAGE) == 20
     assert report["plan"]["steps_taken"] == 20
     # the partition ran once: its entries were not charged again on resume
@@ -113,10 +114,10 @@ def test_existing_run_is_not_overwritten(tmp_path):
 
 
 def test_ema_release_averages_the_iterates(tmp_path):
-    cfg = tiny_config(tmp_path, **{"training.ema_decay": 0.5})
+    cfg = tiny_config(tmp_path, **{"training.ema_decay": 0.5, "keep_private": True})
     run_dir, _ = run_mod.train(cfg, progress=False)
-    released = torch.load(run_dir / "models.pt", weights_only=True)["state_dicts"][0]
-    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    released = torch.load(run_dir / "release" / "models.pt", weights_only=True)["state_dicts"][0]
+    state = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
     last = state["trainer"]["models"][0]
     average = {k.removeprefix("module."): v for k, v in state["trainer"]["averages"][0].items()}
     for name, value in released.items():
@@ -129,12 +130,12 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
     cfg = tiny_config(tmp_path, **{"data.top_items": 20, "data.top_items_noise_multiplier": 3.0,
                                    "training.epochs": 1})
     run_dir = killed_run(cfg, monkeypatch, at_step=6)
-    chosen = torch.load(run_dir / "checkpoint.pt", weights_only=True)["columns"].tolist()
+    chosen = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["columns"].tolist()
     run_dir, report = run_mod.resume(run_dir, progress=False)
-    [entry] = [e for e in PrivacyLedger.load(run_dir / "ledger.json").entries if e.stage == run_mod.ITEMS_STAGE]
+    [entry] = [e for e in PrivacyLedger.load(run_dir / "release" / "ledger.json").entries if e.stage == run_mod.ITEMS_STAGE]
     assert entry.event == GaussianEvent(noise_multiplier=3.0) and entry.count == 1
     assert report["stage_epsilons"][run_mod.ITEMS_STAGE] > 0
-    payload = torch.load(run_dir / "models.pt", weights_only=True)
+    payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
     assert payload["item_ids"] == chosen and len(chosen) == 20 and chosen == sorted(chosen)
     assert payload["item_names"] == [f"px{j}" for j in chosen]
     # the digits' always-blank border pixels (0 and 7 of row 0) cannot be among the 20 most frequent

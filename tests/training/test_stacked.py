@@ -74,7 +74,8 @@ def test_stacked_steps_equal_the_loop_over_dpsgd(clipping: str, sigma: float, op
         assert a["param_groups"] == b["param_groups"]
         for i in a["state"]:
             for key in a["state"][i]:
-                torch.testing.assert_close(a["state"][i][key], b["state"][i][key], rtol=1e-5, atol=1e-6)
+                # Adam's second moments square the gradients: twice the relative rounding of the parameters
+                torch.testing.assert_close(a["state"][i][key], b["state"][i][key], rtol=3e-5, atol=1e-5)
 
 
 def test_state_dict_moves_between_paths() -> None:

@@ -1,0 +1,155 @@
+"""A run directory on disk: what training writes and the release reads (DESIGN.md section 2).
+
+    runs/<name>/release/   DP outputs only, safe to share: config.yaml, models.pt (weights,
+                           noisy part sizes), ledger.json, privacy_report.json, samples.png
+                           for images, tensorboard/ (epsilon, released thresholds and sizes)
+    runs/<name>/private/   checkpoint.pt (per-record part assignments, generator state):
+                           directory 0700, files 0600, deleted when the run completes unless kept
+
+Both ``dpgm.training`` (writer) and ``dpgm.release`` (reader) import this module, never each
+other. ``models.pt`` holds plain tensors and built-ins only (loads with weights_only=True).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from dpgm.config import ModelConfig
+from dpgm.errors import DpgmError
+from dpgm.io import atomic_write
+from dpgm.models import build_model
+
+RELEASE_DIR, PRIVATE_DIR = "release", "private"
+CONFIG_FILE = "config.yaml"
+MODELS_FILE = "models.pt"
+LEDGER_FILE = "ledger.json"
+REPORT_FILE = "privacy_report.json"
+SAMPLES_FILE = "samples.png"
+TENSORBOARD_DIR = "tensorboard"
+CHECKPOINT_FILE = "checkpoint.pt"
+
+#: First line of every report and output of a run that showed non-private diagnostics.
+NOT_PRIVATE = "NOT DIFFERENTIALLY PRIVATE: this run showed non-private diagnostics (--nonprivate-diagnostics)"
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """The paths of one run directory."""
+
+    root: Path
+
+    @property
+    def release(self) -> Path:
+        return self.root / RELEASE_DIR
+
+    @property
+    def private(self) -> Path:
+        return self.root / PRIVATE_DIR
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.private / CHECKPOINT_FILE
+
+    def in_release(self, name: str) -> Path:
+        return self.release / name
+
+    def exists(self) -> bool:
+        """True when the folder already holds a run (finished or not)."""
+        return self.release.exists() or self.private.exists()
+
+    def create(self) -> None:
+        """Make release/ (usual permissions) and private/ (owner only, 0700)."""
+        self.release.mkdir(parents=True, exist_ok=True)
+        self.private.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.private, 0o700)  # mkdir's mode is filtered by the umask
+
+    def remove_private(self) -> None:
+        """Delete private/ (checkpoint and all): the run is complete and its release written."""
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+def release_dir(path: str | Path) -> Path:
+    """The release folder of a run: ``path/release`` for a run directory, else ``path`` itself."""
+    path = Path(path)
+    return path / RELEASE_DIR if (path / RELEASE_DIR).is_dir() else path
+
+
+@dataclass
+class ReleasedMixture:
+    """The k trained models with the released (noisy) part sizes and the data's shape."""
+
+    models: list[nn.Module]
+    noisy_sizes: np.ndarray
+    item_names: list[str]
+    image_shape: tuple[int, int] | None
+    report: dict[str, Any]
+    item_ids: list[int]  # each column's id in the source file's item universe (transactions output)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.item_names)
+
+
+def save_models(
+    folder: Path,
+    models: list[nn.Module],
+    noisy_sizes: np.ndarray,
+    model_cfg: ModelConfig,
+    item_names: list[str],
+    image_shape: tuple[int, int] | None,
+    item_ids: list[int] | None = None,
+) -> None:
+    """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data."""
+    payload = {
+        "state_dicts": [{k: v.detach().cpu() for k, v in m.state_dict().items()} for m in models],
+        "noisy_sizes": torch.as_tensor(np.asarray(noisy_sizes, dtype=np.float64)),
+        "model": {"kind": model_cfg.kind, "hidden": list(model_cfg.hidden), "latent": model_cfg.latent,
+                  "rbm_hidden": model_cfg.rbm_hidden, "gibbs_steps": model_cfg.gibbs_steps,
+                  "chains": model_cfg.chains},
+        "item_names": list(item_names),
+        "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
+        "image_shape": list(image_shape) if image_shape else None,
+    }
+    with atomic_write(folder / MODELS_FILE, "wb") as fh:
+        torch.save(payload, fh)
+
+
+def load_release(path: str | Path) -> ReleasedMixture:
+    """Load a run's release (a run directory or its release/ folder); no code is unpickled."""
+    folder = release_dir(path)
+    models_path = folder / MODELS_FILE
+    if not models_path.is_file():
+        raise DpgmError(f"{path}: no {RELEASE_DIR}/{MODELS_FILE} (is this a finished train.py run directory?)")
+    try:
+        payload = torch.load(models_path, map_location="cpu", weights_only=True)
+        report = json.loads((folder / REPORT_FILE).read_text())
+    except FileNotFoundError:
+        raise DpgmError(f"{path}: no {REPORT_FILE}; refusing to release without a privacy report") from None
+    except Exception as exc:  # noqa: BLE001 (a corrupt or foreign file fails in many ways)
+        raise DpgmError(f"{models_path}: cannot load the release ({exc.__class__.__name__}: {exc})") from None
+    cfg = ModelConfig(**payload["model"])
+    n_items = len(payload["item_names"])
+    models = []
+    for state in payload["state_dicts"]:
+        model = build_model(cfg, n_items)
+        model.load_state_dict(state)
+        model.eval()
+        models.append(model)
+    shape = payload["image_shape"]
+    return ReleasedMixture(
+        models=models,
+        noisy_sizes=payload["noisy_sizes"].numpy(),
+        item_names=list(payload["item_names"]),
+        image_shape=tuple(shape) if shape else None,
+        report=report,
+        item_ids=list(payload.get("item_ids", range(n_items))),
+    )
