@@ -1,0 +1,44 @@
+"""The package's layers: imports only go down, and no two parts import each other (no cycles).
+
+privacy <- data/features/models <- clustering/evaluation <- artifact <- training <- release <- CLIs
+(DESIGN.md section 6; the developers' guide). A new part must be given a layer here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("module_graph", ROOT / "benchmarks" / "module_graph.py")
+module_graph = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(module_graph)
+
+LAYER = {
+    "dpgm": 0, "errors": 0, "io": 0,
+    "privacy": 1, "config": 1,
+    "data": 2, "features": 2, "models": 2,
+    "clustering": 3, "evaluation": 3,
+    "artifact": 4, "imaging": 4,
+    "training": 5,
+    "release": 6,
+    "cli": 7, "audit": 7, "sketch": 7,
+}
+
+
+def test_every_part_has_a_layer_and_imports_only_go_down() -> None:
+    edges = module_graph.graph(ROOT / "dpgm")
+    unknown = sorted(set(edges) - set(LAYER))
+    assert unknown == [], f"give these parts a layer in tests/test_layers.py: {unknown}"
+    upward = [f"{src} -> {dst}" for src, dsts in edges.items() for dst in dsts if LAYER[dst] >= LAYER[src]]
+    assert upward == []
+
+
+def test_no_import_cycles() -> None:
+    assert module_graph.cycles(module_graph.graph(ROOT / "dpgm")) == []
+
+
+def test_the_checker_sees_a_cycle_and_an_upward_import() -> None:
+    edges = {"release": {"training"}, "training": {"release", "privacy"}, "privacy": set()}
+    assert module_graph.cycles(edges) == [["release", "training"]]
+    assert LAYER["training"] < LAYER["release"]
