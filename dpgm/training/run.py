@@ -198,6 +198,13 @@ class TrainingRun:
         self._build_trainer()
         atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
+    def planned_epsilon(self) -> float:
+        """Epsilon the run will have spent when all its steps are taken (after ``start``)."""
+        remaining = self.steps - self.step
+        if remaining == 0:
+            return self.accountant.spent().epsilon
+        return self.accountant.epsilon_if(self.trainer.event(), count=remaining)
+
     def _choose_items(self, rng: np.random.Generator) -> None:
         """``data.top_items``: keep the m items with the largest NOISY counts (charged, stage 'items')."""
         m = self.cfg.data.top_items

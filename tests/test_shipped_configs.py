@@ -1,0 +1,50 @@
+"""Every shipped config loads, and its epsilon is pinned: a silent change to the accountant, a
+mechanism or a config would move a user's epsilon, and this test would say so.
+
+The plan's epsilon does not depend on the records (only delta does, through n's order of
+magnitude, which is fixed here as the real data gives it), so the run's first stages run on
+small synthetic records of the real shape and the training steps are added from the plan.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpgm.config import load_config
+from dpgm.data.dataset import BinaryDataset
+from dpgm.training.run import TrainingRun
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+#: name -> (overrides that keep the plan but need no real data, synthetic shape or None for the
+#: real (bundled) data, epsilon to 4 decimals, gradient noise multiplier to 4 decimals).
+PINNED = {
+    "digits": ([], None, 6.1243, 1.0),
+    "mnist": (["partition.init=random"], (2000, 784, (28, 28)), 1.3559, 1.0),
+    "msnbc": (["privacy.delta=1e-7"], (3000, 17, None), 1.0, 4.2715),  # delta as n = 989,818 gives
+}
+
+
+def synthetic(n: int, m: int, image_shape: tuple[int, int] | None) -> BinaryDataset:
+    rng = np.random.default_rng(0)
+    records = (rng.random((n, m)) < 0.2).astype(np.uint8)
+    return BinaryDataset(records=records if image_shape else sp.csr_matrix(records),
+                         item_names=[f"i{j}" for j in range(m)], name="synthetic", image_shape=image_shape)
+
+
+def test_every_shipped_config_is_pinned() -> None:
+    assert sorted(p.stem for p in CONFIGS.glob("*.yaml")) == sorted(PINNED)
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_shipped_config_epsilon(name: str, tmp_path: Path) -> None:
+    overrides, shape, epsilon, sigma = PINNED[name]
+    cfg = load_config(CONFIGS / f"{name}.yaml", [*overrides, "seed=0", f"runs_dir={tmp_path}"])
+    run = TrainingRun(cfg, tmp_path / name, data=None if shape is None else synthetic(*shape), progress=False)
+    run.start()
+    assert round(run.planned_epsilon(), 4) == epsilon
+    assert round(cfg.training.noise_multiplier, 4) == sigma
