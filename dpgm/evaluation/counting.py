@@ -10,7 +10,7 @@ exactly the target as pure epsilon (Laplace marginals and MWEM only).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,14 +31,12 @@ from dpgm.evaluation.queries import (
     make_queries,
     relative_errors_from_counts,
 )
-from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp
-from dpgm.privacy.calibrate import sigma_for_epsilon
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent
-from dpgm.privacy.ledger import LedgerEntry
 
 BASELINES = ("mwem", "marginals")
 Accounting = Literal["rdp", "pure"]
-_CALIBRATION_MARGIN = 1e-9  # calibrate just below the target so rounding never exceeds the budget
 
 
 def is_csv(path: str | Path) -> bool:
@@ -83,20 +81,7 @@ def load_synthetic(path: str | Path, real: BinaryDataset) -> BinaryDataset:
 
 def accountant_epsilon(events: Sequence[tuple[DpEvent, int]], delta: float) -> float:
     """Epsilon at ``delta`` that the RDP accountant gives the composition of ``events``."""
-    entries = [LedgerEntry("calibration", event, count) for event, count in events]
-    return epsilon_from_rdp(ledger_rdp(entries), delta).epsilon
-
-
-def calibrate(epsilon_of: Callable[[float], float], target: float, lo: float, hi: float) -> float:
-    """Largest x in [lo, hi] (bisection) with epsilon_of(x) <= target, epsilon_of increasing."""
-    if epsilon_of(lo) > target:
-        raise ConfigError(f"calibration: even the smallest setting exceeds epsilon {target:g}")
-    if epsilon_of(hi) <= target:
-        return hi
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if epsilon_of(mid) <= target else (lo, mid)
-    return lo
+    return releases_epsilon(events, delta)
 
 
 def mwem_pure_epsilon(
@@ -106,10 +91,10 @@ def mwem_pure_epsilon(
     if accounting == "pure":
         return epsilon
 
-    def eps_of(total: float) -> float:
-        return accountant_epsilon(MwemBudget(epsilon=total, rounds=rounds, n_fraction=n_fraction).events(), delta)
+    def plan(scale: float) -> list[tuple[DpEvent, int]]:  # noise scale = 1 / MWEM's total epsilon
+        return MwemBudget(epsilon=1.0 / scale, rounds=rounds, n_fraction=n_fraction).events()
 
-    return calibrate(eps_of, epsilon * (1 - _CALIBRATION_MARGIN), 1e-6 * epsilon, 1e3 * epsilon)
+    return 1.0 / calibrate(plan, target_epsilon=epsilon, delta=delta)
 
 
 def marginals_parameters(

@@ -1,8 +1,9 @@
 """Calibration: the noise multiplier for a target epsilon, and the steps a budget affords.
 
 Both search the accountant's own epsilon (accountant.py), so a calibrated plan is exactly
-what the ledger will later charge. Results are conservative: ``sigma_for_epsilon`` returns
-a multiplier that was re-checked to give epsilon <= target, ``steps_for_budget`` a step count
+what the ledger will later charge. ``calibrate`` is the one routine that solves for a noise
+multiplier, for any mechanism; results are conservative: it returns a multiplier that was
+re-checked to give epsilon <= target, ``steps_for_budget`` a step count
 whose epsilon is <= target. ``steps_for_epochs`` is the ONE place epochs become steps.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +28,8 @@ SIGMA_REL_TOL = 1e-6
 MAX_STEPS = 10**12
 
 EventFactory = Callable[[float], DpEvent]
+#: A mechanism's releases at a given noise multiplier: (event, count) pairs.
+Plan = Callable[[float], Sequence[tuple[DpEvent, int]]]
 
 
 def _check_finite_positive(name: str, value: float) -> None:
@@ -78,6 +82,29 @@ def _factory(sampling_rate: float | None, event_factory: EventFactory | None) ->
     return lambda sigma: SampledGaussianEvent(sampling_rate=sampling_rate, noise_multiplier=sigma)
 
 
+def plan_rdp(
+    releases: Sequence[tuple[DpEvent, int]], orders: Sequence[float] = DEFAULT_ORDERS, bound: str = "joint"
+) -> np.ndarray:
+    """RDP curve of a plan: ``count`` uses of each ``event`` (composition)."""
+    return sum((count * rdp_curve(event, orders, bound) for event, count in releases), np.zeros(len(orders)))
+
+
+def releases_epsilon(
+    releases: Sequence[tuple[DpEvent, int]],
+    delta: float,
+    *,
+    extra_rdp: Sequence[float] | None = None,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+    bound: str = "joint",
+) -> float:
+    """Epsilon the accountant gives ``releases`` on top of ``extra_rdp`` (alone: also basic
+    composition of pure releases, whichever is smaller, exactly as ``Accountant.spent``)."""
+    orders = tuple(float(o) for o in orders)
+    pure = sum(pure_epsilon(e, c) for e, c in releases) if extra_rdp is None else math.inf
+    rdp = _extra(extra_rdp, orders) + plan_rdp(releases, orders, bound)
+    return epsilon_from_rdp(rdp, delta, orders, pure).epsilon
+
+
 def plan_epsilon(
     event: DpEvent,
     *,
@@ -87,42 +114,33 @@ def plan_epsilon(
     orders: Sequence[float] = DEFAULT_ORDERS,
     bound: str = "joint",
 ) -> float:
-    """Epsilon of ``steps`` repetitions of ``event`` on top of ``extra_rdp`` (composition).
-
-    Without ``extra_rdp``, a pure-DP event also gets basic composition (steps x epsilon).
-    """
-    rdp = _extra(extra_rdp, orders) + steps * rdp_curve(event, orders, bound)
-    pure = pure_epsilon(event, steps) if extra_rdp is None else math.inf
-    return epsilon_from_rdp(rdp, delta, orders, pure).epsilon
+    """Epsilon of ``steps`` repetitions of ``event`` on top of ``extra_rdp`` (``releases_epsilon``)."""
+    return releases_epsilon([(event, steps)], delta, extra_rdp=extra_rdp, orders=orders, bound=bound)
 
 
-def sigma_for_epsilon(
+def calibrate(
+    plan: Plan,
     *,
-    sampling_rate: float | None = None,
-    steps: int,
-    delta: float,
     target_epsilon: float,
+    delta: float,
     extra_rdp: Sequence[float] | None = None,
     orders: Sequence[float] = DEFAULT_ORDERS,
-    event_factory: EventFactory | None = None,
     bound: str = "joint",
 ) -> float:
-    """Smallest noise multiplier (to a relative 1e-6) whose plan stays within target_epsilon.
+    """THE calibration: smallest noise multiplier s (to a relative 1e-6) whose plan stays within target.
 
-    The plan is ``steps`` repetitions of ``event_factory(sigma)`` (default: a Poisson-sampled
-    Gaussian with rate ``sampling_rate``) composed with ``extra_rdp``, the RDP curve already
-    spent by earlier stages. Bisection on log(sigma); the upper end is returned and
-    re-checked. Raises PrivacyBudgetError when no multiplier up to 1e4 reaches the target.
+    ``plan(s)`` lists the releases a mechanism makes at multiplier s as (event, count) pairs;
+    any family fits (DP-SGD steps, Lloyd iterations, a sketch, MWEM with s = 1 / its epsilon).
+    They compose with ``extra_rdp``, what earlier stages spent. Bisection on log(s); the upper
+    end is returned and re-checked. PrivacyBudgetError when no s up to 1e4 reaches the target.
     """
     _check_finite_positive("target_epsilon", target_epsilon)
     _check_delta(delta)
-    _check_steps(steps)
     orders = tuple(float(o) for o in orders)
     extra = _extra(extra_rdp, orders)
-    make = _factory(sampling_rate, event_factory)
 
     def eps(sigma: float) -> float:
-        return plan_epsilon(make(sigma), steps=steps, delta=delta, extra_rdp=extra, orders=orders, bound=bound)
+        return releases_epsilon(plan(sigma), delta, extra_rdp=extra_rdp, orders=orders, bound=bound)
 
     floor = epsilon_from_rdp(extra, delta, orders).epsilon
     if floor >= target_epsilon:
@@ -132,8 +150,7 @@ def sigma_for_epsilon(
         )
     if eps(SIGMA_MAX) > target_epsilon:
         raise PrivacyBudgetError(
-            f"even noise multiplier {SIGMA_MAX:g} gives epsilon above the target "
-            f"{target_epsilon:.4g} for {steps} steps (delta={delta:g})"
+            f"even noise multiplier {SIGMA_MAX:g} gives epsilon above the target {target_epsilon:.4g} (delta={delta:g})"
         )
     lo, hi = SIGMA_MIN, SIGMA_MAX
     if eps(lo) <= target_epsilon:
@@ -147,6 +164,20 @@ def sigma_for_epsilon(
     if not eps(hi) <= target_epsilon:  # re-check: the promise is never to exceed the target
         raise RuntimeError(f"calibration failed: sigma {hi} gives epsilon above {target_epsilon}")
     return hi
+
+
+def sigma_for_epsilon(
+    *,
+    steps: int,
+    sampling_rate: float | None = None,
+    event_factory: EventFactory | None = None,
+    **calibration: Any,
+) -> float:
+    """``calibrate`` for the commonest plan: ``steps`` repetitions of ``event_factory(sigma)``
+    (default: a Poisson-sampled Gaussian with rate ``sampling_rate``). ``calibration``: its keywords."""
+    _check_steps(steps)
+    make = _factory(sampling_rate, event_factory)
+    return calibrate(lambda sigma: [(make(sigma), steps)], **calibration)
 
 
 def steps_for_budget(
