@@ -3,6 +3,7 @@
     python -m dpgm.sketch spec --items 64 --seed 7 --size 500 -o spec.json        # coordinator
     python -m dpgm.sketch sum --spec spec.json holder1.csv -o holder1.sum.json     # each holder
     python -m dpgm.sketch release holder*.sum.json --epsilon 1 -o released/        # aggregator
+    python -m dpgm.sketch combine a/sketch.json b/sketch.json -o merged.json      # or: each released alone
     python -m dpgm.sketch decode released/sketch.json --k 4 -o centres.json       # anyone
     python -m dpgm.sketch assign centres.json holder1.csv -o holder1.parts         # each holder
 """
@@ -21,8 +22,10 @@ from dpgm.sketch import commands
 EPILOG = """workflow: 'spec' fixes the public operator (seed, scale, item universe); each holder runs
 'sum' on its own file (an EXACT sum: private, owner-only, never published); the aggregator runs
 'release' on all sums: they are merged and the noise is added ONCE, with one ledger and one
-privacy report (add/remove neighbours); 'decode' and 'assign' are post-processing. Sums made
-with different specs are refused (exit 2). Paper: Schellekens et al., SPARS 2019 (eq. 2-3)."""
+privacy report (add/remove neighbours); 'decode' and 'assign' are post-processing. Without a
+trusted aggregator, each holder runs 'release' on its own sum and 'combine' merges the releases
+(more noise: one draw per holder). Sums or releases made with different specs are refused
+(exit 2). Paper: Schellekens et al., SPARS 2019 (eq. 2-3, Fig. 4)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,8 +45,14 @@ def _positive(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return int(text)
+
+
 def _dims(text: str) -> int | None:
-    return None if text.lower() == "none" else int(text)
+    return None if text.lower() == "none" else _count(text)
 
 
 def _data_args(p: argparse.ArgumentParser) -> None:
@@ -83,10 +92,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=_positive, help="refuse a release above this epsilon")
     s.add_argument("--seed", type=int, help="seed of the noise: tests only (default: fresh entropy)")
     s.add_argument("-o", "--output", required=True, help="folder for sketch.json, ledger.json, privacy_report.json")
+    s = sub.add_parser("combine", help="merge releases that holders made each with its own noise (post-processing)")
+    s.add_argument("sketches", nargs="+", help="released sketch.json files, one per holder, same spec")
+    s.add_argument("-o", "--output", required=True)
     s = sub.add_parser("decode", help="centres from a released sketch (CL-OMPR; post-processing)")
     s.add_argument("sketch", help="released sketch.json")
-    s.add_argument("--k", type=int, required=True, help="number of centres")
-    s.add_argument("--decodes", type=int, default=3, help="CL-OMPR runs; the smallest residual wins")
+    s.add_argument("--k", type=_count, required=True, help="number of centres")
+    s.add_argument("--decodes", type=_count, default=3, help="CL-OMPR runs; the smallest residual wins")
     s.add_argument("--seed", type=int, help="seed of the decoder's start points")
     s.add_argument("-o", "--output", required=True)
     s = sub.add_parser("assign", help="the part (nearest centre) of each of a holder's records (private)")
@@ -97,7 +109,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"spec": commands.cmd_spec, "sum": commands.cmd_sum, "release": commands.cmd_release,
-            "decode": commands.cmd_decode, "assign": commands.cmd_assign}
+            "combine": commands.cmd_combine, "decode": commands.cmd_decode, "assign": commands.cmd_assign}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

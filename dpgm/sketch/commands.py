@@ -1,4 +1,4 @@
-"""The subcommands of ``python -m dpgm.sketch``: spec, sum, release, decode, assign."""
+"""The subcommands of ``python -m dpgm.sketch``: spec, sum, release, combine, decode, assign."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgm.clustering.noisy_lloyd import nearest_centre
-from dpgm.clustering.sketch import SketchSpec, merge_sums, plan_noise, release_sketch
+from dpgm.clustering.sketch import PrivateSketch, SketchSpec, merge_sums, plan_noise, release_sketch
 from dpgm.clustering.sketch.decoder import decode_sketch, part_sizes
 from dpgm.clustering.sketch.files import (
+    check_spec,
     read_centres,
     read_release,
     read_spec,
@@ -87,6 +88,18 @@ def cmd_release(args: argparse.Namespace) -> str:
               "stage_epsilon": noise.stage_epsilon(args.delta), "sketch": released.privacy}
     atomic_write_json(out / "privacy_report.json", report)
     return f"wrote {out}/sketch.json, ledger.json, privacy_report.json: epsilon = {report['epsilon']:.4g}, delta = {args.delta:.3g}"
+
+
+def cmd_combine(args: argparse.Namespace) -> str:
+    _distinct(args.sketches)
+    spec, _, first = read_release(args.sketches[0])
+    others = []
+    for path in args.sketches[1:]:
+        other_spec, _, released = read_release(path)
+        check_spec(path, other_spec, spec)
+        others.append(released)
+    write_release(args.output, PrivateSketch.merge([first, *others]), spec)
+    return f"wrote {args.output}: {len(others) + 1} releases combined (post-processing, no privacy cost)"
 
 
 def cmd_decode(args: argparse.Namespace) -> str:

@@ -82,7 +82,7 @@ def test_sums_of_another_spec_are_refused_with_one_line(tmp_path, capsys):
     code = sketch("release", tmp_path / "a.sum.json", tmp_path / "b.sum.json", "--epsilon", 1, "-o", tmp_path / "r")
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "b.sum.json: sketched with a different operator" in err and "seed 8 != 7" in err
+    assert "b.sum.json: made with a different sketch operator" in err and "seed 8 != 7" in err
     assert "Traceback" not in err and not (tmp_path / "r").exists()  # nothing charged or written
     body = json.loads((tmp_path / "b.sum.json").read_text())
     assert not any(f"{v:.6g}" in err for v in body["re"][:4])  # no data value in the message
@@ -110,3 +110,23 @@ def test_help_explains_the_workflow(capsys):
     out = capsys.readouterr().out
     assert exit_.value.code == 0
     assert all(word in out for word in ("spec", "sum", "release", "decode", "assign", "ONCE"))
+
+
+def test_combine_merges_releases_made_separately(tmp_path, capsys):
+    files, _, _ = holders(tmp_path, n=30)
+    for seed in (7, 8):
+        sketch("spec", "--items", ITEMS, "--seed", seed, "--size", 40, "-o", tmp_path / f"s{seed}.json")
+    for i, seed in enumerate((7, 7, 8)):  # holders 0 and 1 share a spec, holder 2 does not
+        sketch("sum", "--spec", tmp_path / f"s{seed}.json", files[i], "-o", tmp_path / f"h{i}.sum.json")
+        sketch("release", tmp_path / f"h{i}.sum.json", "--epsilon", 1, "--seed", i, "-o", tmp_path / f"r{i}")
+    r0, r1, r2 = (tmp_path / f"r{i}" / "sketch.json" for i in range(3))
+    assert sketch("combine", r0, r1, "-o", tmp_path / "m.json") == 0
+    parts = [json.loads(r.read_text()) for r in (r0, r1)]
+    merged = json.loads((tmp_path / "m.json").read_text())
+    np.testing.assert_allclose(merged["re"], np.add(parts[0]["re"], parts[1]["re"]))
+    assert merged["count"] == pytest.approx(parts[0]["count"] + parts[1]["count"]) and merged["holders"] == 2
+    assert sketch("decode", tmp_path / "m.json", "--k", 2, "--decodes", 1, "-o", tmp_path / "c.json") == 0
+    capsys.readouterr()
+    assert sketch("combine", r0, r2, "-o", tmp_path / "x.json") == 2
+    err = capsys.readouterr().err
+    assert "r2/sketch.json: made with a different sketch operator" in err and len(err.splitlines()) == 1

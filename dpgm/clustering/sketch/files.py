@@ -59,7 +59,7 @@ def check_spec(path: PathLike, got: SketchSpec, expected: SketchSpec) -> None:
     want, have = expected.to_dict(), got.to_dict()
     diff = ", ".join(f"{k} {have[k]!r} != {want[k]!r}" for k in want if have[k] != want[k])
     raise OperatorMismatch(
-        f"{path}: sketched with a different operator (spec fingerprint {got.fingerprint()}, "
+        f"{path}: made with a different sketch operator (spec fingerprint {got.fingerprint()}, "
         f"expected {expected.fingerprint()}: {diff}); every holder must use the same spec file"
     )
 

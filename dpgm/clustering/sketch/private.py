@@ -28,7 +28,7 @@ from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant, rdp_curve
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import GaussianEvent, LaplaceEvent, Neighbouring
-from dpgm.privacy.mechanisms import noisy_releases
+from dpgm.privacy.mechanisms import floor_counts, noisy_releases
 
 Mechanism = Literal["laplace", "gaussian"]
 
@@ -66,8 +66,8 @@ class PrivateSketch:
     holders: int = 1
 
     def normalised(self) -> np.ndarray:
-        """The complex normalised sketch; the count is floored at 1 (post-processing)."""
-        return (self.re + 1j * self.im) / (self.alpha * max(self.count, 1.0))
+        """The complex normalised sketch; the count gets the one documented floor (post-processing)."""
+        return (self.re + 1j * self.im) / (self.alpha * float(floor_counts(self.count)))
 
     @staticmethod
     def merge(sketches: Iterable[PrivateSketch]) -> PrivateSketch:
