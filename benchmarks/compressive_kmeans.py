@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpgm.clustering.cl_ompr import decode
 from dpgm.clustering.sketch import SketchOperator, plan_noise, release_sketch
+from dpgm.clustering.sketch.cl_ompr import decode
 from dpgm.errors import PrivacyBudgetError
 from dpgm.io import atomic_write_json
 from dpgm.privacy.accountant import Accountant

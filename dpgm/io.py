@@ -16,16 +16,18 @@ from typing import IO, Any
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "w", *, private: bool = False) -> Iterator[IO[Any]]:
+def atomic_write(
+    path: str | os.PathLike[str], mode: str = "w", *, private: bool = False
+) -> Iterator[IO[Any]]:
     """Open a temporary file for writing; on success rename it to ``path``, else delete it.
 
-    ``private``: the file stays owner-only (0600), for checkpoints and other private state.
+    ``private``: the file stays owner-only (0600) from creation on, whatever the umask.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    if not private:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual permissions
+    # mkstemp makes 0600 files; give the usual permissions unless the content is private
+    os.chmod(tmp, 0o600 if private else 0o666 & ~_umask())
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
@@ -44,10 +46,10 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    with atomic_write(path, "w") as fh:
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, private: bool = False) -> None:
+    with atomic_write(path, "w", private=private) as fh:
         fh.write(text)
 
 
-def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+def atomic_write_json(path: str | os.PathLike[str], data: Any, *, private: bool = False) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", private=private)

@@ -24,3 +24,13 @@ def test_failure_leaves_nothing(tmp_path):
         fh.write("partial")
         raise RuntimeError("killed")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_private_files_are_owner_only_whatever_the_umask(tmp_path):
+    path = tmp_path / "sum.json"
+    old = os.umask(0)
+    try:
+        atomic_write_json(path, {"secret": 1}, private=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -26,7 +26,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "dpgm"
 DATA_INDEPENDENT_DRAWS = {
     "features/rff.py",            # random Fourier frequencies (public randomness)
     "clustering/noisy_lloyd.py",  # random initial centres on the sphere
-    "clustering/sketch.py",       # sketch frequencies and a random projection basis
+    "clustering/sketch/frequencies.py",  # sketch frequencies (public randomness)
+    "clustering/sketch/projection.py",   # a random projection basis (public randomness)
     "models/vae.py",              # reparameterisation noise and sampling from the model
     "models/rbm.py",              # weight initialisation
 }

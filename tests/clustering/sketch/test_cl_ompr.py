@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from dpgm.clustering.cl_ompr import _correlation, _fit_loss, decode
 from dpgm.clustering.sketch import SketchOperator
+from dpgm.clustering.sketch.cl_ompr import _correlation, _fit_loss, decode
 
 
 def sse(x: np.ndarray, centres: np.ndarray) -> float:

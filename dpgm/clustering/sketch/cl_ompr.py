@@ -28,6 +28,9 @@ N_REFINED_STARTS = 4
 MAXITER_ATOM = 100
 MAXITER_JOINT = 200
 
+#: A box bound: one number for every coordinate, or one per coordinate.
+Bound = float | np.ndarray
+
 
 class AtomOperator(Protocol):
     """What the decoder needs from a sketch operator."""
@@ -143,16 +146,8 @@ def _refine(
     return res.x[: k * dim].reshape(k, dim), res.x[k * dim :]
 
 
-def cl_ompr(
-    z: np.ndarray,
-    op: AtomOperator,
-    k: int,
-    lower: float | np.ndarray,
-    upper: float | np.ndarray,
-    rng: np.random.Generator,
-    *,
-    candidates: np.ndarray | None = None,
-) -> DecodeResult:
+def cl_ompr(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, rng: np.random.Generator,
+            *, candidates: np.ndarray | None = None) -> DecodeResult:
     """CL-OMPR with replacement, 2k iterations (Keriven et al. 2017, Alg. 1); box [lower, upper]^d."""
     dim = op.omega.shape[0]
     lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (dim,)).copy()
@@ -177,17 +172,8 @@ def cl_ompr(
     return DecodeResult(centres=centres, weights=weights * norm, residual=res)
 
 
-def decode(
-    z: np.ndarray,
-    op: AtomOperator,
-    k: int,
-    lower: float | np.ndarray,
-    upper: float | np.ndarray,
-    rng: np.random.Generator,
-    *,
-    restarts: int = 1,
-    candidates: np.ndarray | None = None,
-) -> DecodeResult:
+def decode(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, rng: np.random.Generator,
+           *, restarts: int = 1, candidates: np.ndarray | None = None) -> DecodeResult:
     """Best of ``restarts`` CL-OMPR runs by relative residual (uses only the released sketch)."""
     with threadpool_limits(1, user_api="blas"):  # small matmuls: threads only add overhead
         runs = [
