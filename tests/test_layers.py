@@ -22,7 +22,8 @@ LAYER = {
     "artifact": 4, "imaging": 4,
     "training": 5,
     "release": 6,
-    "cli": 7, "audit": 7, "sketch": 7,
+    "audit": 7, "sketch": 7,
+    "cli": 8,
 }
 
 

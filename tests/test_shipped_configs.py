@@ -26,6 +26,7 @@ PINNED = {
     "digits": ([], None, 6.1243, 1.0),
     "mnist": (["partition.init=random"], (2000, 784, (28, 28)), 1.3559, 1.0),
     "msnbc": (["privacy.delta=1e-7"], (3000, 17, None), 1.0, 4.2715),  # delta as n = 989,818 gives
+    "sketch": ([], None, 5.7522, 1.0),
 }
 
 

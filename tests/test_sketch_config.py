@@ -20,4 +20,4 @@ def test_sketch_config_trains_on_a_tiny_budget(tmp_path):
     run_dir, report = train(cfg, progress=False)
     assert report["plan"]["partition"] == "sketch" and len(report["noisy_part_sizes"]) == cfg.partition.k
     assert report["stage_epsilons"]["partition"] == pytest.approx(cfg.partition.target_epsilon, rel=1e-3)
-    assert (run_dir / "privacy_report.json").is_file() and (run_dir / "models.pt").is_file()
+    assert (run_dir / "release" / "privacy_report.json").is_file() and (run_dir / "release" / "models.pt").is_file()
