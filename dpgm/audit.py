@@ -10,8 +10,9 @@ the mark scores high. The auditor guesses "in" for the highest scores and "out" 
 and dpgm.privacy.one_run_audit turns the count of correct guesses into a lower bound on epsilon
 (their Theorem 5.2) at the run's delta, to set against the accountant's claimed epsilon.
 
-Only the training stage is audited: no partition (one part) and no noisy part means (the
-output bias keeps its default initialisation). The expected batch size uses the public size
+Only the training stage is audited: no partition (one part), no noisy part means (the
+output bias keeps its default initialisation), no private item choice (data.top_items is
+ignored). A target epsilon, if set, calibrates the training noise alone. The expected batch size uses the public size
 n_base + m/2, not a released count. ``leak=True`` is a test switch: training runs with the
 noise effectively off (multiplier LEAK_NOISE_MULTIPLIER, fixed clipping) while the claim is
 still the configured plan's epsilon, so the audit must catch it.

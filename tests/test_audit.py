@@ -91,3 +91,23 @@ def test_cli_prints_claim_and_bound_and_writes_json(tmp_path, capsys) -> None:
     assert "claimed epsilon" in text and "audit lower bound" in text and "95% confidence" in text
     report = json.loads(out.read_text())
     assert report["canaries"] == 20 and report["guesses_in"] == 2 and report["torch_threads"] == 1
+
+
+def test_rbm_free_energy_scores_catch_the_leak_too() -> None:
+    """RBM canaries are scored by free-energy differences (exact log-likelihood ratios)."""
+    torch.set_num_threads(1)
+    sets = [
+        "data.limit=200",
+        "model.kind=rbm",
+        "model.rbm_hidden=32",
+        "training.epochs=20",
+        "training.sampling_rate=0.1",
+        "training.clipping=fixed",
+        "training.learning_rate=0.05",
+    ]
+    plan = AuditPlan(canaries=100, guesses_in=10, guesses_out=10, leak=True)
+    report = run_audit(
+        config_from_dict({}, sets), plan, seed=0, data=load_digits(limit=200), progress=False
+    )
+    assert report["correct"] == 20
+    assert report["epsilon_lower_bound"] > 1.5
