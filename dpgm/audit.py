@@ -12,10 +12,11 @@ and dpgm.privacy.one_run_audit turns the count of correct guesses into a lower b
 
 Only the training stage is audited: no partition (one part), no noisy part means (the
 output bias keeps its default initialisation), no private item choice (data.top_items is
-ignored). A target epsilon, if set, calibrates the training noise alone. The expected batch size uses the public size
-n_base + m/2, not a released count. ``leak=True`` is a test switch: training runs with the
-noise effectively off (multiplier LEAK_NOISE_MULTIPLIER, fixed clipping) while the claim is
-still the configured plan's epsilon, so the audit must catch it.
+ignored). A target epsilon, if set, calibrates the training noise alone. The expected batch
+size uses the public size n_base + m/2, not a released count. ``leak=True`` is a test
+switch: training runs with the noise effectively off (multiplier LEAK_NOISE_MULTIPLIER,
+fixed clipping) while the claim is still the configured plan's epsilon, so the audit must
+catch it.
 
     python -m dpgm.audit --set training.epochs=5 --canaries 500 --json audit.json
 """
