@@ -4,7 +4,8 @@
     python benchmarks/module_graph.py [--root PATH] [--json out.json]
 
 A "part" is a subpackage (dpgm/privacy, dpgm/training, ...) or a top-level module
-(dpgm/release.py). ``__main__`` modules are command-line fronts and count as the part "cli".
+(dpgm/release.py). ``__main__`` modules are command-line fronts and count as the part "main"
+(dpgm/cli.py is their shared plumbing, the part "cli").
 The same parsing serves tests/test_layers.py, which fails on a cycle or an upward import.
 """
 
@@ -21,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def part_of(module: str) -> str:
-    """'dpgm.training.run' -> 'training'; 'dpgm.privacy.__main__' -> 'cli'; 'dpgm' -> 'dpgm'."""
+    """'dpgm.training.run' -> 'training'; 'dpgm.privacy.__main__' -> 'main'; 'dpgm' -> 'dpgm'."""
     bits = module.split(".")
     if bits[-1] == "__main__":
-        return "cli"
+        return "main"
     return bits[1] if len(bits) > 1 else "dpgm"
 
 

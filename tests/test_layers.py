@@ -16,6 +16,7 @@ _spec.loader.exec_module(module_graph)
 
 LAYER = {
     "dpgm": 0, "errors": 0, "io": 0,
+    "cli": 1,  # cli.py: one-line errors and exit codes for every command-line front
     "privacy": 1, "config": 1,
     "data": 2, "features": 2, "models": 2,
     "clustering": 3, "evaluation": 3,
@@ -23,7 +24,7 @@ LAYER = {
     "training": 5,
     "release": 6,
     "audit": 7, "sketch": 7,
-    "cli": 8,
+    "main": 8,  # every __main__.py: the command-line fronts
 }
 
 
