@@ -39,12 +39,17 @@ def test_labels_missing_or_out_of_range_are_data_errors():
 
 
 def test_empty_label_gets_a_clipped_noisy_size():
+    """Sizes are the label counts (empty labels: 0) plus N(0, sigma^2) from the run's generator,
+    clipped at 0; one Gaussian release on the ledger."""
     data = block_dataset(n=30, k=3)
-    part = ByLabel(k=5, noise_multiplier=3.0).fit(
-        data, Accountant(delta=1e-5), np.random.default_rng(1)
-    )
-    assert part.k == 5 and (part.noisy_sizes >= 0).all()
-    assert np.isfinite(part.noisy_sizes).all()
+    acc = Accountant(delta=1e-5)
+    part = ByLabel(k=5, noise_multiplier=3.0).fit(data, acc, np.random.default_rng(1))
+    counts = np.bincount(data.labels, minlength=5)
+    assert counts[3] == counts[4] == 0
+    expected = np.maximum(counts + np.random.default_rng(1).normal(0.0, 3.0, size=5), 0.0)
+    np.testing.assert_array_equal(part.noisy_sizes, expected)
+    np.testing.assert_array_equal(part.assignments, data.labels)
+    assert acc.ledger.entries == [LedgerEntry("partition", GaussianEvent(noise_multiplier=3.0), 1)]
 
 
 def test_single_part_releases_a_noisy_count_only():

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import numpy as np
 import pytest
 
-from dpgm import clustering
 from dpgm.clustering import ByLabel, DPKernelKMeans, DPLloyd, SinglePart, make_partitioner
 from dpgm.config import PartitionConfig
 from dpgm.errors import ConfigError
@@ -57,11 +53,13 @@ def test_public_init_without_public_sample_is_a_config_error():
     assert part.k == 3
 
 
-def test_sketch_is_imported_lazily(monkeypatch):
-    seen = {}
-    fake = types.ModuleType("dpgm.clustering.sketch")
-    fake.from_config = lambda cfg, public=None: seen.setdefault("cfg", cfg)
-    monkeypatch.setitem(sys.modules, "dpgm.clustering.sketch", fake)
-    monkeypatch.setattr(clustering, "sketch", fake, raising=False)
-    cfg = PartitionConfig(method="sketch")
-    assert make_partitioner(cfg) is cfg and seen["cfg"] is cfg
+def test_sketch_method_builds_the_sketch_partitioner_from_the_config():
+    from dpgm.clustering.sketch import SketchPartitioner
+
+    cfg = PartitionConfig(method="sketch", k=3, sketch_size=50, sketch_mechanism="laplace", noise_multiplier=2.0,
+                          sketch_decodes=1, sketch_projection=None)
+    p = make_partitioner(cfg)
+    assert isinstance(p, SketchPartitioner) and p.k == 3
+    acc = Accountant(delta=1e-5)
+    part = p.fit(block_dataset(n=60, k=3), acc, np.random.default_rng(0))
+    assert part.k == 3 and acc.spent().epsilon == pytest.approx(0.5)  # laplace: eps = 1 / noise_multiplier
