@@ -17,13 +17,12 @@ Only the training stage is audited (one part; no partition, no noisy part means)
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from provenance import write_json
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # spinning OpenMP threads hurt a shared machine
 
@@ -33,7 +32,6 @@ from dpgm.audit import AuditPlan, run_audit, summary
 from dpgm.config import load_config
 from dpgm.data import load_dataset
 from dpgm.errors import DataError
-from dpgm.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 #: name -> (config file under configs/, overrides).
@@ -52,25 +50,6 @@ SETTINGS = {
     ),
 }
 DEFAULT_SETTINGS = ["digits", "digits_eps1", "mnist_5k"]
-PACKAGES = ("torch", "numpy", "scipy", "scikit-learn", "tqdm", "dpgm")
-
-
-def _git_commit() -> dict[str, object]:
-    def git(*args: str) -> str:
-        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-        return out.stdout.strip()
-
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
-def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,19 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - start
     print(f"total wall time {wall:.1f} s on {torch.get_num_threads()} torch thread(s)")
     if args.json:
-        atomic_write_json(
+        write_json(
             args.json,
             {
                 "benchmark": "one-run privacy audit (Steinke, Nasr and Jagielski 2023, Thm 5.2)",
-                "command": " ".join(
-                    [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]
-                ),
-                "git": _git_commit(),
-                "versions": _versions(),
-                "torch_threads": torch.get_num_threads(),
-                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-                "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-                "wall_s": wall,
                 "results": results,
             },
         )

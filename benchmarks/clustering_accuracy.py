@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from provenance import write_json
 
 from dpgm.clustering import DPKernelKMeans, DPLloyd
 from dpgm.clustering.noisy_lloyd import lloyd_event, lloyd_releases, resolve_sigma
@@ -39,7 +40,6 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.data.mnist import load_mnist
 from dpgm.evaluation.metrics import clustering_accuracy
 from dpgm.features.rff import RandomFourierFeatures
-from dpgm.io import atomic_write_json
 from dpgm.privacy.accountant import Accountant
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -405,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tune_gamma:
         rows = tune_gamma(args, public, private.n_records)
         if args.json:
-            atomic_write_json(args.json, {"config": config, "tune_gamma": rows})
+            write_json(args.json, {"config": config, "tune_gamma": rows})
         return 0
     fit_seconds = time_one_fit(private, public, args)
     print(
@@ -414,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = run_benchmark(args, private, public)
     if args.json:
-        atomic_write_json(
+        write_json(
             args.json, {"config": config, "fit_seconds_d200": fit_seconds, "results": results}
         )
     png = args.plot or (args.json.with_suffix(".png") if args.json else None)

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from provenance import write_json
 
 from dpgm.clustering.sketch import SketchOperator, plan_noise, release_sketch
 from dpgm.clustering.sketch.cl_ompr import decode
 from dpgm.errors import PrivacyBudgetError
-from dpgm.io import atomic_write_json
 from dpgm.privacy.accountant import Accountant
 
 SIGNATURE = {"e": "exp", "q": "quantised"}
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         speed_result = speed(args.speed_n, args.d, 10 * kd, 3, args.pycle_python, args.seed)
         print("speed:", json.dumps(speed_result))
     if args.json:
-        atomic_write_json(
+        write_json(
             args.json,
             {
                 "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from provenance import write_json
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.transactions import load_transactions
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
-from dpgm.io import atomic_write_json
 from dpgm.privacy.calibrate import default_delta
 
 DATASETS = ("msnbc", "retail", "gowalla")
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         settings["top_items_by_dataset"] = {d: (TOP_ITEMS[d] if args.top_items is None or TOP_ITEMS[d] is None
                                                 else args.top_items) for d in args.datasets}
-        atomic_write_json(args.json, {"settings": settings, "results": results, "runs": runs})
+        write_json(args.json, {"settings": settings, "results": results, "runs": runs})
         print(f"wrote {args.json}")
     if args.png:
         plot(results, args.datasets, args.epsilons, args.png)

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from provenance import write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from counting_queries import DATASETS, dpgm_config, load, over_base
 
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
-from dpgm.io import atomic_write_json
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
 from dpgm.training.run import train
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(evaluation.table())
     print("\nmean over seeds: " + "  ".join(f"{m}: {' '.join(f'{v:.4f}' for v in g.values())}" for m, g in means.items()))
     if args.json:
-        atomic_write_json(args.json, {"dataset": args.dataset, "epsilon": args.epsilon, "seeds": args.seeds,
+        write_json(args.json, {"dataset": args.dataset, "epsilon": args.epsilon, "seeds": args.seeds,
                                       "configs": configs, "group_means": evaluation.group_means(),
                                       "mean_over_seeds": means})
     return 0

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from provenance import write_json
 
 # OpenMP threads that spin while waiting collapse throughput on a busy shared machine (measured
 # ~5x); passive waiting is set before torch loads and applies to every variant alike.
@@ -35,7 +36,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 from dpgm.errors import DataError
-from dpgm.io import atomic_write_json
 from dpgm.models import VAE
 from dpgm.training.dpsgd import DPSGD, poisson_sample
 
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for results in all_results:
         print_table(results)
     if args.json is not None:
-        atomic_write_json(args.json, {
+        write_json(args.json, {
             "model": "VAE 784-200-2 (Adam, lr 1e-3)", "data": source, "n": int(data.shape[0]),
             "threads": args.threads, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "epochs": args.epochs, "rounds": args.rounds,
             "torch": torch.__version__, "results": all_results[0], "extra_results": [r for res in all_results[1:] for r in res],

@@ -21,8 +21,8 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+from provenance import write_json
 
-from dpgm.io import atomic_write_json
 from dpgm.privacy import rdp as R
 from dpgm.privacy.calibrate import steps_for_epochs
 
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{pld:8.4f}  PLD accountant (dp_accounting) on the joint plan: what RDP leaves on the table")
     print(f"[{time.perf_counter() - start:.1f} s]")
     if args.json:
-        atomic_write_json(args.json, {
+        write_json(args.json, {
             "plan": vars(args) | {"steps": steps_for_epochs(args.epochs, args.sampling_rate)},
             "paper_epsilon": PAPER_EPSILON,
             "rows": [{"label": lab.strip(), "epsilon": e, "order": o} for lab, e, o in rows],
