@@ -10,7 +10,8 @@ default), add/remove neighbours.
 
 Methods (JSON ``method``): mwem (T = 50 rounds as in the paper's footnote; full 2^m domain
 for msnbc, a data-independent 10,000-record support otherwise), marginals (Gaussian noise on
-item counts and n), dpgm (``run_dpgm`` with the dataset's entry of ``DPGM_CONFIGS``). Baselines are calibrated so that the RDP accountant's epsilon at delta equals
+item counts and n), dpgm (``run_dpgm`` with ``--config``, else the dataset's file in configs/,
+which says whether it was tuned for that dataset). Baselines are calibrated so that the RDP accountant's epsilon at delta equals
 the target (``--accounting pure`` spends it as pure epsilon instead).
 
     python benchmarks/counting_queries.py --json counting.json --png counting.png
@@ -41,50 +42,28 @@ EPSILONS = (1.0, 2.0)
 METHODS = ("dpgm", "mwem", "marginals")
 
 
-#: dpgm's configuration per dataset, chosen by training on a random half of each dataset and
-#: answering the queries on the OTHER half at epsilon = 1 (never on the benchmark's answers; the
-#: search is in benchmarks/results/README.md). Shared: a VAE per part (128 hidden, latent 8)
-#: whose output bias starts at the part's noisy mean record, fixed clipping C = 30, Adam,
-#: Poisson batches at q = 0.01, gradient noise calibrated so the whole run meets (epsilon, delta).
-#: With ``calibrate`` the trained models are shifted to draw the noisy means' item frequencies,
-#: which then deserve a large share of the budget (mean sigma 5 instead of 10-20).
-DPGM_BASE = {
-    "model": {"kind": "vae", "hidden": [128], "latent": 8},
-    "training": {"clipping": "fixed", "clip_norm": 30.0, "optimizer": "adam", "sampling_rate": 0.01,
-                 "epochs": 10, "learning_rate": 0.003, "log_every": 100, "checkpoint_every": 1_000_000},
-}
-DPGM_CONFIGS = {
-    # ~1e6 records, 17 items: 20 parts from DP Lloyd (the partition alone costs 0.2), 40 epochs.
-    "msnbc": {"partition": {"method": "lloyd", "k": 20, "iterations": 10, "target_epsilon": 0.2},
-              "model": {"mean_noise_multiplier": 8.0, "calibrate": True}, "training": {"epochs": 40}},
-    # ~1e5 records: one part; records clipped to 3 items' norm in the mean, lower learning rate.
-    "retail": {"partition": {"method": "none", "k": 1},
-               "model": {"mean_clip": 3.0, "mean_noise_multiplier": 5.0, "calibrate": True},
-               "training": {"learning_rate": 0.001}},
-    # ~3e4 records, a third of them empty: 5 parts from DP kernel k-means on 300 random Fourier
-    # features (100 features gave much worse parts).
-    "gowalla": {"partition": {"method": "kernel_kmeans", "k": 5, "iterations": 10, "target_epsilon": 0.2,
-                              "gamma": 0.25, "features": 300},
-                "model": {"mean_clip": 3.0, "mean_noise_multiplier": 5.0, "calibrate": True}},
-}
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
-def over_base(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """DPGM_BASE updated section by section with ``sections``."""
-    cfg = {section: dict(values) for section, values in DPGM_BASE.items()}
-    for section, values in sections.items():
+def config_file(name: str, override: Path | None) -> Path:
+    """The dpgm config a dataset runs with: ``--config`` for every dataset, else configs/<name>.yaml."""
+    return override if override is not None else CONFIGS / f"{name}.yaml"
+
+
+def config_sections(path: Path, sections: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The config file's YAML as a dict, updated section by section with ``sections``."""
+    import yaml
+
+    cfg = yaml.safe_load(path.read_text())
+    for section, values in (sections or {}).items():
         cfg.setdefault(section, {}).update(values)
     return cfg
 
 
-def dpgm_config(name: str) -> dict[str, Any]:
-    """The dataset's dpgm config: DPGM_BASE with its entry of DPGM_CONFIGS."""
-    return over_base(DPGM_CONFIGS[name])
-
-
-def run_dpgm(name: str, dataset: BinaryDataset, epsilon: float, delta: float,
+def run_dpgm(config: dict[str, Any], dataset: BinaryDataset, epsilon: float, delta: float,
              rng: np.random.Generator) -> BinaryDataset:
-    """Train dpgm on ``dataset`` at (epsilon, delta) and release len(dataset) synthetic records."""
+    """Train dpgm (``config``: a config file's sections) on ``dataset`` at (epsilon, delta) and
+    release len(dataset) synthetic records. The data section is unused: the records are given."""
     import tempfile
 
     from dpgm.config import config_from_dict
@@ -93,7 +72,7 @@ def run_dpgm(name: str, dataset: BinaryDataset, epsilon: float, delta: float,
 
     seed = int(rng.integers(2**31))
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = config_from_dict(dpgm_config(name), [
+        cfg = config_from_dict(config, [
             f"runs_dir={tmp}", "name=dpgm", f"seed={seed}", f"privacy.delta={delta}",
             f"privacy.target_epsilon={epsilon}",
         ])
@@ -116,6 +95,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="use only the first N records of each dataset")
     p.add_argument("--rounds", type=int, default=50, help="MWEM rounds T")
     p.add_argument("--accounting", choices=("rdp", "pure"), default="rdp")
+    p.add_argument("--config", type=Path, default=None,
+                   help="dpgm config file used on every dataset (default: configs/<dataset>.yaml)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")
@@ -131,10 +112,11 @@ def load(name: str, args: argparse.Namespace) -> BinaryDataset:
 
 def synthesize(
     method: str, name: str, data: BinaryDataset, queries: Any, epsilon: float, delta: float,
-    rng: np.random.Generator, options: BaselineOptions,
+    rng: np.random.Generator, options: BaselineOptions, config_path: Path | None = None,
 ) -> tuple[BinaryDataset, dict[str, Any]]:
     if method == "dpgm":
-        return run_dpgm(name, data, epsilon, delta, rng), {"method": "dpgm", "config": dpgm_config(name)}
+        config = config_sections(config_file(name, config_path))
+        return run_dpgm(config, data, epsilon, delta, rng), {"method": "dpgm", "config": config}
     return run_baseline(method, data, queries, epsilon=epsilon, delta=delta, rng=rng, options=options)
 
 
@@ -185,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for m_index, method in enumerate(args.methods):
                 rng = np.random.default_rng(method_seeds[e_index * len(args.methods) + m_index])
                 start = time.perf_counter()
-                synthetic, report = synthesize(method, name, data, evaluation.queries, eps, delta, rng, options)
+                synthetic, report = synthesize(method, name, data, evaluation.queries, eps, delta, rng, options,
+                                                 args.config)
                 key = f"{method}@{eps:g}"
                 evaluation.add(key, synthetic, report)
                 seconds = time.perf_counter() - start

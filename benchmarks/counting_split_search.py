@@ -7,8 +7,8 @@ other half, next to MWEM and independent marginals fitted on the same half at th
     python benchmarks/counting_split_search.py msnbc --epsilon 1 \
         --candidate '{"partition": {"method": "lloyd", "k": 20, "iterations": 10, "target_epsilon": 0.2}}'
 
-Each --candidate is a JSON object of config sections applied over counting_queries.DPGM_BASE
-(no candidate: the dataset's current entry of DPGM_CONFIGS). Results vary with the training
+Each --candidate is a JSON object of config sections applied over ``--config`` (default:
+configs/<dataset>.yaml); no candidate: that file as it is. Results vary with the training
 seed (the DP partition above all), so ``--seeds 0 1 2 3 4 5`` trains each candidate once per
 seed and reports the mean error per group over the seeds.
 """
@@ -27,7 +27,7 @@ import numpy as np
 from provenance import write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from counting_queries import DATASETS, dpgm_config, load, over_base
+from counting_queries import DATASETS, config_file, config_sections, load
 
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
@@ -40,7 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dataset", choices=DATASETS)
     p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--candidate", action="append", default=[], help="JSON config sections over DPGM_BASE")
+    p.add_argument("--config", type=Path, default=None, help="base config file (default: configs/<dataset>.yaml)")
+    p.add_argument("--candidate", action="append", default=[], help="JSON config sections over the base config")
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds; errors are averaged")
     p.add_argument("--top-items", type=int, default=None)
@@ -57,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         synthetic, _ = run_baseline(method, fit, evaluation.queries, epsilon=args.epsilon, delta=delta,
                                     rng=np.random.default_rng(2), options=BaselineOptions())
         evaluation.add(method, synthetic)
-    candidates = [over_base(json.loads(c)) for c in args.candidate] or [dpgm_config(args.dataset)]
+    base = config_file(args.dataset, args.config)
+    candidates = [config_sections(base, json.loads(c)) for c in args.candidate] or [config_sections(base)]
     configs = {}
     for i, cfg_dict in enumerate(candidates):
         start = time.perf_counter()
