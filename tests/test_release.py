@@ -30,8 +30,8 @@ def trained_run(tmp_path_factory):
 
 
 def test_part_probabilities_follow_noisy_sizes():
-    p = size_shares(np.array([30.0, -5.0, 10.0]))
-    assert p.tolist() == pytest.approx([0.75, 0.0, 0.25])
+    p = size_shares(np.array([30.0, -5.0, 10.0]))  # projected to [27.5, 0, 7.5]: the total 35 is kept
+    assert p.tolist() == pytest.approx([27.5 / 35, 0.0, 7.5 / 35])
     assert size_shares(np.array([-1.0, -2.0])).tolist() == pytest.approx([0.5, 0.5])
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.mechanisms import project_to_total
 
 #: Ledger stage name used by every partitioner.
 STAGE = "partition"
@@ -22,11 +23,13 @@ STAGE = "partition"
 def size_shares(sizes: np.ndarray) -> np.ndarray:
     """Released part sizes (or weights) as shares summing to 1 (DESIGN.md 3.4).
 
-    Negative noisy sizes count as 0; if none is positive every part gets an equal share.
-    Uses only released values, so it is post-processing.
+    The sizes are first projected onto the non-negative ones with the same total
+    (``project_to_total``: no mass added by clamping); if the total is not positive every part
+    gets an equal share. Uses only released values, so it is post-processing.
     """
-    w = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0)
-    return w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w))
+    w = np.asarray(sizes, dtype=np.float64)
+    total = w.sum()
+    return project_to_total(w, total) / total if total > 0 else np.full(len(w), 1.0 / len(w))
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
-from dpgm.privacy.mechanisms import gaussian_release
+from dpgm.privacy.mechanisms import gaussian_release, project_to_total
 
 
 def histogram_event(sigma: float) -> GaussianEvent:
@@ -70,7 +70,7 @@ class _HistogramPartitioner:
             "released_counts": released.tolist(),
         }
         return Partition(
-            assignments=parts, noisy_sizes=np.maximum(released, 0.0), centres=None, info=info
+            assignments=parts, noisy_sizes=project_to_total(released, released.sum()), centres=None, info=info
         )
 
 

@@ -27,12 +27,13 @@ from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import clip_rows_to, part_sums
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.mechanisms import floor_counts, gaussian_release
+from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
 
 #: Ledger stage of this release.
 STAGE = "part_means"
-#: Means are kept in [FLOOR, 1 - FLOOR] so that their logits are finite.
-FLOOR = 1e-3
+#: Means are kept in [FLOOR, 1 - FLOOR] so that their logits are finite (small: a floor adds
+#: mass to rare items, FLOOR per part).
+FLOOR = 1e-5
 #: Calibration: samples per round (one seeded stream), rounds at most, and the largest shift that ends it.
 CALIBRATION_SAMPLES = 20_000
 CALIBRATION_ROUNDS = 10
@@ -60,7 +61,9 @@ def noisy_part_means(
     _, sums = part_sums(clip_rows_to(rows, bound), np.asarray(assignments), len(noisy_sizes))
     sums = gaussian_release(sums, sensitivity=bound, noise_multiplier=noise_multiplier,
                             accountant=accountant, stage=STAGE, rng=rng)
-    means = sums / floor_counts(noisy_sizes)[:, None]
+    sizes = floor_counts(noisy_sizes)
+    # per item, across parts: no part below 0 or above its size, the item's noisy total kept
+    means = project_to_total(sums, sums.sum(axis=0), caps=sizes) / sizes[:, None]
     return np.clip(means, FLOOR, 1.0 - FLOOR)
 
 

@@ -12,6 +12,7 @@ from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
 from dpgm.privacy.ledger import LedgerEntry
+from dpgm.privacy.mechanisms import project_to_total
 from tests.clustering._fixtures import block_dataset
 
 
@@ -38,16 +39,17 @@ def test_labels_missing_or_out_of_range_are_data_errors():
     assert acc.ledger.entries == []
 
 
-def test_empty_label_gets_a_clipped_noisy_size():
+def test_empty_label_gets_a_projected_noisy_size():
     """Sizes are the label counts (empty labels: 0) plus N(0, sigma^2) from the run's generator,
-    clipped at 0; one Gaussian release on the ledger."""
+    projected onto the non-negative sizes with the same total; one Gaussian release on the ledger."""
     data = block_dataset(n=30, k=3)
     acc = Accountant(delta=1e-5)
     part = ByLabel(k=5, noise_multiplier=3.0).fit(data, acc, np.random.default_rng(1))
     counts = np.bincount(data.labels, minlength=5)
     assert counts[3] == counts[4] == 0
-    expected = np.maximum(counts + np.random.default_rng(1).normal(0.0, 3.0, size=5), 0.0)
-    np.testing.assert_array_equal(part.noisy_sizes, expected)
+    noisy = counts + np.random.default_rng(1).normal(0.0, 3.0, size=5)
+    np.testing.assert_allclose(part.noisy_sizes, project_to_total(noisy, noisy.sum()))
+    assert part.noisy_sizes.min() >= 0 and part.noisy_sizes.sum() == pytest.approx(noisy.sum())
     np.testing.assert_array_equal(part.assignments, data.labels)
     assert acc.ledger.entries == [LedgerEntry("partition", GaussianEvent(noise_multiplier=3.0), 1)]
 

@@ -18,6 +18,7 @@ from dpgm.privacy.mechanisms import (
     gaussian_releases,
     laplace_release,
     noisy_releases,
+    project_to_total,
 )
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dpgm"
@@ -85,3 +86,24 @@ def test_laplace_release_scale_and_event() -> None:
 
 def test_floor_counts() -> None:
     np.testing.assert_array_equal(floor_counts([-3.0, 0.5, 7.0]), [1.0, 1.0, 7.0])
+
+
+def test_projection_keeps_the_total_hand_computed() -> None:
+    np.testing.assert_allclose(project_to_total([3.0, -1.0, 1.0], 3.0), [2.5, 0.0, 0.5])
+    np.testing.assert_allclose(project_to_total([5.0, 5.0], 6.0, caps=[2.0, 10.0]), [2.0, 4.0])
+    np.testing.assert_allclose(project_to_total([-4.0, -1.0], -2.0), [0.0, 0.0])  # total clipped to 0
+    cols = project_to_total(np.array([[3.0, 5.0], [-1.0, 5.0], [1.0, 0.0]]), np.array([3.0, 6.0]),
+                            caps=[10.0, 2.0, 10.0])
+    np.testing.assert_allclose(cols, [[2.5, 4.0], [0.0, 2.0], [0.5, 0.0]])
+
+
+def test_projection_adds_no_mass_where_clamping_does() -> None:
+    """20 parts each holding 2 records of a rare item (true total 40), noise std 20: clamping each
+    part's noisy count at 0 inflates the total about 4.5-fold; the projection's total is exactly
+    the noisy total clipped at 0 (one clip, not 20)."""
+    rng = np.random.default_rng(0)
+    noisy = 2.0 + rng.normal(0.0, 20.0, size=(20, 5000))
+    clamped = np.maximum(noisy, 0.0).sum(axis=0)
+    projected = project_to_total(noisy, noisy.sum(axis=0), caps=np.full(20, 1000.0)).sum(axis=0)
+    np.testing.assert_allclose(projected, np.maximum(noisy.sum(axis=0), 0.0), atol=1e-6)
+    assert clamped.mean() > 150.0 and projected.mean() < 65.0  # E[max(N(40, 89^2), 0)] = 59
