@@ -27,6 +27,7 @@ from tqdm import tqdm
 from dpgm.artifact import (
     CONFIG_FILE,
     LEDGER_FILE,
+    MODELS_FILE,
     NOT_PRIVATE,
     REPORT_FILE,
     SAMPLES_FILE,
@@ -264,9 +265,10 @@ class TrainingRun:
             torch.save(state, fh)
 
     # ---------------------------------------------------------------- loop
-    def train(self) -> None:
+    def train(self, stop: dict[str, int]) -> None:
         """Run the remaining steps; checkpoint every ``checkpoint_every`` steps, every
-        ``checkpoint_seconds`` and on SIGINT/SIGTERM (then raise RunInterrupted with the resume command)."""
+        ``checkpoint_seconds`` and when ``stop`` is set by SIGINT/SIGTERM (then raise
+        RunInterrupted with the resume command)."""
         from torch.utils.tensorboard import SummaryWriter
 
         t = self.cfg.training
@@ -277,27 +279,26 @@ class TrainingRun:
         bar = tqdm(total=self.steps, initial=self.step, disable=not self.progress, desc="DP-SGD", unit="step")
         last_save = time.monotonic()
         try:
-            with _stop_requests() as stop:
-                while self.step < self.steps and not stop:
-                    try:
-                        log = self.trainer.step(self.accountant)
-                    except PrivacyBudgetError as exc:
-                        bar.write(f"stopping before step {self.step + 1}: {exc}")
-                        break
-                    self.step += 1
-                    bar.update(1)
-                    if self.step % t.log_every == 0 or self.step == self.steps:
-                        self._log(writer, bar, log)
-                    if self.step % t.checkpoint_every == 0 or time.monotonic() - last_save > t.checkpoint_seconds:
-                        self.checkpoint()
-                        self._write_samples(writer)
-                        last_save = time.monotonic()
-                if stop:
+            while self.step < self.steps and not stop:
+                try:
+                    log = self.trainer.step(self.accountant)
+                except PrivacyBudgetError as exc:
+                    bar.write(f"stopping before step {self.step + 1}: {exc}")
+                    break
+                self.step += 1
+                bar.update(1)
+                if self.step % t.log_every == 0 or self.step == self.steps:
+                    self._log(writer, bar, log)
+                if self.step % t.checkpoint_every == 0 or time.monotonic() - last_save > t.checkpoint_seconds:
                     self.checkpoint()
-                    signum = stop["signal"]
-                    raise RunInterrupted(
-                        f"stopped by {signal.Signals(signum).name} after step {self.step} of {self.steps}; "
-                        f"checkpoint saved. Resume with: python train.py --resume {self.run_dir}", 128 + signum)
+                    self._write_samples(writer)
+                    last_save = time.monotonic()
+            if stop:
+                self.checkpoint()
+                signum = stop["signal"]
+                raise RunInterrupted(
+                    f"stopped by {signal.Signals(signum).name} after step {self.step} of {self.steps}; "
+                    f"checkpoint saved. Resume with: python train.py --resume {self.run_dir}", 128 + signum)
         finally:
             bar.close()
             writer.flush()
@@ -358,18 +359,21 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     A run that fails before its first checkpoint leaves no run directory behind.
     """
     layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
-    if layout.exists():
+    if layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists():
         raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} or another name (--set name=...)")
+    if layout.exists():  # killed before its first checkpoint: nothing to resume, start again
+        _remove_failed(layout, created_root=False)
     run = TrainingRun(cfg, layout.root, data=data, progress=progress)
     created = not layout.root.exists()
     layout.create()
-    try:
-        run.start()
-        run.checkpoint()  # the partition is never redone on resume: its charges are in this file
-    except BaseException:
-        _remove_failed(layout, created)
-        raise
-    run.train()
+    with _stop_requests() as stop:  # SIGINT/SIGTERM from here on: checkpoint, then stop
+        try:
+            run.start()
+            run.checkpoint()  # the partition is never redone on resume: its charges are in this file
+        except BaseException:
+            _remove_failed(layout, created)
+            raise
+        run.train(stop)
     return layout.root, run.finish()
 
 
@@ -385,10 +389,14 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
     """Continue an interrupted run from its last checkpoint."""
     layout = RunLayout(Path(run_dir))
     if not layout.checkpoint.is_file():
+        if layout.exists() and not layout.in_release(MODELS_FILE).exists():
+            raise ConfigError(f"{run_dir}: the run stopped before its first checkpoint (nothing was trained): "
+                              f"start it again with --config")
         raise ConfigError(f"{run_dir}: no private/checkpoint.pt to resume from (finished, or not a run directory)")
     cfg = load_config(layout.in_release(CONFIG_FILE))
     run = TrainingRun(cfg, layout.root, progress=progress)
     run.resume(torch.load(layout.checkpoint, map_location="cpu", weights_only=True))
-    run.train()
+    with _stop_requests() as stop:
+        run.train(stop)
     return layout.root, run.finish()
 

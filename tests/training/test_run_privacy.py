@@ -206,3 +206,29 @@ def test_sigkill_at_a_random_time_then_resume_is_exact(tmp_path):
         run_mod.resume(run_dir, progress=False)
     whole, _ = run_mod.train(config_from_dict({**body, "name": "whole"}), progress=False)
     assert_same_release(whole, run_dir)
+
+
+def test_a_run_killed_before_its_first_checkpoint_can_start_again(tmp_path):
+    cfg = tiny_config(tmp_path)
+    layout = run_mod.RunLayout(Path(cfg.runs_dir) / cfg.name)
+    layout.create()  # what a SIGKILL during the partition leaves: folders, no checkpoint
+    with pytest.raises(ConfigError, match="before its first checkpoint"):
+        run_mod.resume(layout.root, progress=False)
+    run_dir, _ = run_mod.train(cfg, progress=False)
+    assert (run_dir / "release" / "models.pt").is_file()
+
+
+def test_sigterm_during_the_partition_stops_after_its_checkpoint(tmp_path, monkeypatch):
+    cfg = tiny_config(tmp_path)
+    real = run_mod.TrainingRun._choose_items
+
+    def signalled(self, rng):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives while the run is starting
+        return real(self, rng)
+
+    monkeypatch.setattr(run_mod.TrainingRun, "_choose_items", signalled)
+    with pytest.raises(run_mod.RunInterrupted, match="after step 0 of 10; checkpoint saved. Resume with"):
+        run_mod.train(cfg, progress=False)
+    monkeypatch.undo()
+    run_dir, report = run_mod.resume(Path(cfg.runs_dir) / cfg.name, progress=False)
+    assert report["plan"]["steps_taken"] == 10
