@@ -230,5 +230,5 @@ def test_sigterm_during_the_partition_stops_after_its_checkpoint(tmp_path, monke
     with pytest.raises(run_mod.RunInterrupted, match="after step 0 of 10; checkpoint saved. Resume with"):
         run_mod.train(cfg, progress=False)
     monkeypatch.undo()
-    run_dir, report = run_mod.resume(Path(cfg.runs_dir) / cfg.name, progress=False)
+    _, report = run_mod.resume(Path(cfg.runs_dir) / cfg.name, progress=False)
     assert report["plan"]["steps_taken"] == 10
