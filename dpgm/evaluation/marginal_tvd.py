@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DataError
 
-#: All triples are used when there are at most this many (17 items: 680), else a sample of this size.
+#: All triples when there are at most this many (17 items: 680), else a sample of this size.
 DEFAULT_MAX_TRIPLES = 5000
 
 Records = np.ndarray | sp.spmatrix | BinaryDataset
@@ -62,20 +62,28 @@ def twoway_cells(pi: np.ndarray, pj: np.ndarray, pij: np.ndarray) -> np.ndarray:
 
 
 def threeway_cells(
-    pi: np.ndarray, pj: np.ndarray, pk: np.ndarray, pij: np.ndarray, pik: np.ndarray, pjk: np.ndarray,
+    pi: np.ndarray,
+    pj: np.ndarray,
+    pk: np.ndarray,
+    pij: np.ndarray,
+    pik: np.ndarray,
+    pjk: np.ndarray,
     pijk: np.ndarray,
 ) -> np.ndarray:
     """(..., 8) cells 000 .. 111 (i most significant) by inclusion-exclusion."""
-    return np.stack([
-        1.0 - pi - pj - pk + pij + pik + pjk - pijk,
-        pk - pik - pjk + pijk,
-        pj - pij - pjk + pijk,
-        pjk - pijk,
-        pi - pij - pik + pijk,
-        pik - pijk,
-        pij - pijk,
-        pijk,
-    ], axis=-1)
+    return np.stack(
+        [
+            1.0 - pi - pj - pk + pij + pik + pjk - pijk,
+            pk - pik - pjk + pijk,
+            pj - pij - pjk + pijk,
+            pjk - pijk,
+            pi - pij - pik + pijk,
+            pik - pijk,
+            pij - pijk,
+            pijk,
+        ],
+        axis=-1,
+    )
 
 
 def pair_frequencies(x: sp.csr_matrix) -> np.ndarray:
@@ -84,7 +92,7 @@ def pair_frequencies(x: sp.csr_matrix) -> np.ndarray:
 
 
 def triple_frequencies(x: sp.csr_matrix, triples: np.ndarray) -> np.ndarray:
-    """Fraction of records holding all three items of each row of ``triples`` (sorted, i < j < k)."""
+    """Fraction of records holding all three items of each row of ``triples`` (i < j < k)."""
     out = np.zeros(len(triples))
     xc = x.tocsc()
     for i in np.unique(triples[:, 0]):
@@ -98,7 +106,9 @@ def triple_frequencies(x: sp.csr_matrix, triples: np.ndarray) -> np.ndarray:
     return out / x.shape[0]
 
 
-def choose_triples(n_items: int, max_triples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+def choose_triples(
+    n_items: int, max_triples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, bool]:
     """(k, 3) sorted triples and whether they are all of them (C(m, 3) <= max_triples) or a sample.
 
     The sample: ``max_triples`` distinct triples, uniform, drawn with ``rng`` (seed it: the
@@ -172,15 +182,32 @@ def marginal_tvd(
     if m >= 2:
         ga, gb = pair_frequencies(a), pair_frequencies(b)
         i, j = np.triu_indices(m, k=1)
-        two = float(tvd(twoway_cells(pa[i], pa[j], ga[i, j]), twoway_cells(pb[i], pb[j], gb[i, j])).mean())
+        two = float(
+            tvd(twoway_cells(pa[i], pa[j], ga[i, j]), twoway_cells(pb[i], pb[j], gb[i, j])).mean()
+        )
         if m >= 3:
-            triples, exact = choose_triples(m, max_triples, rng if rng is not None else np.random.default_rng(0))
+            triples, exact = choose_triples(
+                m, max_triples, rng if rng is not None else np.random.default_rng(0)
+            )
             ti, tj, tk = triples.T
 
             def cells(p: np.ndarray, g: np.ndarray, x: sp.csr_matrix) -> np.ndarray:
-                return threeway_cells(p[ti], p[tj], p[tk], g[ti, tj], g[ti, tk], g[tj, tk],
-                                      triple_frequencies(x, triples))
+                return threeway_cells(
+                    p[ti],
+                    p[tj],
+                    p[tk],
+                    g[ti, tj],
+                    g[ti, tk],
+                    g[tj, tk],
+                    triple_frequencies(x, triples),
+                )
 
             three = float(tvd(cells(pa, ga, a), cells(pb, gb, b)).mean())
-    return MarginalTVD(oneway=one, twoway=two, threeway=three, length=length_tvd(a, b),
-                       n_triples=len(triples), all_triples=exact)
+    return MarginalTVD(
+        oneway=one,
+        twoway=two,
+        threeway=three,
+        length=length_tvd(a, b),
+        n_triples=len(triples),
+        all_triples=exact,
+    )

@@ -49,13 +49,23 @@ def test_matches_brute_force_dense_and_sparse() -> None:
     m = 6
     real = (rng.random((300, m)) < rng.random(m)).astype(np.uint8)
     syn = (rng.random((170, m)) < rng.random(m)).astype(np.uint8)
-    for a, b in [(real, syn), (sp.csr_matrix(real), sp.csr_matrix(syn)),
-                 (BinaryDataset(records=real, item_names=list("abcdef")), syn)]:
+    for a, b in [
+        (real, syn),
+        (sp.csr_matrix(real), sp.csr_matrix(syn)),
+        (BinaryDataset(records=real, item_names=list("abcdef")), syn),
+    ]:
         out = marginal_tvd(a, b)
         for k, value in [(1, out.oneway), (2, out.twoway), (3, out.threeway)]:
-            assert value == pytest.approx(_brute(real, syn, list(itertools.combinations(range(m), k))), abs=1e-12)
+            assert value == pytest.approx(
+                _brute(real, syn, list(itertools.combinations(range(m), k))), abs=1e-12
+            )
     lr, ls = real.sum(1), syn.sum(1)
-    expected = 0.5 * np.abs(np.bincount(lr, minlength=m + 1) / 300 - np.bincount(ls, minlength=m + 1) / 170).sum()
+    expected = (
+        0.5
+        * np.abs(
+            np.bincount(lr, minlength=m + 1) / 300 - np.bincount(ls, minlength=m + 1) / 170
+        ).sum()
+    )
     assert length_tvd(real, syn) == pytest.approx(expected)
 
 
