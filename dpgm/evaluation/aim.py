@@ -44,9 +44,8 @@ from dpgm.evaluation.pgm_common import (
     check_plan,
     default_n_out,
     fit_model,
-    import_mbi,
-    mbi_domain,
     measurement,
+    model_size_mb,
     rho_for_epsilon,
     select_index,
     zcdp_event,
@@ -132,10 +131,6 @@ def make_workload(
     return {c: 1.0 for c in cliques}
 
 
-def _model_size_mb(domain: object, cliques: list[tuple[str, ...]]) -> float:
-    return float(import_mbi().junction_tree.hypothetical_model_size(domain, cliques))
-
-
 def aim(
     records: np.ndarray | sp.spmatrix | BinaryDataset,
     *,
@@ -168,7 +163,6 @@ def aim(
         workload = make_workload(m, opts.degree, opts.max_workload, rng)
     candidates = compile_workload(workload)
     timer = Timer()
-    domain = mbi_domain(m)
 
     sigma = schedule.sigma
     charge(accountant, stage, GaussianEvent(noise_multiplier=sigma), m)
@@ -184,13 +178,16 @@ def aim(
         force = opts.time_limit is not None and timer.elapsed() > opts.time_limit
         eps, sigma, last = schedule.next_round(force_last=force)
         size_limit = opts.max_model_size * schedule.used / schedule.rho
-        model_cliques = [tuple(c) for c in model.cliques]
-        free = {c for cl in model_cliques for c in powerset(tuple(sorted(int(a) for a in cl)))}
+        model_cliques = [tuple(sorted(int(a) for a in cl)) for cl in model.cliques]
+        free = {c for cl in model_cliques for c in powerset(cl)}
+        edges = {e for cl in model_cliques for e in itertools.combinations(cl, 2)}
+        fits_now = model_size_mb(m, model_cliques) <= size_limit
         small = [
             c
             for c in candidates
             if c in free
-            or _model_size_mb(domain, model_cliques + [tuple(str(j) for j in c)]) <= size_limit
+            or (fits_now and edges.issuperset(itertools.combinations(c, 2)))  # same graph
+            or model_size_mb(m, [*model_cliques, c]) <= size_limit
         ]
         bias = math.sqrt(2 / math.pi) * sigma
         scores = np.array(

@@ -342,6 +342,32 @@ class JunctionTree:
         return out
 
 
+def model_size_mb(n_items: int, cliques: Iterable[Clique]) -> float:
+    """mbi's ``hypothetical_model_size`` for binary items, in pure Python (~100x faster).
+
+    The same greedy elimination as mbi's ``greedy_order`` (eliminate the item whose
+    neighbourhood, itself included, spans the fewest cells; ties: lowest index), then
+    8 bytes x the cells of the maximal cliques of the triangulated graph, in MB. AIM calls it
+    for every candidate in every round (mbi's own version takes 0.2 s a call on 100 items).
+    """
+    adj: list[set[int]] = [set() for _ in range(n_items)]
+    for cl in cliques:
+        for a in cl:
+            adj[a].update(b for b in cl if b != a)
+    alive = list(range(n_items))
+    formed: list[frozenset[int]] = []
+    while alive:
+        a = min(alive, key=lambda v: len(adj[v]))  # first minimum in index order
+        nbrs = adj[a]
+        formed.append(frozenset(nbrs | {a}))
+        for b in nbrs:
+            adj[b].discard(a)
+            adj[b].update(c for c in nbrs if c != b)
+        alive.remove(a)
+    maximal = [c for c in set(formed) if not any(c < d for d in formed)]
+    return sum(2 ** len(c) for c in maximal) * 8 / 2**20
+
+
 # --------------------------------------------------------------------------- fitting
 
 

@@ -207,3 +207,20 @@ def test_fit_aim_spends_at_most_epsilon_and_samples() -> None:
         x, 1.0, 1e-6, np.random.default_rng(1), n_out=50, options=AimOptions(rounds=6, max_iters=50)
     )
     assert syn.shape == (50, 5) and set(np.unique(syn)) <= {0, 1}
+
+
+def test_model_size_matches_mbi() -> None:
+    pytest.importorskip("mbi")
+    from dpgm.evaluation.pgm_common import clique_attrs, import_mbi, mbi_domain, model_size_mb
+
+    mbi = import_mbi()
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        m = int(rng.integers(3, 25))
+        cliques = [(j,) for j in range(m)]
+        for _ in range(int(rng.integers(0, 2 * m))):
+            cliques.append(tuple(sorted(rng.choice(m, int(rng.integers(2, 4)), replace=False))))
+        expected = mbi.junction_tree.hypothetical_model_size(
+            mbi_domain(m), [clique_attrs(c) for c in cliques]
+        )
+        assert model_size_mb(m, cliques) == pytest.approx(expected, rel=1e-12)
