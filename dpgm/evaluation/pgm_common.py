@@ -177,6 +177,71 @@ def _table_to(vs: Clique, table: np.ndarray, order: Clique) -> np.ndarray:
     return np.transpose(table, [vs.index(v) for v in order])
 
 
+def _expand(table: np.ndarray, vs: Clique, to: Clique) -> np.ndarray:
+    """A table over sorted ``vs`` broadcast against sorted ``to`` (a superset)."""
+    return table.reshape([2 if v in vs else 1 for v in to])
+
+
+def _logsumexp_to(table: np.ndarray, vs: Clique, keep: Clique) -> np.ndarray:
+    """log sum exp of a log table over sorted ``vs`` down to the sorted subset ``keep``."""
+    from scipy.special import logsumexp
+
+    axes = tuple(i for i, v in enumerate(vs) if v not in keep)
+    return logsumexp(table, axis=axes) if axes else table
+
+
+def _calibrate(
+    cliques: list[Clique], logpot: list[np.ndarray], edges: list[tuple[int, int]], total: float
+) -> list[np.ndarray]:
+    """Clique marginals (counts summing to ``total``) by two-pass sum-product on a forest."""
+    k = len(cliques)
+    adj: list[list[int]] = [[] for _ in range(k)]
+    for a, b in edges:
+        adj[a].append(b)
+        adj[b].append(a)
+    parent, order, seen = [-1] * k, [], [False] * k
+    for root in range(k):
+        if seen[root]:
+            continue
+        seen[root], queue = True, [root]
+        while queue:
+            c = queue.pop(0)
+            order.append(c)
+            for nb in adj[c]:
+                if not seen[nb]:
+                    seen[nb], parent[nb] = True, c
+                    queue.append(nb)
+
+    def sep(a: int, b: int) -> Clique:
+        return tuple(v for v in cliques[a] if v in cliques[b])
+
+    up: dict[int, np.ndarray] = {}  # message child -> parent, over their separator
+    for c in reversed(order):
+        belief = logpot[c] + sum(
+            (_expand(up[ch], sep(ch, c), cliques[c]) for ch in adj[c] if parent[ch] == c),
+            np.zeros(()),
+        )
+        if parent[c] >= 0:
+            up[c] = _logsumexp_to(belief, cliques[c], sep(c, parent[c]))
+    beliefs: list[np.ndarray] = [np.zeros(())] * k
+    down: dict[int, np.ndarray] = {}  # message parent -> child
+    for c in order:
+        belief = logpot[c] + sum(
+            (_expand(up[ch], sep(ch, c), cliques[c]) for ch in adj[c] if parent[ch] == c),
+            np.zeros(()),
+        )
+        if parent[c] >= 0:
+            belief = belief + _expand(down[c], sep(c, parent[c]), cliques[c])
+        beliefs[c] = belief
+        for ch in adj[c]:
+            if parent[ch] == c:
+                msg = belief - _expand(up[ch], sep(ch, c), cliques[c])
+                down[ch] = _logsumexp_to(msg, cliques[c], sep(ch, c))
+    from scipy.special import logsumexp
+
+    return [total * np.exp(b - logsumexp(b)) for b in beliefs]
+
+
 class JunctionTree:
     """A calibrated junction tree over binary items: clique marginals (counts) and separators.
 
@@ -247,28 +312,32 @@ class JunctionTree:
 
     @classmethod
     def from_mbi(cls, model: Any, n_items: int) -> JunctionTree:
-        """Calibrate ``model`` (an mbi MarkovRandomField) on its junction tree's maximal cliques."""
+        """Calibrate ``model`` (an mbi MarkovRandomField) on its junction tree, in numpy.
+
+        mbi's junction tree (maximal cliques, spanning tree); each potential goes to one
+        clique holding it; two passes of log-space sum-product give the clique marginals.
+        (mbi's own message passing would compile a JAX program for every new structure.)
+        """
         mbi = import_mbi()
         jtree, _ = mbi.junction_tree.make_junction_tree(
             model.domain, [tuple(c) for c in model.cliques]
         )
         nodes = list(jtree.nodes)
-        marg = mbi.marginal_oracles.message_passing_stable(
-            model.potentials.expand(nodes), model.total
-        )
-        cliques, tables = [], []
-        for node in nodes:
-            factor = marg[node]
+        cliques = [tuple(sorted(int(a) for a in node)) for node in nodes]
+        logpot = [np.zeros((2,) * len(c)) for c in cliques]
+        for cl in model.potentials.cliques:
+            factor = model.potentials[cl]
             names = tuple(int(a) for a in factor.domain.attributes)
             order = tuple(sorted(names))
-            cliques.append(order)
-            tables.append(
-                np.maximum(
-                    _table_to(names, np.asarray(factor.values, dtype=np.float64), order), 0.0
-                )
+            home = min(
+                (i for i, c in enumerate(cliques) if set(order) <= set(c)),
+                key=lambda i: len(cliques[i]),
             )
+            table = _table_to(names, np.asarray(factor.values, dtype=np.float64), order)
+            logpot[home] = logpot[home] + _expand(table, order, cliques[home])
         index = {node: i for i, node in enumerate(nodes)}
         edges = [(index[a], index[b]) for a, b in jtree.edges]
+        tables = _calibrate(cliques, logpot, edges, float(model.total))
         return cls(cliques, tables, edges, n_items, float(model.total))
 
     def _path_nodes(self, a: int, b: int) -> set[int]:

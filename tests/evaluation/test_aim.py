@@ -224,3 +224,33 @@ def test_model_size_matches_mbi() -> None:
             mbi_domain(m), [clique_attrs(c) for c in cliques]
         )
         assert model_size_mb(m, cliques) == pytest.approx(expected, rel=1e-12)
+
+
+def test_junction_tree_marginals_and_samples_match_mbi() -> None:
+    pytest.importorskip("mbi")
+    from dpgm.evaluation.pgm_common import (
+        JunctionTree,
+        TrueMarginals,
+        clique_attrs,
+        fit_model,
+        import_mbi,
+        measurement,
+    )
+
+    mbi = import_mbi()
+    rng = np.random.default_rng(1)
+    n, m = 3000, 6
+    z = rng.random(n)
+    x = (rng.random((n, m)) < 0.2 + 0.6 * z[:, None]).astype(np.uint8)
+    truth = TrueMarginals(x)
+    cliques = [(j,) for j in range(m)] + [(0, 1), (1, 2), (2, 3, 4), (0, 5), (3, 5)]
+    model = fit_model([measurement(c, truth(c), 1.0) for c in cliques], m, 200)
+    tree = JunctionTree.from_mbi(model, m)
+    for c in [(0, 2), (1, 4), (0, 3, 5), (1, 2, 5), (4,)]:
+        expected = mbi.marginal_oracles.variable_elimination(
+            model.potentials, clique_attrs(c), float(model.total)
+        )
+        np.testing.assert_allclose(tree.marginal(c), np.asarray(expected.datavector()), rtol=1e-9)
+    sample = TrueMarginals(tree.sample(100_000, np.random.default_rng(0)))
+    for c in [(0, 1), (2, 3, 4)]:
+        np.testing.assert_allclose(sample(c) / 100_000, tree.marginal(c) / tree.total, atol=0.01)
