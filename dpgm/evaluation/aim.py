@@ -18,8 +18,10 @@ worst case is checked before any data is touched, and every release is charged f
 
 Defaults for 100 items (documented departures, accuracy for time): T = min(16 m, m + 40)
 instead of 16 m (the run makes about T - 0.9 m rounds before annealing), mirror descent
-``max_iters`` = 250 per refit instead of 1000, no extra final refit, and ``time_limit``
-(seconds) after which the next round is the last one and spends what is left.
+``max_iters`` = 250 per refit instead of 1000, no extra final refit, and two caps after
+which the next round is the last one and spends what is left: ``time_limit`` (seconds) and
+``max_rounds``. ``max_model_size`` (MB, the paper's 80) bounds the junction tree. Each round
+costs one mbi refit, dominated by JAX compiling the new clique structure (seconds).
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ def default_rounds(n_items: int) -> int:
 @dataclass(frozen=True)
 class AimOptions:
     """Settings: workload (all ``degree``-way marginals, optionally ``max_workload`` of them at
-    random, weight 1), T = ``rounds``, model size cap in MB, mirror-descent iterations, time."""
+    random, weight 1), T = ``rounds``, model size cap in MB, mirror-descent iterations per
+    refit, and the caps ``time_limit`` (seconds) and ``max_rounds`` (see the module docstring)."""
 
     degree: int = 2
     max_workload: int | None = None
@@ -72,6 +75,7 @@ class AimOptions:
     max_model_size: float = 80.0
     max_iters: int = 250
     time_limit: float | None = None
+    max_rounds: int | None = None
 
 
 class AimSchedule:
@@ -175,7 +179,9 @@ def aim(
     trace_rounds: list[PgmRound] = []
     last = False
     while not last:
-        force = opts.time_limit is not None and timer.elapsed() > opts.time_limit
+        force = (opts.time_limit is not None and timer.elapsed() > opts.time_limit) or (
+            opts.max_rounds is not None and len(trace_rounds) + 1 >= opts.max_rounds
+        )
         eps, sigma, last = schedule.next_round(force_last=force)
         size_limit = opts.max_model_size * schedule.used / schedule.rho
         model_cliques = [tuple(sorted(int(a) for a in cl)) for cl in model.cliques]

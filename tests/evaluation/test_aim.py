@@ -201,6 +201,17 @@ def test_fit_aim_spends_at_most_epsilon_and_samples() -> None:
     )
     assert acc.spent().epsilon <= 1.0
     assert acc.spent().epsilon == pytest.approx(cdp_eps(res.rho, 1e-6), rel=5e-3)
+    assert res.info["rho_used"] == pytest.approx(res.rho, rel=1e-9)
+    capped = fit_aim(
+        x,
+        epsilon=1.0,
+        delta=1e-6,
+        rng=np.random.default_rng(1),
+        options=AimOptions(rounds=8, max_iters=50, max_rounds=2),
+    )
+    assert len(capped.rounds) == 2 and capped.info["rho_used"] == pytest.approx(
+        capped.rho, rel=1e-9
+    )
     out = res.sample(300, np.random.default_rng(2))
     assert out.records.shape == (300, 5)
     syn = synthesize(
