@@ -52,13 +52,13 @@ def import_mbi() -> Any:
     """Import ``mbi`` (optional extra ``peers``) with JAX in float64, as mbi advises for n > 1e5."""
     try:
         import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import mbi
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ConfigError(
-            "AIM/MST need the optional package mbi: pip install -e '.[peers]'"
+            f"AIM/MST need the optional package mbi ({exc}): pip install -e '.[peers]'"
         ) from exc
-    jax.config.update("jax_enable_x64", True)
-    import mbi
-
     return mbi
 
 
