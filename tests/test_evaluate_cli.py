@@ -104,3 +104,16 @@ def test_script_entry_point(files) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "counting", "--real", "nowhere.txt",
                            "--synthetic", "x.csv"], check=False, capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_marginals_tvd(files, capsys) -> None:
+    out_json = files["dir"] / "tvd.json"
+    code, _, err = run(["marginals", "--real", str(files["real"]), "--synthetic", str(files["csv"]),
+                          "--synthetic", str(files["other"]), "--json", str(out_json)], capsys)
+    assert code == 0, err
+    rows = json.loads(out_json.read_text())["marginal_tvd"]
+    copy, other = rows[str(files["csv"])], rows[str(files["other"])]
+    assert copy["oneway"] == copy["twoway"] == copy["threeway"] == copy["length"] == 0.0
+    assert copy["n_triples"] == 20 and copy["all_triples"]
+    assert other["length"] == pytest.approx(1.0)  # all-ones records: length 6, absent from the real data
+    assert 0 < other["oneway"] < 1 and 0 < other["threeway"] <= 1
