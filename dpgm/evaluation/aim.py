@@ -42,10 +42,10 @@ from dpgm.evaluation.pgm_common import (
     PgmRound,
     Timer,
     TrueMarginals,
-    charge,
     check_plan,
     default_n_out,
     fit_model,
+    measure,
     measurement,
     model_size_mb,
     rho_for_epsilon,
@@ -53,7 +53,7 @@ from dpgm.evaluation.pgm_common import (
     zcdp_event,
 )
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import ExponentialEvent, GaussianEvent
+from dpgm.privacy.events import ExponentialEvent
 
 ALPHA = 0.9  # share of each round's zCDP for the measurement (AIM: 0.9), the rest for selection
 
@@ -169,10 +169,8 @@ def aim(
     timer = Timer()
 
     sigma = schedule.sigma
-    charge(accountant, stage, GaussianEvent(noise_multiplier=sigma), m)
-    measurements = [
-        measurement((j,), truth((j,)) + rng.normal(0.0, sigma, 2), sigma) for j in range(m)
-    ]
+    ys = measure(accountant, stage, rng, sigma, [truth((j,)) for j in range(m)])
+    measurements = [measurement((j,), y, sigma) for j, y in enumerate(ys)]
     measured: list[Clique] = [(j,) for j in range(m)]
     model = fit_model(measurements, m, opts.max_iters)
     tree = JunctionTree.from_mbi(model, m)
@@ -203,11 +201,10 @@ def aim(
             ]
         )
         sensitivity = max(abs(candidates[c]) for c in small)
-        charge(accountant, stage, ExponentialEvent(epsilon=eps))
+        accountant.spend(stage, ExponentialEvent(epsilon=eps))
         k, probs = select_index(scores, eps, sensitivity, rng.random())
         chosen = small[k]
-        charge(accountant, stage, GaussianEvent(noise_multiplier=sigma))
-        y = truth(chosen) + rng.normal(0.0, sigma, 2 ** len(chosen))
+        (y,) = measure(accountant, stage, rng, sigma, [truth(chosen)])
         measurements.append(measurement(chosen, y, sigma))
         measured.append(chosen)
         before = tree.marginal(chosen)

@@ -25,23 +25,22 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm_common import (
-    CALIBRATION_MARGIN,
     Clique,
     JunctionTree,
     PgmResult,
     PgmRound,
     Timer,
     TrueMarginals,
-    charge,
     check_plan,
     default_n_out,
     fit_model,
+    measure,
     measurement,
     select_index,
 )
-from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.calibrate import calibrate, releases_epsilon
 from dpgm.privacy.events import DpEvent, ExponentialEvent, GaussianEvent
-from dpgm.privacy.ledger import LedgerEntry
 
 DEFAULT_ITERS = 1000  # mirror-descent iterations per fit (the original: 2500 then 10000)
 
@@ -70,26 +69,15 @@ def mst_events(rho: float, n_items: int) -> list[tuple[DpEvent, int]]:
 
 def plan_epsilon(rho: float, n_items: int, delta: float) -> float:
     """The accountant's epsilon at ``delta`` for MST's plan at zCDP ``rho``."""
-    entries = [LedgerEntry("mst", e, c) for e, c in mst_events(rho, n_items)]
-    return epsilon_from_rdp(ledger_rdp(entries), delta).epsilon
+    return releases_epsilon(mst_events(rho, n_items), delta)
 
 
-def mst_rho(
-    epsilon: float, delta: float, n_items: int, margin: float = CALIBRATION_MARGIN
-) -> float:
-    """Largest rho (bisection, 1e-9 relative) whose plan the accountant puts at <= epsilon."""
+def mst_rho(epsilon: float, delta: float, n_items: int) -> float:
+    """Largest rho whose plan the accountant puts at <= epsilon (``calibrate`` on s = 1/sqrt(2 rho))."""
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ConfigError(f"mst: epsilon must be finite and > 0, got {epsilon}")
-    target = epsilon * (1.0 - margin)
-    lo, hi = 1e-12, 1.0
-    while plan_epsilon(hi, n_items, delta) <= target:
-        lo, hi = hi, hi * 2
-    if plan_epsilon(lo, n_items, delta) > target:
-        raise ConfigError(f"mst: epsilon {epsilon:g} is out of reach at delta {delta:g}")
-    while hi / lo > 1 + 1e-9:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if plan_epsilon(mid, n_items, delta) <= target else (lo, mid)
-    return lo
+    scale = calibrate(lambda s: mst_events(1.0 / (2.0 * s * s), n_items), target_epsilon=epsilon, delta=delta)
+    return 1.0 / (2.0 * scale * scale)
 
 
 class _Components:
@@ -133,8 +121,8 @@ def mst(
     s1, s2, eps = mst_parameters(rho, m)
     check_plan(accountant, mst_events(rho, m), "mst")
     timer = Timer()
-    charge(accountant, stage, GaussianEvent(noise_multiplier=s1), m)
-    log = [measurement((j,), truth((j,)) + rng.normal(0.0, s1, 2), s1) for j in range(m)]
+    log = [measurement((j,), y, s1) for j, y in enumerate(measure(accountant, stage, rng, s1,
+                                                                  [truth((j,)) for j in range(m)]))]
     tree = JunctionTree.from_mbi(fit_model(log, m, iters), m)
     pairs = list(itertools.combinations(range(m), 2))
     error = {p: float(np.abs(truth(p) - tree.marginal(p)).sum()) for p in pairs}
@@ -143,7 +131,7 @@ def mst(
     chosen: list[Clique] = []
     for _ in range(m - 1):
         pairs = [p for p in pairs if components.find(p[0]) != components.find(p[1])]
-        charge(accountant, stage, ExponentialEvent(epsilon=eps))
+        accountant.spend(stage, ExponentialEvent(epsilon=eps))
         k, probs = select_index(np.array([error[p] for p in pairs]), eps, 1.0, rng.random())
         chosen.append(pairs[k])
         components.merge(*pairs[k])
@@ -151,8 +139,7 @@ def mst(
             PgmRound(pairs[k], s2, eps, probs if trace else None, list(pairs) if trace else None)
         )
     for pair, entry in zip(chosen, rounds):
-        charge(accountant, stage, GaussianEvent(noise_multiplier=s2))
-        y = truth(pair) + rng.normal(0.0, s2, 4)
+        (y,) = measure(accountant, stage, rng, s2, [truth(pair)])
         log.append(measurement(pair, y, s2))
         if trace:
             entry.measurement = y

@@ -31,21 +31,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
-from dpgm.errors import ConfigError, PrivacyBudgetError
-from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, rdp_curve
+from dpgm.errors import ConfigError
+from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_epsilon
 from dpgm.privacy.events import DpEvent, GaussianEvent
+from dpgm.privacy.mechanisms import gaussian_releases
 
 Clique = tuple[int, ...]
 #: Calibrate just below the target so float rounding of the per-round costs never exceeds it.
 CALIBRATION_MARGIN = 1e-9
 #: Up to this many items the true marginals come from one histogram over all 2^m records.
 MAX_HISTOGRAM_ITEMS = 20
-
-
-def charge(accountant: Accountant, stage: str, event: DpEvent, count: int = 1) -> None:
-    """The ONE place these baselines charge the accountant (a rename touches this line only)."""
-    accountant.charge(stage, event, count)
 
 
 def import_mbi() -> Any:
@@ -100,18 +96,16 @@ def zcdp_event(rho: float) -> GaussianEvent:
     return GaussianEvent(noise_multiplier=1.0 / math.sqrt(2.0 * rho))
 
 
-def check_plan(accountant: Accountant, events: Iterable[tuple[DpEvent, int]], what: str) -> float:
-    """Epsilon the accountant would reach after ``events``; raise (nothing run) if over budget."""
-    rdp = accountant.rdp()
-    for event, count in events:
-        rdp = rdp + count * rdp_curve(event, accountant.orders)
-    eps = epsilon_from_rdp(rdp, accountant.delta, accountant.orders).epsilon
-    if accountant.budget_epsilon is not None and eps > accountant.budget_epsilon:
-        raise PrivacyBudgetError(
-            f"{what}: the plan would raise epsilon to {eps:.4g}, above the budget "
-            f"{accountant.budget_epsilon:.4g} (delta={accountant.delta:g}); nothing was released"
-        )
-    return eps
+def check_plan(accountant: Accountant, events: Iterable[tuple[DpEvent, int]], what: str) -> None:
+    """Refuse the whole run (nothing released) when ``events`` would exceed the accountant's budget."""
+    accountant.refuse_unless_affordable(what, *(e for event, count in events for e in [event] * count))
+
+
+def measure(accountant: Accountant, stage: str, rng: np.random.Generator, sigma: float,
+            truths: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Gaussian measurements of marginals (L2 sensitivity 1 each), charged together, then drawn."""
+    return gaussian_releases(list(truths), [1.0] * len(truths), noise_multiplier=sigma,
+                             accountant=accountant, stage=stage, rng=rng)
 
 
 # --------------------------------------------------------------------------- data

@@ -83,12 +83,12 @@ def test_schedule_ledger_within_target_and_matches_cdp2adp(
     for _ in range(3):  # random annealing decisions: the total is rho whatever the run does
         acc = Accountant(delta=delta, budget_epsilon=epsilon)
         sched = AimSchedule(rho, default_rounds(m), m)
-        acc.charge("aim", GaussianEvent(noise_multiplier=sched.sigma), m)
+        acc.spend("aim", GaussianEvent(noise_multiplier=sched.sigma), count=m)
         last = False
         while not last:
             eps_t, sigma_t, last = sched.next_round()
-            acc.charge("aim", ExponentialEvent(epsilon=eps_t))
-            acc.charge("aim", GaussianEvent(noise_multiplier=sigma_t))
+            acc.spend("aim", ExponentialEvent(epsilon=eps_t))
+            acc.spend("aim", GaussianEvent(noise_multiplier=sigma_t))
             if rng.random() < 0.2 and not last:
                 sched.anneal()
         assert sched.used == pytest.approx(rho, rel=1e-9)

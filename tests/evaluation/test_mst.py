@@ -20,7 +20,7 @@ def test_plan_within_target_and_matches_cdp2adp(epsilon: float, delta: float, m:
     assert (m - 1) / (2 * s2**2) == pytest.approx(rho / 3)
     acc = Accountant(delta=delta, budget_epsilon=epsilon)
     for event, count in mst_events(rho, m):
-        acc.charge("mst", event, count)
+        acc.spend("mst", event, count=count)
     spent = acc.spent().epsilon
     assert spent <= epsilon and spent == pytest.approx(plan_epsilon(rho, m, delta))
     assert spent == pytest.approx(epsilon, rel=1e-6)  # the budget is used, not wasted
