@@ -33,13 +33,15 @@ from provenance import write_json
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.transactions import load_transactions
+from dpgm.evaluation.aim import AimOptions
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
+from dpgm.evaluation.marginal_tvd import marginal_tvd
 from dpgm.privacy.calibrate import default_delta
 
 DATASETS = ("msnbc", "retail", "gowalla")
 TOP_ITEMS = {"msnbc": None, "retail": 100, "gowalla": 100}
 EPSILONS = (1.0, 2.0)
-METHODS = ("dpgm", "mwem", "marginals")
+METHODS = ("dpgm", "aim", "mst", "mwem", "marginals")
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -93,6 +95,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=1000)
     p.add_argument("--top-items", type=int, default=None, help="override the item restriction of retail/gowalla")
     p.add_argument("--limit", type=int, default=None, help="use only the first N records of each dataset")
+    p.add_argument("--subsample", type=int, default=None,
+                   help="a uniform random sample of N records of each dataset (seeded by --seed)")
+    p.add_argument("--seeds", type=int, default=1, help="repeat every method this many times (new seeds)")
+    p.add_argument("--aim-rounds", type=int, default=None, help="AIM's T (default: min(16 d, d + 40))")
+    p.add_argument("--aim-time-limit", type=float, default=600.0, help="AIM's last round starts after this")
     p.add_argument("--rounds", type=int, default=50, help="MWEM rounds T")
     p.add_argument("--accounting", choices=("rdp", "pure"), default="rdp")
     p.add_argument("--config", type=Path, default=None,
@@ -107,7 +114,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def load(name: str, args: argparse.Namespace) -> BinaryDataset:
     top = TOP_ITEMS[name] if args.top_items is None or TOP_ITEMS[name] is None else args.top_items
     folder = args.data_dir or default_data_dir()
-    return load_transactions(folder / name / f"{name}.txt.gz", top_items=top, limit=args.limit)
+    data = load_transactions(folder / name / f"{name}.txt.gz", top_items=top, limit=args.limit)
+    if getattr(args, "subsample", None) and args.subsample < data.n_records:
+        pick = np.random.default_rng([args.seed, 7]).choice(data.n_records, args.subsample, replace=False)
+        data = data.subset(np.sort(pick))
+    return data
+
+
+def tvd_rows(real: BinaryDataset, synthetic: BinaryDataset, **keys: Any) -> list[dict[str, Any]]:
+    """The marginal TVDs (1-, 2-, 3-way, record length) of one synthetic dataset as JSON rows."""
+    tvd = marginal_tvd(real, synthetic).to_dict()
+    return [{**keys, "metric": f"tvd_{name}", "value": tvd[name]} for name in ("oneway", "twoway", "threeway", "length")]
 
 
 def synthesize(
@@ -129,15 +146,18 @@ def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[floa
 
     fig, axes = plt.subplots(len(datasets), len(epsilons), figsize=(4 * len(epsilons), 3 * len(datasets)),
                              squeeze=False)
-    markers = {"dpgm": "o", "mwem": "s", "marginals": "^"}
+    markers = {"dpgm": "o", "aim": "D", "mst": "v", "mwem": "s", "marginals": "^"}
     for i, ds in enumerate(datasets):
         for j, eps in enumerate(epsilons):
             ax = axes[i][j]
             for method in METHODS:
-                rows = sorted((r for r in results if (r["dataset"], r["epsilon"], r["method"]) == (ds, eps, method)),
-                              key=lambda r: r["group"])
-                if rows:
-                    ax.plot([20 * r["group"] for r in rows], [r["rel_error"] for r in rows],
+                by_group: dict[int, list[float]] = {}
+                for r in results:
+                    if (r["dataset"], r["epsilon"], r["method"]) == (ds, eps, method):
+                        by_group.setdefault(r["group"], []).append(r["rel_error"])
+                if by_group:  # mean over seeds
+                    groups = sorted(by_group)
+                    ax.plot([20 * g for g in groups], [np.mean(by_group[g]) for g in groups],
                             marker=markers[method], label=method)
             ax.set_yscale("log")
             ax.set_title(f"{ds}, epsilon = {eps:g}")
@@ -153,31 +173,35 @@ def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[floa
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    options = BaselineOptions(accounting=args.accounting, rounds=args.rounds)
+    options = BaselineOptions(accounting=args.accounting, rounds=args.rounds,
+                              aim=AimOptions(rounds=args.aim_rounds, time_limit=args.aim_time_limit))
     dataset_seeds = np.random.SeedSequence(args.seed).spawn(len(args.datasets))
     results, runs = [], []
     for name, ds_seed in zip(args.datasets, dataset_seeds):
         data = load(name, args)
         delta = default_delta(data.n_records)
-        q_seed, *method_seeds = ds_seed.spawn(1 + len(args.epsilons) * len(args.methods))
+        q_seed, *method_seeds = ds_seed.spawn(1 + len(args.epsilons) * len(args.methods) * args.seeds)
         evaluation = start_evaluation(data, args.queries, np.random.default_rng(q_seed))
         print(f"\n== {name}: {data.n_records} records, {data.n_items} items, maxlen {evaluation.queries.maxlen}, "
-              f"delta {delta:.3g}")
+              f"delta {delta:.3g}", flush=True)
         for e_index, eps in enumerate(args.epsilons):
             for m_index, method in enumerate(args.methods):
-                rng = np.random.default_rng(method_seeds[e_index * len(args.methods) + m_index])
-                start = time.perf_counter()
-                synthetic, report = synthesize(method, name, data, evaluation.queries, eps, delta, rng, options,
-                                                 args.config)
-                key = f"{method}@{eps:g}"
-                evaluation.add(key, synthetic, report)
-                seconds = time.perf_counter() - start
-                means = evaluation.group_means()[key]
-                results += [{"dataset": name, "epsilon": eps, "method": method, "group": g, "rel_error": v}
-                            for g, v in means.items()]
-                runs.append({"dataset": name, "epsilon": eps, "method": method, "seconds": seconds,
-                             "n_synthetic": synthetic.n_records, "privacy": report})
+                for seed in range(args.seeds):
+                    keys = {"dataset": name, "epsilon": eps, "method": method, "seed": seed}
+                    index = (e_index * len(args.methods) + m_index) * args.seeds + seed
+                    rng = np.random.default_rng(method_seeds[index])
+                    start = time.perf_counter()
+                    synthetic, report = synthesize(method, name, data, evaluation.queries, eps, delta, rng,
+                                                   options, args.config)
+                    seconds = time.perf_counter() - start
+                    key = f"{method}@{eps:g}#{seed}"
+                    evaluation.add(key, synthetic, report)
+                    results += [{**keys, "group": g, "rel_error": v} for g, v in evaluation.group_means()[key].items()]
+                    results += tvd_rows(data, synthetic, **keys)
+                    runs.append({**keys, "seconds": seconds, "n_synthetic": synthetic.n_records, "privacy": report})
+                    print(f"  {key}: {seconds:.1f} s", flush=True)
         print(evaluation.table())
+        print(tvd_table([r for r in results if r["dataset"] == name and "metric" in r]))
     if args.json:
         settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         settings["top_items_by_dataset"] = {d: (TOP_ITEMS[d] if args.top_items is None or TOP_ITEMS[d] is None
@@ -185,9 +209,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(args.json, {"settings": settings, "results": results, "runs": runs})
         print(f"wrote {args.json}")
     if args.png:
-        plot(results, args.datasets, args.epsilons, args.png)
+        plot([r for r in results if "group" in r], args.datasets, args.epsilons, args.png)
         print(f"wrote {args.png}")
     return 0
+
+
+def tvd_table(rows: list[dict[str, Any]]) -> str:
+    """Mean marginal TVD per method and epsilon (over seeds): 1-way, 2-way, 3-way, record length."""
+    cells: dict[tuple[str, float], dict[str, list[float]]] = {}
+    for r in rows:
+        cells.setdefault((r["method"], r["epsilon"]), {}).setdefault(r["metric"], []).append(r["value"])
+    names = ("tvd_oneway", "tvd_twoway", "tvd_threeway", "tvd_length")
+    lines = [f"{'method':>12}  " + "  ".join(f"{n:>13}" for n in names)]
+    for (method, eps), metrics in cells.items():
+        lines.append(f"{method + '@' + format(eps, 'g'):>12}  "
+                     + "  ".join(f"{np.mean(metrics[n]):>13.4g}" for n in names))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

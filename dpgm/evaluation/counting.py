@@ -22,7 +22,9 @@ from dpgm.data.csv import load_csv
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.transactions import load_transactions
 from dpgm.errors import ConfigError, DataError
+from dpgm.evaluation.aim import AimOptions, fit_aim
 from dpgm.evaluation.marginals import Mechanism, fit_marginals, marginals_event
+from dpgm.evaluation.mst import fit_mst
 from dpgm.evaluation.mwem import MwemBudget, fit_mwem
 from dpgm.evaluation.queries import (
     QuerySet,
@@ -35,7 +37,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent
 
-BASELINES = ("mwem", "marginals")
+BASELINES = ("mwem", "marginals", "aim", "mst")
 Accounting = Literal["rdp", "pure"]
 
 
@@ -128,6 +130,7 @@ class BaselineOptions:
     support_size: int = 10_000
     mechanism: Mechanism = "gaussian"
     max_length: int | None = None
+    aim: AimOptions = field(default_factory=AimOptions)
 
 
 def run_baseline(
@@ -141,7 +144,7 @@ def run_baseline(
     options: BaselineOptions | None = None,
     n_synthetic: int | None = None,
 ) -> tuple[BinaryDataset, dict[str, Any]]:
-    """Fit ``method`` (mwem or marginals) at (epsilon, delta) and sample a synthetic dataset.
+    """Fit ``method`` (mwem, marginals, aim or mst) at (epsilon, delta) and sample a synthetic dataset.
 
     Returns the synthetic records (``n_synthetic``, default the released noisy n) and the
     privacy report of the baseline's own accountant (budget = epsilon, enforced per charge).
@@ -167,6 +170,14 @@ def run_baseline(
         )
         pure = params.get("epsilon")
         report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
+    elif method in ("aim", "mst"):
+        if opts.accounting == "pure":
+            raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
+        if method == "aim":
+            model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
+        else:
+            model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+        report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)
     else:
         raise ConfigError(f"unknown baseline {method!r} (choose from {', '.join(BASELINES)})")
     n = round(model.n_noisy) if n_synthetic is None else n_synthetic
