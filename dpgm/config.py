@@ -44,6 +44,7 @@ class DataConfig:
     n_items: int | None = opt(None, "transactions without an items file: the public item universe, ids 0..n_items-1 (the universe is never read off the private data)")
     label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
+    records_magnitude: int | None = opt(None, "rules: public: the declared order of magnitude N of the number of records (a power of ten, N <= n < 10 N; null: read off the data and listed in the privacy report's public_inputs)")
     download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
 
     def validate(self) -> None:
@@ -52,6 +53,8 @@ class DataConfig:
         _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
         _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
         _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
+        _require(self.records_magnitude is None or (self.records_magnitude >= 1 and math.log10(self.records_magnitude).is_integer()),
+                 "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")
         _require(self.source not in ("transactions", "csv") or bool(self.path), "data", "path", f"is required for source {self.source}")
 
 
@@ -165,6 +168,7 @@ class TrainingConfig:
 @dataclass
 class Config:
     name: str = opt("run", "run name: output goes to <runs_dir>/<name>")
+    rules: Literal["off", "public"] = opt("off", "public: every option this config does not state follows dpgm's rules from public quantities (dpgm/rules.py: items, epsilon, delta, n's order of magnitude); needs privacy.target_epsilon")
     seed: int | None = opt(None, "fixed seed for experiments and tests (null: OS entropy; the privacy report says which)")
     runs_dir: str = opt("runs", "folder that holds run directories")
     device: str = opt("cpu", "torch device")
@@ -175,9 +179,13 @@ class Config:
     partition: PartitionConfig = field(default_factory=PartitionConfig, metadata={"doc": "DP partitioning stage"})
     model: ModelConfig = field(default_factory=ModelConfig, metadata={"doc": "generative model per part"})
     training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"doc": "DP-SGD training stage"})
+    #: Dotted keys the YAML (and overrides) stated; set by config_from_dict, read by ``rules: public``.
+    stated: typing.ClassVar[frozenset[str]] = frozenset()
 
     def validate(self) -> None:
         _require(bool(self.name) and "/" not in self.name, "config", "name", "must be a non-empty name without '/'")
+        _require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
+                 "public rules need the budget: set privacy.target_epsilon")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if hasattr(value, "validate"):
@@ -280,7 +288,19 @@ def config_from_dict(data: dict[str, Any], overrides: Sequence[str] = ()) -> Con
         _apply_override(data, assignment)
     cfg = _build(Config, data, "config")
     cfg.validate()
+    cfg.stated = frozenset(_dotted_keys(data))  # what ``rules: public`` must leave alone
     return cfg
+
+
+def _dotted_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """'section.key' for every key a config mapping states (top-level keys as they are)."""
+    keys = []
+    for key, value in data.items():
+        if isinstance(value, dict) and not prefix:
+            keys += _dotted_keys(value, f"{key}.")
+        else:
+            keys.append(prefix + key)
+    return keys
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:

@@ -18,6 +18,7 @@ LAYER = {
     "dpgm": 0, "errors": 0, "io": 0,
     "cli": 1,  # cli.py: one-line errors and exit codes for every command-line front
     "privacy": 1, "config": 1,
+    "rules": 2,
     "data": 2, "features": 2, "models": 2,
     "clustering": 3, "evaluation": 3,
     "artifact": 4, "imaging": 4,

@@ -48,6 +48,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 from dpgm.training.part_means import calibrate_to_means, noisy_part_means, start_at_means
@@ -82,7 +83,10 @@ def _check_plan(cfg: Config, data: BinaryDataset) -> None:
 def public_inputs(cfg: Config, data: BinaryDataset) -> list[dict[str, Any]]:
     """Every data-dependent quantity the run treats as public (declared by the user, not private)."""
     out = []
-    if cfg.privacy.delta is None:
+    if cfg.rules == "public" and cfg.data.records_magnitude is None:
+        out.append({"quantity": "order of magnitude of the number of records", "why": "rules: public",
+                    "value": f"N = {records_magnitude(data.n_records)} (N <= n < 10 N)"})
+    elif cfg.privacy.delta is None:
         out.append({"quantity": "order of magnitude of the number of records",
                     "why": "the default delta 1/(10 n) is rounded down to a power of ten",
                     "value": f"delta = {default_delta(data.n_records):g}"})
@@ -164,11 +168,19 @@ class TrainingRun:
     def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True) -> None:
         self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
         self.data = data if data is not None else load_dataset(cfg.data)
+        self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
+        self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
         self.public = public_inputs(cfg, self.data)
-        self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
         self.steps = steps_for_epochs(cfg.training.epochs, cfg.training.sampling_rate)
         self.step = 0
+
+    def _apply_rules(self) -> dict[str, Any]:
+        """``rules: public``: the options the config leaves open, from public quantities (rules.py)."""
+        magnitude = self.cfg.data.records_magnitude or records_magnitude(self.data.n_records)
+        facts = PublicFacts(n_items=self.data.n_items, records_magnitude=magnitude,
+                            epsilon=float(self.cfg.privacy.target_epsilon), delta=self.delta)
+        return apply_public_rules(self.cfg, facts, self.cfg.stated)
 
     @property
     def run_dir(self) -> Path:

@@ -1,0 +1,102 @@
+"""Defaults from public quantities: the rules behind ``rules: public`` (configs/transactions.yaml).
+
+A config with ``rules: public`` states what its user knows (the data, the budget) and leaves
+every other option to the rules below. They read only public quantities: the number of items,
+epsilon, delta and n's ORDER OF MAGNITUDE N (a power of ten; declared as
+``data.records_magnitude`` or, like the default delta, taken from the data's order of
+magnitude and listed in the privacy report's public_inputs). An option the config states is
+never changed.
+
+The budget is split in zCDP terms (Bun and Steinke 2016): rho is the largest value whose curve
+a * rho the accountant converts to at most epsilon at delta. Each fixed-noise stage gets a share
+of rho (a Gaussian release with multiplier sigma costs 1 / (2 sigma^2)); DP-SGD gets what is left,
+calibrated by the accountant on the exact ledger (``privacy.target_epsilon``), so the plan can
+neither overshoot nor leave budget unused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dpgm.config import Config
+from dpgm.privacy.calibrate import calibrate
+from dpgm.privacy.events import GaussianEvent
+
+#: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 1/3).
+ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.45
+#: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
+RECORDS_PER_PART, MAX_PARTS = 10_000, 20
+LLOYD_ITERATIONS = 10
+#: A record's L2 norm is clipped to that of this many items in the noisy part means.
+MEAN_CLIP_ITEMS = 9
+#: DP-SGD: about this many records of each part per step, for this many steps.
+PART_BATCH, STEPS, MAX_SAMPLING_RATE = 256, 200, 0.1
+
+
+@dataclass(frozen=True)
+class PublicFacts:
+    """What the rules may read: all public (declared or listed in the privacy report)."""
+
+    n_items: int
+    records_magnitude: int  # N: a power of ten with N <= n < 10 N
+    epsilon: float
+    delta: float
+
+
+def records_magnitude(n: int) -> int:
+    """n's order of magnitude: the power of ten N with N <= n < 10 N."""
+    return 10 ** math.floor(math.log10(max(n, 1)))
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """Largest rho whose zCDP curve the accountant puts at <= epsilon at delta (via ``calibrate``)."""
+    sigma = calibrate(lambda s: [(GaussianEvent(noise_multiplier=s), 1)], target_epsilon=epsilon, delta=delta)
+    return 1.0 / (2.0 * sigma * sigma)
+
+
+def sigma_for_share(rho: float, share: float, releases: int = 1) -> float:
+    """Multiplier of ``releases`` Gaussian releases that together cost ``share`` of rho."""
+    return math.sqrt(releases / (2.0 * share * rho))
+
+
+def parts(facts: PublicFacts) -> int:
+    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS."""
+    return max(1, min(MAX_PARTS, int(facts.records_magnitude * facts.epsilon // RECORDS_PER_PART)))
+
+
+def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, Any]:
+    """Every rule's value as dotted config keys (see the module docstring for the reasons)."""
+    rho = zcdp_rho(facts.epsilon, facts.delta)
+    k = parts(facts)
+    items = facts.n_items if top_items is None else min(top_items, facts.n_items)
+    out: dict[str, Any] = {
+        "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
+        "partition.k": k,
+        "model.kind": "vae", "model.hidden": [128], "model.latent": 8,
+        "model.output_bias": "noisy_mean", "model.calibrate": True,
+        "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
+        "model.mean_noise_multiplier": sigma_for_share(rho, MEANS_SHARE),
+        "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
+        "training.learning_rate": 0.003, "training.schedule": "parallel",
+    }
+    if k == 1:
+        out.update({"partition.method": "none", "partition.noise_multiplier": sigma_for_share(rho, SINGLE_PART_SHARE)})
+    else:
+        out.update({"partition.method": "lloyd", "partition.iterations": LLOYD_ITERATIONS, "partition.init": "random",
+                    "partition.noise_multiplier": sigma_for_share(rho, PARTITION_SHARE, 2 * LLOYD_ITERATIONS + 1)})
+    q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
+    out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
+    return out
+
+
+def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
+    """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
+    chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items).items()
+              if key not in stated}
+    for key, value in chosen.items():
+        section, name = key.split(".")
+        setattr(getattr(cfg, section), name, value)
+    cfg.validate()
+    return chosen

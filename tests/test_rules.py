@@ -1,0 +1,79 @@
+"""rules: public: every unstated option follows a rule of public quantities; stated ones are kept."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpgm.config import config_from_dict, load_config
+from dpgm.data.dataset import BinaryDataset
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.events import GaussianEvent
+from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, records_magnitude, zcdp_rho
+from dpgm.training.run import TrainingRun
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def facts(n: int, epsilon: float = 1.0, items: int = 17) -> PublicFacts:
+    return PublicFacts(n_items=items, records_magnitude=records_magnitude(n), epsilon=epsilon, delta=1e-6)
+
+
+def test_records_magnitude() -> None:
+    assert [records_magnitude(n) for n in (1, 9, 10, 3_000, 989_818)] == [1, 1, 10, 1_000, 100_000]
+
+
+def test_small_data_gets_one_part_and_large_data_more() -> None:
+    assert parts(facts(3_000)) == 1  # n = 3,000 must not fall apart into empty parts
+    assert parts(facts(30_000)) == 1
+    assert parts(facts(300_000)) == 10
+    assert parts(facts(3_000_000, epsilon=4.0)) == MAX_PARTS
+    assert public_defaults(facts(3_000), top_items=None)["partition.method"] == "none"
+    assert public_defaults(facts(300_000), top_items=None)["partition.method"] == "lloyd"
+
+
+def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
+    """items 5%, partition 15% (2T + 1 releases), means 45%: a Gaussian of multiplier s costs 1/(2 s^2)."""
+    f = facts(300_000)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    rules = public_defaults(f, top_items=100)
+    cost = (1 / (2 * rules["data.top_items_noise_multiplier"] ** 2)
+            + 21 / (2 * rules["partition.noise_multiplier"] ** 2)
+            + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2))
+    assert cost == pytest.approx(0.65 * rho)
+    acc = Accountant(delta=f.delta)  # rho is the largest zCDP budget the accountant fits in epsilon
+    acc.spend("x", GaussianEvent(noise_multiplier=1 / math.sqrt(2 * rho)))
+    assert acc.spent().epsilon == pytest.approx(f.epsilon, rel=1e-5) and acc.spent().epsilon <= f.epsilon
+
+
+def test_sampling_rate_and_steps() -> None:
+    small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
+    assert small["training.sampling_rate"] == 0.1  # capped
+    assert large["training.sampling_rate"] == pytest.approx(256 * 10 / 100_000)
+    for rules in (small, large):
+        assert rules["training.epochs"] * (1 / rules["training.sampling_rate"]) == pytest.approx(200)
+
+
+def shaped(n: int, m: int) -> BinaryDataset:
+    rng = np.random.default_rng(0)
+    return BinaryDataset(records=sp.csr_matrix((rng.random((n, m)) < 0.2).astype(np.uint8)),
+                         item_names=[str(j) for j in range(m)], name="synthetic")
+
+
+def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path) -> None:
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "model": {"hidden": [16]}, "runs_dir": str(tmp_path)})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    assert cfg.model.hidden == [16] and "model.hidden" not in run.ruled  # stated: kept
+    assert cfg.partition.method == "none" and cfg.model.calibrate is True
+    run.start()
+    assert run.planned_epsilon() == pytest.approx(1.0, abs=1e-6) and run.planned_epsilon() <= 1.0
+
+
+def test_shipped_generic_config_uses_the_rules() -> None:
+    cfg = load_config(ROOT / "configs" / "transactions.yaml")
+    assert cfg.rules == "public" and "partition.k" not in cfg.stated and "privacy.target_epsilon" in cfg.stated
