@@ -343,43 +343,15 @@ def _parser() -> argparse.ArgumentParser:
         help="run config (YAML); its data, model, training and privacy.delta "
         "are used (default: the built-in defaults, digits data)",
     )
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. training.epochs=5 (repeatable)",
-    )
-    p.add_argument(
-        "--canaries",
-        type=int,
-        default=AuditPlan.canaries,
-        help="m: number of canaries (default 500)",
-    )
-    p.add_argument(
-        "--guesses-in", type=int, help="guess 'included' for this many top scores (default m/10)"
-    )
-    p.add_argument(
-        "--guesses-out",
-        type=int,
-        help="guess 'excluded' for this many bottom scores (default m/10)",
-    )
-    p.add_argument(
-        "--confidence",
-        type=float,
-        default=AuditPlan.confidence,
-        help="confidence level (default 0.95)",
-    )
-    p.add_argument(
-        "--score-draws",
-        type=int,
-        default=AuditPlan.score_draws,
-        help="reparameterisation draws averaged per canary score (VAE; default 16)",
-    )
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the auditor's generator (default 0)"
-    )
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. training.epochs=5 (repeatable)")
+    p.add_argument("--canaries", type=int, default=AuditPlan.canaries, help="m: number of canaries (default 500)")
+    p.add_argument("--guesses-in", type=int, help="guess 'included' for this many top scores (default m/10)")
+    p.add_argument("--guesses-out", type=int, help="guess 'excluded' for this many bottom scores (default m/10)")
+    p.add_argument("--confidence", type=float, default=AuditPlan.confidence, help="confidence level (default 0.95)")
+    p.add_argument("--score-draws", type=int, default=AuditPlan.score_draws,
+                   help="reparameterisation draws averaged per canary score (VAE; default 16)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the auditor's generator (default 0)")
     p.add_argument(
         "--leak",
         action="store_true",
@@ -400,14 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config
         else config_from_dict({}, args.overrides)
     )
-    plan = AuditPlan(
-        canaries=args.canaries,
-        guesses_in=args.guesses_in,
-        guesses_out=args.guesses_out,
-        confidence=args.confidence,
-        score_draws=args.score_draws,
-        leak=args.leak,
-    )
+    plan = AuditPlan(canaries=args.canaries, guesses_in=args.guesses_in, guesses_out=args.guesses_out,
+                     confidence=args.confidence, score_draws=args.score_draws, leak=args.leak)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)

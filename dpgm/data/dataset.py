@@ -64,15 +64,11 @@ class BinaryDataset:
 
     @property
     def where(self) -> str:
+        """Where the records came from, for messages (the file, else the dataset's name)."""
         return self.source or self.name
 
-    @property
-    def n_records(self) -> int:
-        return int(self.records.shape[0])
-
-    @property
-    def n_items(self) -> int:
-        return int(self.records.shape[1])
+    n_records = property(lambda self: int(self.records.shape[0]), doc="Number of records: private, never released as is.")
+    n_items = property(lambda self: int(self.records.shape[1]), doc="Number of items: the declared, public universe.")
 
     @property
     def is_sparse(self) -> bool:

@@ -43,7 +43,6 @@ from dpgm.evaluation.pgm_common import (
     Timer,
     TrueMarginals,
     check_plan,
-    default_n_out,
     fit_model,
     measure,
     measurement,
@@ -243,30 +242,11 @@ def aim(
     )
 
 
-def fit_aim(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
-    *,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    accountant: Accountant | None = None,
-    options: AimOptions | None = None,
-    stage: str = "aim",
-) -> PgmResult:
+def fit_aim(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float, delta: float,
+            rng: np.random.Generator, accountant: Accountant | None = None, options: AimOptions | None = None,
+            stage: str = "aim") -> PgmResult:
     """AIM at (epsilon, delta): rho calibrated on dpgm's accountant (budget = epsilon)."""
     rho = rho_for_epsilon(epsilon, delta)
     acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
     return aim(records, rho=rho, accountant=acc, rng=rng, options=options, stage=stage)
 
-
-def synthesize(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    n_out: int | None = None,
-    options: AimOptions | None = None,
-) -> np.ndarray:
-    """AIM synthetic records as a dense 0/1 uint8 matrix (``n_out`` rows, default the noisy n)."""
-    result = fit_aim(records, epsilon=epsilon, delta=delta, rng=rng, options=options)
-    return result.tree.sample(default_n_out(result) if n_out is None else n_out, rng)

@@ -24,20 +24,7 @@ import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
-from dpgm.evaluation.pgm_common import (
-    Clique,
-    JunctionTree,
-    PgmResult,
-    PgmRound,
-    Timer,
-    TrueMarginals,
-    check_plan,
-    default_n_out,
-    fit_model,
-    measure,
-    measurement,
-    select_index,
-)
+from dpgm.evaluation import pgm_common as pgm
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, releases_epsilon
 from dpgm.privacy.events import DpEvent, ExponentialEvent, GaussianEvent
@@ -106,45 +93,45 @@ def mst(
     item_names: list[str] | None = None,
     trace: bool = False,
     stage: str = "mst",
-) -> PgmResult:
+) -> pgm.PgmResult:
     """MST at zCDP ``rho`` (module docstring); charges ``accountant``.
 
     Random stream, in order: one normal(0, s1, 2) per item, one uniform per selection
     (inverse CDF over the remaining pairs in lexicographic order), one normal(0, s2, 4) per
     chosen pair in selection order. ``trace`` keeps the selection probabilities (NOT private).
     """
-    truth = TrueMarginals(records)
+    truth = pgm.TrueMarginals(records)
     m = truth.n_items
     names = item_names or (
         records.item_names if isinstance(records, BinaryDataset) else [str(j) for j in range(m)]
     )
     s1, s2, eps = mst_parameters(rho, m)
-    check_plan(accountant, mst_events(rho, m), "mst")
-    timer = Timer()
-    log = [measurement((j,), y, s1) for j, y in enumerate(measure(accountant, stage, rng, s1,
+    pgm.check_plan(accountant, mst_events(rho, m), "mst")
+    timer = pgm.Timer()
+    log = [pgm.measurement((j,), y, s1) for j, y in enumerate(pgm.measure(accountant, stage, rng, s1,
                                                                   [truth((j,)) for j in range(m)]))]
-    tree = JunctionTree.from_mbi(fit_model(log, m, iters), m)
+    tree = pgm.JunctionTree.from_mbi(pgm.fit_model(log, m, iters), m)
     pairs = list(itertools.combinations(range(m), 2))
     error = {p: float(np.abs(truth(p) - tree.marginal(p)).sum()) for p in pairs}
     components = _Components(m)
-    rounds: list[PgmRound] = []
-    chosen: list[Clique] = []
+    rounds: list[pgm.PgmRound] = []
+    chosen: list[pgm.Clique] = []
     for _ in range(m - 1):
         pairs = [p for p in pairs if components.find(p[0]) != components.find(p[1])]
         accountant.spend(stage, ExponentialEvent(epsilon=eps))
-        k, probs = select_index(np.array([error[p] for p in pairs]), eps, 1.0, rng.random())
+        k, probs = pgm.select_index(np.array([error[p] for p in pairs]), eps, 1.0, rng.random())
         chosen.append(pairs[k])
         components.merge(*pairs[k])
         rounds.append(
-            PgmRound(pairs[k], s2, eps, probs if trace else None, list(pairs) if trace else None)
+            pgm.PgmRound(pairs[k], s2, eps, probs if trace else None, list(pairs) if trace else None)
         )
     for pair, entry in zip(chosen, rounds):
-        (y,) = measure(accountant, stage, rng, s2, [truth(pair)])
-        log.append(measurement(pair, y, s2))
+        (y,) = pgm.measure(accountant, stage, rng, s2, [truth(pair)])
+        log.append(pgm.measurement(pair, y, s2))
         if trace:
             entry.measurement = y
-    tree = JunctionTree.from_mbi(fit_model(log, m, iters), m)
-    return PgmResult(
+    tree = pgm.JunctionTree.from_mbi(pgm.fit_model(log, m, iters), m)
+    return pgm.PgmResult(
         tree=tree,
         item_names=list(names),
         method="mst",
@@ -156,31 +143,12 @@ def mst(
     )
 
 
-def fit_mst(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
-    *,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    accountant: Accountant | None = None,
-    iters: int = DEFAULT_ITERS,
-    stage: str = "mst",
-) -> PgmResult:
+def fit_mst(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float, delta: float,
+            rng: np.random.Generator, accountant: Accountant | None = None, iters: int = DEFAULT_ITERS,
+            stage: str = "mst") -> pgm.PgmResult:
     """MST at (epsilon, delta): rho calibrated on dpgm's accountant for MST's exact plan."""
     m = records.n_items if isinstance(records, BinaryDataset) else int(np.shape(records)[1])
     rho = mst_rho(epsilon, delta, m)
     acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
     return mst(records, rho=rho, accountant=acc, rng=rng, iters=iters, stage=stage)
 
-
-def synthesize(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    n_out: int | None = None,
-    iters: int = DEFAULT_ITERS,
-) -> np.ndarray:
-    """MST synthetic records as a dense 0/1 uint8 matrix (``n_out`` rows, default the noisy n)."""
-    result = fit_mst(records, epsilon=epsilon, delta=delta, rng=rng, iters=iters)
-    return result.tree.sample(default_n_out(result) if n_out is None else n_out, rng)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -494,6 +494,21 @@ class PgmResult:
             raise ConfigError(f"{self.method}: number of synthetic records must be >= 1, got {n}")
         records = sp.csr_matrix(self.tree.sample(n, rng))
         return BinaryDataset(records=records, item_names=list(self.item_names), name=self.method)
+
+
+def synthesize(
+    fit: Callable[..., PgmResult],
+    records: np.ndarray | sp.spmatrix | BinaryDataset,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    n_out: int | None = None,
+    **options: Any,
+) -> np.ndarray:
+    """Synthetic records of ``fit`` (fit_aim, fit_mst) as a dense 0/1 uint8 matrix (``n_out`` rows,
+    default the noisy n); ``options`` go to ``fit``."""
+    result = fit(records, epsilon=epsilon, delta=delta, rng=rng, **options)
+    return result.tree.sample(default_n_out(result) if n_out is None else n_out, rng)
 
 
 def default_n_out(result: PgmResult) -> int:

@@ -83,13 +83,8 @@ class RandomFourierFeatures:
         )
         return cls(frequencies=w, phases=b, kind=kind, gamma=float(gamma))
 
-    @property
-    def n_inputs(self) -> int:
-        return int(self.frequencies.shape[0])
-
-    @property
-    def n_frequencies(self) -> int:
-        return int(self.frequencies.shape[1])
+    n_inputs = property(lambda self: int(self.frequencies.shape[0]), doc="m: input dimension.")
+    n_frequencies = property(lambda self: int(self.frequencies.shape[1]), doc="D: frequencies drawn.")
 
     @property
     def dim(self) -> int:

@@ -1,27 +1,8 @@
-"""Privacy accounting: events (what was released), the ledger (what a run spent), and the
-RDP accountant that turns a ledger into (epsilon, delta). See DESIGN.md section 2."""
+"""Privacy: what was released and what it cost (DESIGN.md section 2).
 
-from dpgm.privacy.events import (
-    DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    Neighbouring,
-    PureDpEvent,
-    SampledGaussianEvent,
-    SampledJointGaussianEvent,
-    event_from_dict,
-)
-from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
-
-__all__ = [
-    "DpEvent",
-    "GaussianEvent",
-    "LaplaceEvent",
-    "LedgerEntry",
-    "Neighbouring",
-    "PrivacyLedger",
-    "PureDpEvent",
-    "SampledGaussianEvent",
-    "SampledJointGaussianEvent",
-    "event_from_dict",
-]
+events.py (frozen descriptions of releases), ledger.py (the list a run spent), rdp.py (the
+math), accountant.py (the one accountant: spend, can_afford, report), mechanisms.py (the one
+place noise is added), calibrate.py (the one calibration), one_run_audit.py (an empirical lower
+bound), and the CLI in __main__.py. This package imports nothing from the rest of dpgm but
+errors and io.
+"""

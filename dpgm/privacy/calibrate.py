@@ -105,17 +105,9 @@ def releases_epsilon(
     return epsilon_from_rdp(rdp, delta, orders, pure).epsilon
 
 
-def plan_epsilon(
-    event: DpEvent,
-    *,
-    steps: int,
-    delta: float,
-    extra_rdp: Sequence[float] | None = None,
-    orders: Sequence[float] = DEFAULT_ORDERS,
-    bound: str = "joint",
-) -> float:
-    """Epsilon of ``steps`` repetitions of ``event`` on top of ``extra_rdp`` (``releases_epsilon``)."""
-    return releases_epsilon([(event, steps)], delta, extra_rdp=extra_rdp, orders=orders, bound=bound)
+def plan_epsilon(event: DpEvent, *, steps: int, delta: float, **accounting: Any) -> float:
+    """Epsilon of ``steps`` repetitions of ``event`` (``accounting``: releases_epsilon's keywords)."""
+    return releases_epsilon([(event, steps)], delta, **accounting)
 
 
 def calibrate(

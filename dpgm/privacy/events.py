@@ -47,7 +47,8 @@ class DpEvent:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        DpEvent._registry[cls.kind] = cls
+        if not cls.__name__.startswith("_"):  # private bases are not kinds of release
+            DpEvent._registry[cls.kind] = cls
 
     def to_dict(self) -> dict[str, Any]:
         out = {"kind": self.kind}
@@ -104,39 +105,34 @@ class SampledJointGaussianEvent(DpEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LaplaceEvent(DpEvent):
-    """Laplace mechanism with scale b = L1 sensitivity / epsilon (pure epsilon-DP)."""
+class _PureEpsilonEvent(DpEvent):
+    """A release that is epsilon-DP (pure); the subclass says which mechanism."""
 
-    kind: ClassVar[str] = "laplace"
     epsilon: float
 
     def __post_init__(self) -> None:
         _check_positive("epsilon", self.epsilon)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExponentialEvent(DpEvent):
+class LaplaceEvent(_PureEpsilonEvent):
+    """Laplace mechanism with scale b = L1 sensitivity / epsilon (pure epsilon-DP)."""
+
+    kind: ClassVar[str] = "laplace"
+
+
+class ExponentialEvent(_PureEpsilonEvent):
     """Exponential mechanism that is epsilon-DP, e.g. P(r) ~ exp(epsilon u(r) / (2 sensitivity(u))).
 
     Such a mechanism is epsilon-bounded-range, which the accountant uses (rdp.exponential_rdp).
     """
 
     kind: ClassVar[str] = "exponential"
-    epsilon: float
-
-    def __post_init__(self) -> None:
-        _check_positive("epsilon", self.epsilon)
 
 
-@dataclass(frozen=True, kw_only=True)
-class PureDpEvent(DpEvent):
+class PureDpEvent(_PureEpsilonEvent):
     """Any other pure epsilon-DP release."""
 
     kind: ClassVar[str] = "pure_dp"
-    epsilon: float
-
-    def __post_init__(self) -> None:
-        _check_positive("epsilon", self.epsilon)
 
 
 def event_from_dict(data: dict[str, Any]) -> DpEvent:

@@ -186,7 +186,8 @@ def test_first_round_matches_brute_force() -> None:
 
 def test_fit_aim_spends_at_most_epsilon_and_samples() -> None:
     pytest.importorskip("mbi")
-    from dpgm.evaluation.aim import fit_aim, synthesize
+    from dpgm.evaluation.aim import fit_aim
+    from dpgm.evaluation.pgm_common import synthesize
 
     rng = np.random.default_rng(0)
     x = (rng.random((2000, 5)) < 0.4).astype(np.uint8)
@@ -215,7 +216,7 @@ def test_fit_aim_spends_at_most_epsilon_and_samples() -> None:
     out = res.sample(300, np.random.default_rng(2))
     assert out.records.shape == (300, 5)
     syn = synthesize(
-        x, 1.0, 1e-6, np.random.default_rng(1), n_out=50, options=AimOptions(rounds=6, max_iters=50)
+        fit_aim, x, 1.0, 1e-6, np.random.default_rng(1), n_out=50, options=AimOptions(rounds=6, max_iters=50)
     )
     assert syn.shape == (50, 5) and set(np.unique(syn)) <= {0, 1}
 

@@ -42,7 +42,8 @@ def test_refuses_a_plan_over_budget() -> None:  # checked before mbi is even imp
 
 def test_mst_run_spanning_tree_and_ledger() -> None:
     pytest.importorskip("mbi")
-    from dpgm.evaluation.mst import fit_mst, synthesize
+    from dpgm.evaluation.mst import fit_mst
+    from dpgm.evaluation.pgm_common import synthesize
 
     rng = np.random.default_rng(0)
     n, m = 3000, 5
@@ -65,5 +66,5 @@ def test_mst_run_spanning_tree_and_ledger() -> None:
         reach |= {j for p in pairs if set(p) & reach for j in p}
     assert reach == set(range(m))
     assert res.n_noisy == pytest.approx(n, rel=0.1)
-    syn = synthesize(x, 2.0, 1e-6, np.random.default_rng(1), n_out=40, iters=100)
+    syn = synthesize(fit_mst, x, 2.0, 1e-6, np.random.default_rng(1), n_out=40, iters=100)
     assert syn.shape == (40, m) and set(np.unique(syn)) <= {0, 1}

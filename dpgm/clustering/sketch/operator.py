@@ -132,10 +132,12 @@ class SketchOperator:
 
     @property
     def m(self) -> int:
+        """Sketch size: the number of frequencies."""
         return int(self.omega.shape[1])
 
     @property
     def dim(self) -> int:
+        """Input dimension of the records the operator sketches."""
         return int(self.omega.shape[0])
 
     @property
