@@ -13,16 +13,19 @@ Noisy counts that later act as sizes or weights get one documented floor, ``floo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent, LaplaceEvent
 
 #: A released count used as a size or a divisor is never below this (data-independent) floor.
 COUNT_FLOOR = 1.0
+
+if TYPE_CHECKING:  # torch is imported by the functions that need it: the privacy CLI stays fast
+    import torch
+    from torch import Tensor
 
 ArrayLike = np.ndarray | float
 
@@ -129,11 +132,14 @@ def gaussian_noise(
     std: float,
     generator: torch.Generator | None,
     *,
-    dtype: torch.dtype = torch.float64,
+    dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> Tensor:
     """N(0, std^2) noise (torch) for a mechanism whose event the caller has already charged."""
-    return torch.normal(0.0, float(std), size=tuple(shape), generator=generator, dtype=dtype, device=device)
+    import torch
+
+    return torch.normal(0.0, float(std), size=tuple(shape), generator=generator, dtype=dtype or torch.float64,
+                        device=device)
 
 
 def standard_normal_(out: Tensor, generator: torch.Generator | None) -> Tensor:
