@@ -30,6 +30,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="override a config value, e.g. --set training.epochs=5 (repeatable)")
     p.add_argument("--download", action="store_true", help="fetch MNIST into the data directory if missing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for torch and BLAS (default: the cores available to this process)")
     p.add_argument("--keep-private", action="store_true",
                    help="keep runs/<name>/private/ (checkpoint, part assignments) after the run completes")
     p.add_argument("--nonprivate-diagnostics", action="store_true",
@@ -48,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         run_dir, report = resume(args.resume, progress=not args.no_progress)
     else:
-        flags = {"data.download=true": args.download, "keep_private=true": args.keep_private,
+        flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download, "keep_private=true": args.keep_private,
                  "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
         overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
         cfg = load_config(args.config, overrides)

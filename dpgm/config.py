@@ -172,6 +172,7 @@ class Config:
     seed: int | None = opt(None, "fixed seed for experiments and tests (null: OS entropy; the privacy report says which)")
     runs_dir: str = opt("runs", "folder that holds run directories")
     device: str = opt("cpu", "torch device")
+    threads: int | None = opt(None, "threads for torch and BLAS (null: the cores available to the process, see dpgm/threads.py; more oversubscribes)")
     keep_private: bool = opt(False, "keep the run's private/ folder (checkpoint, part assignments, generator state) after it completes; it is deleted by default")
     nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches (NOT private: every report of the run then says so in its first line)")
     data: DataConfig = field(default_factory=DataConfig, metadata={"doc": "what to load"})
@@ -184,6 +185,7 @@ class Config:
 
     def validate(self) -> None:
         _require(bool(self.name) and "/" not in self.name, "config", "name", "must be a non-empty name without '/'")
+        _require(self.threads is None or self.threads >= 1, "config", "threads", "must be >= 1")
         _require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
                  "public rules need the budget: set privacy.target_epsilon")
         for f in dataclasses.fields(self):
@@ -303,11 +305,25 @@ def _dotted_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
     return keys
 
 
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
-    """Read a YAML config file; errors name the file and the offending key."""
+#: The configs shipped with dpgm (a checkout's configs/ folder).
+SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def resolve_config_path(path: str | Path) -> Path:
+    """``path`` as given, else a shipped config of that name (``mnist`` or ``mnist.yaml``)."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
+    if path.is_file():
+        return path
+    shipped = SHIPPED_CONFIGS / (path.name if path.suffix else f"{path.name}.yaml")
+    if len(path.parts) == 1 and shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in SHIPPED_CONFIGS.glob("*.yaml"))) or "none found"
+    raise ConfigError(f"{path}: config file not found (shipped configs: {names})")
+
+
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
+    """Read a YAML config file (or a shipped config by name); errors name the file and the key."""
+    path = resolve_config_path(path)
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

@@ -15,7 +15,7 @@ module_graph = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(module_graph)
 
 LAYER = {
-    "dpgm": 0, "errors": 0, "io": 0,
+    "dpgm": 0, "errors": 0, "io": 0, "threads": 0,
     "cli": 1,  # cli.py: one-line errors and exit codes for every command-line front
     "privacy": 1, "config": 1,
     "rules": 2,

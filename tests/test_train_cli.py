@@ -76,3 +76,14 @@ def test_nonprivate_diagnostics_say_so_first(tmp_path, capsys):
     report_text = (tmp_path / "digits" / "release" / "privacy_report.json").read_text()
     assert "NOT DIFFERENTIALLY PRIVATE" in report_text.splitlines()[1]  # the first key of the report
     assert json.loads(report_text)["warning"].startswith("NOT DIFFERENTIALLY PRIVATE")
+
+
+def test_bare_config_name_resolves_to_the_shipped_configs_from_anywhere(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # not the repository root
+    code = run_cli(train_script.main, ["--config", "digits.yaml", "--no-progress", "--threads", "1",
+                                       "--set", f"runs_dir={tmp_path}", "--set", "training.epochs=0.2"])
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "digits" / "release" / "models.pt").is_file()
+    code = run_cli(train_script.main, ["--config", "nosuch", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "shipped configs: " in err and "digits" in err and "transactions" in err

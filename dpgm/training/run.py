@@ -49,6 +49,7 @@ from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_e
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
+from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 from dpgm.training.part_means import calibrate_to_means, noisy_part_means, start_at_means
@@ -370,6 +371,7 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     ``data`` replaces the config's data section (for benchmarks that hold the records already).
     A run that fails before its first checkpoint leaves no run directory behind.
     """
+    set_threads(cfg.threads)
     layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
     if layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists():
         raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} or another name (--set name=...)")
@@ -406,6 +408,7 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
                               f"start it again with --config")
         raise ConfigError(f"{run_dir}: no private/checkpoint.pt to resume from (finished, or not a run directory)")
     cfg = load_config(layout.in_release(CONFIG_FILE))
+    set_threads(cfg.threads)
     run = TrainingRun(cfg, layout.root, progress=progress)
     run.resume(torch.load(layout.checkpoint, map_location="cpu", weights_only=True))
     with _stop_requests() as stop:
