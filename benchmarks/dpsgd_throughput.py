@@ -5,7 +5,7 @@ random binary records of that shape when MNIST is absent) and the same Poisson b
 every variant:
   plain          non-private Adam on the mean loss of each batch;
   opacus         Opacus 1.6 GradSampleModule (hooks mode) + DPOptimizer, fixed clipping;
-  dpgm_fixed     dpgm.training.dpsgd.DPSGD, fixed clipping (ghost norms, no per-record grads);
+  dpgm_fixed     dpgm.training.dpsgd.DPSGD with k = 1, fixed clipping (ghost norms, no per-record grads);
   dpgm_adaptive  the same with DPNorm (Alg. 3) choosing C_s per batch.
 Variants run interleaved in ``--rounds`` rounds, each round ``--epochs / rounds`` epochs
 (one epoch = n records, i.e. 1/q steps) so that load changes on a shared machine hit all
@@ -37,7 +37,7 @@ import torch
 from dpgm.errors import DataError
 from dpgm.io import atomic_write_json
 from dpgm.models import VAE
-from dpgm.training.dpsgd import DPSGD, poisson_sample
+from dpgm.training.dpsgd import DPSGD, Mechanism, poisson_sample
 
 VARIANTS = ("plain", "opacus", "dpgm_fixed", "dpgm_adaptive")
 PAPER_Q = 0.0017
@@ -82,8 +82,9 @@ def make_stepper(variant: str, model: VAE, q: float, expected: float, gen: torch
 
         return opacus
     clipping = "fixed" if variant == "dpgm_fixed" else "adaptive"
-    dp = DPSGD(model, sampling_rate=q, expected_batch_size=expected, noise_multiplier=1.0, clipping=clipping,
-               clip_norm=1.0, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), generator=gen)
+    mechanism = Mechanism(sampling_rate=q, noise_multiplier=1.0, clipping=clipping, clip_norm=1.0)
+    dp = DPSGD([model], mechanism, expected_batch_sizes=[expected], optimizers=[torch.optim.Adam(model.parameters(), lr=1e-3)],
+               generator=gen)
     return lambda batch: dp.step(batch) and None
 
 

@@ -52,17 +52,25 @@ class RBM(nn.Module):
         return self.visible_bias.weight[0]
 
     def free_energy(self, v: Tensor) -> Tensor:
-        """F(v) = -b.v - sum_j softplus(c_j + W_j v) for each row of ``v`` -> [B]."""
-        return -self.visible_bias(v).squeeze(1) - F.softplus(self.hidden(v)).sum(dim=1)
+        """F(v) = -b.v - sum_j softplus(c_j + W_j v) for each row of ``v`` [..., B, m]: [..., B]."""
+        return -self.visible_bias(v).squeeze(-1) - F.softplus(self.hidden(v)).sum(dim=-1)
 
     def forward(self, v: Tensor) -> Tensor:
         """Free energy of each row (the data term of the PCD loss)."""
         return self.free_energy(v)
 
+    def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """A DP-SGD step's per-record randomness: none ([n, 0]; the positive phase is exact)."""
+        return self.hidden.weight.new_zeros(n, 0)
+
+    def record_losses(self, x: Tensor, noise: Tensor) -> Tensor:
+        """Positive phase: the free energy of each record [..., B] (``noise`` is unused)."""
+        return self.free_energy(x)
+
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         """Positive phase: the free energy of each record [B]; its gradient is -p(h|v) v^T, -v, -p(h|v)."""
-        p = self.hidden.weight
-        return self.free_energy(x.to(device=p.device, dtype=p.dtype))
+        x = x.to(device=self.hidden.weight.device, dtype=self.hidden.weight.dtype)
+        return self.record_losses(x, self.step_noise(x.shape[0], generator))
 
     def hidden_probs(self, v: Tensor) -> Tensor:
         """p(h = 1 | v) = sigmoid(W v + c)."""
