@@ -128,7 +128,8 @@ class DPSGD:
         for stack, drawn in zip(self.stacks, draws):
             if any(j in active for j in stack.parts):
                 rows = _member(part, stack.parts)
-                results.update(self._privatise(stack, x[rows.to(x.device)], part[rows], drawn))
+                mine = (x, part) if bool(rows.all()) else (x[rows.to(x.device)], part[rows])
+                results.update(self._privatise(stack, *mine, drawn))
         grads = []
         for j in active:
             s, pos = self._slot[j]
@@ -187,8 +188,10 @@ class DPSGD:
         the privatised gradients are left in ``stack.grads`` (which hold the N(0, 1) draws)."""
         k = len(stack.parts)
         local = stack.local_of[part]
-        order = torch.argsort(local, stable=True)  # part by part, each in sample order
-        x, local = x.to(device=stack.device, dtype=stack.dtype)[order], local[order]
+        x = x.to(device=stack.device, dtype=stack.dtype)
+        if not stack.single:  # part by part, each in sample order
+            order = torch.argsort(local, stable=True)
+            x, local = x[order], local[order]
         done = stack.ghost_pass(x, local, torch.cat(drawn.step_noise)) if len(local) else None
         norms = done.norms if done is not None else torch.zeros(0, dtype=stack.dtype)
         c_s = self.mechanism.thresholds(norms, local, drawn.hist_noise)
@@ -200,9 +203,7 @@ class DPSGD:
         if done is not None:
             rows = local.to(stack.device)
             per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
-            weights = torch.zeros(done.valid.shape, dtype=norms.dtype, device=stack.device)
-            weights[done.valid] = clip_factors(norms, per_row[0]) / per_row[1]
-            stack.add_clipped_sum(done, weights)
+            stack.add_clipped_sum(done, clip_factors(norms, per_row[0]) / per_row[1])
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)
 

@@ -101,10 +101,11 @@ def refresh(stack: nn.Module) -> None:
 @dataclass
 class StackedPass:
     """One recorded forward/backward pass of a stack: ``valid`` [g, B_max] marks real (not padded)
-    rows; ``norms`` and ``losses`` [B] are those of the real rows, part by part."""
+    rows (None for a stack of one: no padding); ``norms`` and ``losses`` [B] are those of the real
+    rows, part by part."""
 
     ghost: GhostBatch
-    valid: Tensor
+    valid: Tensor | None
     norms: Tensor
     losses: Tensor
 
@@ -134,8 +135,7 @@ class ModelStack:
         (sorted) with their step noise [B, d]: batches padded to [g, B_max], padded rows no loss."""
         if self.single:
             ghost = self.clipper.compute(lambda: self.module.record_losses(x, noise))
-            valid = torch.ones(1, len(x), dtype=torch.bool, device=self.device)
-            return StackedPass(ghost, valid, ghost.norms, ghost.losses)
+            return StackedPass(ghost, None, ghost.norms, ghost.losses)
         refresh(self.module)
         local = local.to(self.device)
         sizes = torch.bincount(local, minlength=len(self.parts))
@@ -149,11 +149,13 @@ class ModelStack:
         return StackedPass(ghost, valid, ghost.norms[valid], ghost.losses[valid])
 
     def add_clipped_sum(self, done: StackedPass, weights: Tensor) -> None:
-        """grads[j] += sum_i weights[j, i] grad_i (``weights`` [g, B_max], 0 on padded rows)."""
-        if self.single:
-            done.ghost.add_clipped_sum(weights[0], [g[0] for g in self.grads])
-        else:
-            done.ghost.add_clipped_sum(weights, self.grads)
+        """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B] like ``norms``)."""
+        if done.valid is None:
+            done.ghost.add_clipped_sum(weights, [g[0] for g in self.grads])
+            return
+        padded = weights.new_zeros(done.valid.shape)  # padded rows: weight 0
+        padded[done.valid] = weights
+        done.ghost.add_clipped_sum(padded, self.grads)
 
 
 def _padded(rows: Tensor, slots: tuple[Tensor, Tensor], shape: tuple[int, int]) -> Tensor:
