@@ -149,7 +149,7 @@ class ModelStack:
         return StackedPass(ghost, valid, ghost.norms[valid], ghost.losses[valid])
 
     def add_clipped_sum(self, done: StackedPass, weights: Tensor) -> None:
-        """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B] like ``norms``)."""
+        """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B])."""
         if done.valid is None:
             done.ghost.add_clipped_sum(weights, [g[0] for g in self.grads])
             return

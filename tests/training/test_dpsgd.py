@@ -220,3 +220,20 @@ def test_a_model_outside_the_protocol_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="DPSGDModel"):
         DPSGD([model], Mechanism(sampling_rate=0.1, noise_multiplier=1.0), expected_batch_sizes=[1.0],
               optimizers=[torch.optim.SGD(model.parameters(), lr=0.1)], generator=None)
+
+
+def test_draws_come_in_the_documented_order() -> None:
+    """Per stepping part: step noise (only with records), histogram noise, N(0, 1) per parameter."""
+    gen = torch.Generator().manual_seed(8)
+    models = [VAE(6, hidden=[4], latent=2, generator=gen) for _ in range(2)]
+    opts = [torch.optim.SGD(m.parameters(), lr=0.0) for m in models]
+    dp = DPSGD(models, Mechanism(sampling_rate=0.1, noise_multiplier=1.0, hist_bins=7), expected_batch_sizes=[1.0, 1.0],
+               optimizers=opts, generator=torch.Generator().manual_seed(3))
+    dp.step(torch.ones(3, 6), torch.zeros(3, dtype=torch.long))  # part 1 has no record
+    ref = torch.Generator().manual_seed(3)
+    models[0].step_noise(3, ref)
+    for model in models:
+        torch.empty(7, dtype=torch.float64).normal_(generator=ref)
+        for p in model.parameters():
+            torch.empty_like(p).normal_(generator=ref)
+    assert torch.equal(dp.generator.get_state(), ref.get_state())
