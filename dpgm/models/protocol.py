@@ -10,8 +10,13 @@ once per forward pass on [..., B, in] inputs" (ghost clipping, dpgm.training.per
 - ``record_losses(x, noise)``: the data term, one loss per record of ``x`` [..., B, m] given
   its noise [..., B, d], each depending on its own row only. Leading dimensions let k models
   of one shape run as one stack (dpgm.training.stacked);
-- ``post_processing_loss(generator)``: a term computed from the parameters alone (the RBM's
-  negative phase, DESIGN.md 3.7), added after privatisation, or None.
+- ``post_processing_noise(generator)``: the randomness of the model's data-independent loss
+  term, drawn up front too (RBM: the uniforms of its negative phase's Gibbs steps), or None
+  when the model has no such term (VAE);
+- ``post_processing_loss(noise)``: that term (the RBM's negative phase, DESIGN.md 3.7), one
+  value per model [...] (leading dimensions as above), computed from the parameters, the
+  model's own state and ``noise`` alone; its gradient is added after privatisation. It may
+  advance the model's state (the RBM's persistent chains, a buffer).
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ class DPSGDModel(Protocol):
 
     def record_losses(self, x: Tensor, noise: Tensor) -> Tensor: ...
 
-    def post_processing_loss(self, generator: torch.Generator | None) -> Tensor | None: ...
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None: ...
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor | None: ...
 
 
 @runtime_checkable

@@ -94,8 +94,12 @@ class VAE(nn.Module):
         x = x.to(device=device, dtype=dtype)
         return self.record_losses(x, self.step_noise(x.shape[0], generator))
 
-    def post_processing_loss(self, generator: torch.Generator | None) -> Tensor | None:
-        """No data-independent loss term for the VAE (see RBM.post_processing_loss)."""
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
+        """None: the VAE has no data-independent loss term, hence no draws for one."""
+        return None
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
+        """No data-independent loss term for the VAE."""
         return None
 
     def output_bias(self) -> Tensor:

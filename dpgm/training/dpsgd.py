@@ -23,7 +23,8 @@ part j in increasing order,
   2. DPNorm: N(0, sigma_C^2) noise for the part's histogram counts (float64) [bins];
   3. N(0, 1) gradient noise per trainable parameter, in ``parameters()`` order (scaled by
      sigma_G C_s,j afterwards: the same numbers as Opacus's torch.normal(0, std) per parameter);
-  4. the model's post-processing draws (RBM: the Gibbs steps of its persistent chains).
+  4. the model's post-processing noise (RBM: U(0, 1) [gibbs_steps, chains, n_hidden + n_items]
+     for the Gibbs steps of its persistent chains; VAE: none).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import standard_normal_
 from dpgm.training.dpnorm import histogram_noise
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
-from dpgm.training.stacked import ModelStack, stack_groups
+from dpgm.training.stacked import ModelStack, post_processing_gradient, stack_groups
 
 __all__ = ["DPSGD", "Mechanism", "StepResult", "poisson_sample", "step_event"]
 
@@ -64,7 +65,7 @@ class _Draws:
 
     step_noise: list[Tensor]  # per stepping part with records, [n_j, d], in part order
     hist_noise: Tensor  # [g, bins] float64 (zeros for parts not stepping and for fixed clipping)
-    post: dict[int, list[Tensor | None]]  # part -> gradient of its post-processing loss
+    post_noise: dict[int, Tensor]  # row of the stack -> its post-processing noise (if any)
 
 
 class DPSGD:
@@ -133,12 +134,7 @@ class DPSGD:
         grads = []
         for j in active:
             s, pos = self._slot[j]
-            grads.append(
-                [
-                    g[pos] if e is None else g[pos] + e
-                    for g, e in zip(self.stacks[s].grads, draws[s].post[j])
-                ]
-            )
+            grads.append([g[pos] for g in self.stacks[s].grads])
         return grads, [results[j] for j in active]
 
     def _active(self, active: Sequence[int] | None) -> list[int]:
@@ -168,18 +164,10 @@ class DPSGD:
                 )
             for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
                 standard_normal_(buffer[pos], g)
-            drawn.post[j] = self._post_processing_gradient(j, g)
+            noise = self.models[j].post_processing_noise(g)
+            if noise is not None:
+                drawn.post_noise[pos] = noise.to(device=stack.device, dtype=stack.dtype)
         return draws
-
-    def _post_processing_gradient(
-        self, j: int, generator: torch.Generator | None
-    ) -> list[Tensor | None]:
-        """Gradient of model j's data-independent loss (None per parameter when it has none)."""
-        params = self._params(j)
-        loss = self.models[j].post_processing_loss(generator)
-        if loss is None:
-            return [None] * len(params)
-        return list(torch.autograd.grad(loss, params, allow_unused=True))
 
     def _privatise(
         self, stack: ModelStack, x: Tensor, part: Tensor, drawn: _Draws
@@ -187,6 +175,7 @@ class DPSGD:
         """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack;
         the privatised gradients are left in ``stack.grads`` (which hold the N(0, 1) draws)."""
         k = len(stack.parts)
+        stack.refresh()
         local = stack.local_of[part]
         x = x.to(device=stack.device, dtype=stack.dtype)
         if not stack.single:  # part by part, each in sample order
@@ -204,6 +193,7 @@ class DPSGD:
             rows = local.to(stack.device)
             per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
             stack.add_clipped_sum(done, clip_factors(norms, per_row[0]) / per_row[1])
+        post_processing_gradient(stack, drawn.post_noise)  # data-independent, after privatising
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)
 

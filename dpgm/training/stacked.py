@@ -7,8 +7,11 @@ Ghost clipping (per_sample.GhostClipper) records StackedLinear layers like nn.Li
 so per-record norms and clipped sums come out as [k, B] and [k, ...]. Nothing here depends
 on the model's type: a VAE mixture and an RBM mixture stack alike.
 
-The k source models stay the training state: ``refresh`` copies their parameters into the
-stack before every step, so state_dicts and checkpoints do not depend on the stacking.
+Buffers (model state such as the RBM's persistent chains) are stacked the same way, so the
+data-independent post-processing term (DPSGDModel.post_processing_loss) runs batched too.
+The k source models stay the training state: ``ModelStack.refresh`` copies their parameters
+and buffers into the stack before every step and ``write_back`` copies advanced buffers back,
+so state_dicts and checkpoints do not depend on the stacking.
 """
 
 from __future__ import annotations
@@ -62,11 +65,14 @@ def _stacked(params: Sequence[Tensor]) -> nn.Parameter:
 
 
 def signature(model: nn.Module) -> Hashable:
-    """What models must share to stack: type, and name, shape, dtype, device, trainability of
-    every parameter."""
+    """What models must share to stack: type, and name, shape, dtype, device (and trainability)
+    of every parameter and buffer."""
     params = model.named_parameters()
-    return type(model), tuple(
-        (n, tuple(p.shape), p.dtype, str(p.device), p.requires_grad) for n, p in params
+    buffers = model.named_buffers()
+    return (
+        type(model),
+        tuple((n, tuple(p.shape), p.dtype, str(p.device), p.requires_grad) for n, p in params),
+        tuple((n, tuple(b.shape), b.dtype, str(b.device)) for n, b in buffers),
     )
 
 
@@ -91,11 +97,19 @@ def stack_models(models: Sequence[nn.Module]) -> nn.Module:
     return copy.deepcopy(models[0], memo).train()  # the memo puts each stack in models[0]'s layer
 
 
-def refresh(stack: nn.Module) -> None:
-    """Copy the source models' current parameters into every StackedLinear of ``stack``."""
-    for layer in stack.modules():
-        if isinstance(layer, StackedLinear):
-            layer.refresh()
+def stack_buffers(
+    stack: nn.Module, models: Sequence[nn.Module]
+) -> list[tuple[nn.Module, str, list[Tensor]]]:
+    """Replace every buffer of ``stack`` (a copy of models[0]) by the k models' buffers stacked
+    [k, ...]; returns (owner module, buffer name, the k source buffers) for each."""
+    sources = [dict(m.named_modules()) for m in models]
+    out = []
+    for path, owner in stack.named_modules():
+        for name, _ in list(owner.named_buffers(recurse=False)):
+            tensors = [getattr(mods[path], name) for mods in sources]
+            setattr(owner, name, torch.stack(tensors))
+            out.append((owner, name, tensors))
+    return out
 
 
 @dataclass
@@ -123,6 +137,7 @@ class ModelStack:
         self.local_of[parts] = torch.arange(len(parts))
         self.single = len(parts) == 1
         self.module = models[parts[0]] if self.single else stack_models([models[j] for j in parts])
+        self.buffers = [] if self.single else stack_buffers(self.module, [models[j] for j in parts])
         self.clipper = GhostClipper(self.module)
         names = [name for name, p in self.module.named_parameters() if p.requires_grad]
         self.params = {j: [dict(models[j].named_parameters())[n] for n in names] for j in parts}
@@ -130,13 +145,30 @@ class ModelStack:
         lead = (1,) if self.single else ()
         self.grads = [p.new_empty(lead + p.shape) for p in self.clipper.params]  # [g, ...], reused
 
+    @torch.no_grad()
+    def refresh(self) -> None:
+        """Copy the source models' current parameters and buffers into the stack (no-op for one)."""
+        if self.single:
+            return
+        for layer in self.module.modules():
+            if isinstance(layer, StackedLinear):
+                layer.refresh()
+        for owner, name, tensors in self.buffers:
+            torch.stack(tensors, out=getattr(owner, name))
+
+    @torch.no_grad()
+    def write_back(self, rows: Sequence[int]) -> None:
+        """Copy the stack's buffers of ``rows`` back into their source models (advanced state)."""
+        for owner, name, tensors in self.buffers:
+            for r in rows:
+                tensors[r].copy_(getattr(owner, name)[r])
+
     def ghost_pass(self, x: Tensor, local: Tensor, noise: Tensor) -> StackedPass:
         """Per-record norms of the stack's models on rows ``x`` [B, m] of rows ``local`` [B]
         (sorted) with their step noise [B, d]: batches padded to [g, B_max], padded rows no loss."""
         if self.single:
             ghost = self.clipper.compute(lambda: self.module.record_losses(x, noise))
             return StackedPass(ghost, None, ghost.norms, ghost.losses)
-        refresh(self.module)
         local = local.to(self.device)
         sizes = torch.bincount(local, minlength=len(self.parts))
         rank = torch.arange(len(local), device=self.device) - (sizes.cumsum(0) - sizes)[local]
@@ -163,3 +195,23 @@ def _padded(rows: Tensor, slots: tuple[Tensor, Tensor], shape: tuple[int, int]) 
     out = rows.new_zeros(*shape, rows.shape[1])
     out[slots] = rows
     return out
+
+
+def post_processing_gradient(stack: ModelStack, noise: dict[int, Tensor]) -> None:
+    """stack.grads[r] += the gradient of row r's data-independent loss given its ``noise`` (row ->
+    draws; rows without draws run on zeros, and are discarded); advanced state is written back."""
+    if not noise:
+        return
+    if stack.single:
+        loss = stack.module.post_processing_loss(noise[0])
+    else:
+        zeros = torch.zeros_like(next(iter(noise.values())))
+        rows = [noise.get(r, zeros) for r in range(len(stack.parts))]
+        loss = stack.module.post_processing_loss(torch.stack(rows))
+    stack.write_back(sorted(noise))
+    if loss is None:
+        return
+    grads = torch.autograd.grad(loss.sum(), stack.clipper.params, allow_unused=True)
+    for total, g in zip(stack.grads, grads):
+        if g is not None:
+            total.add_(g.view_as(total))

@@ -30,7 +30,10 @@ class ZeroGradient(nn.Module):
     def record_losses(self, x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         return (self.lin(x) * 0.0).sum(dim=-1)
 
-    def post_processing_loss(self, generator: torch.Generator | None) -> None:
+    def post_processing_noise(self, generator: torch.Generator | None) -> None:
+        return None
+
+    def post_processing_loss(self, noise: torch.Tensor) -> None:
         return None
 
 
@@ -236,4 +239,18 @@ def test_draws_come_in_the_documented_order() -> None:
         torch.empty(7, dtype=torch.float64).normal_(generator=ref)
         for p in model.parameters():
             torch.empty_like(p).normal_(generator=ref)
+    assert torch.equal(dp.generator.get_state(), ref.get_state())
+
+
+def test_rbm_draws_its_negative_phase_noise_last() -> None:
+    """An RBM part (no record): histogram noise, N(0, 1) per parameter, then its Gibbs uniforms."""
+    model = RBM(5, n_hidden=3, chains=4, gibbs_steps=2, generator=torch.Generator().manual_seed(1))
+    dp = DPSGD([model], Mechanism(sampling_rate=0.1, noise_multiplier=1.0, hist_bins=7), expected_batch_sizes=[1.0],
+               optimizers=[torch.optim.SGD(model.parameters(), lr=0.0)], generator=torch.Generator().manual_seed(3))
+    dp.step(torch.zeros(0, 5))
+    ref = torch.Generator().manual_seed(3)
+    torch.empty(7, dtype=torch.float64).normal_(generator=ref)
+    for p in model.parameters():
+        torch.empty_like(p).normal_(generator=ref)
+    torch.rand(2, 4, 3 + 5, generator=ref)
     assert torch.equal(dp.generator.get_state(), ref.get_state())
