@@ -42,7 +42,7 @@ from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import standard_normal_
 from dpgm.training.dpnorm import histogram_noise
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
-from dpgm.training.stacked import ModelStack, post_processing_gradient, stack_groups
+from dpgm.training.stacked import ModelStack, stack_groups
 
 __all__ = ["DPSGD", "Mechanism", "StepResult", "poisson_sample", "step_event"]
 
@@ -172,8 +172,8 @@ class DPSGD:
     def _privatise(
         self, stack: ModelStack, x: Tensor, part: Tensor, drawn: _Draws
     ) -> dict[int, StepResult]:
-        """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack;
-        the privatised gradients are left in ``stack.grads`` (which hold the N(0, 1) draws)."""
+        """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack,
+        then the post-processing gradient; all left in ``stack.grads`` (which held N(0, 1) draws)."""
         k = len(stack.parts)
         stack.refresh()
         local = stack.local_of[part]
@@ -193,7 +193,7 @@ class DPSGD:
             rows = local.to(stack.device)
             per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
             stack.add_clipped_sum(done, clip_factors(norms, per_row[0]) / per_row[1])
-        post_processing_gradient(stack, drawn.post_noise)  # data-independent, after privatising
+        stack.add_post_processing_gradient(drawn.post_noise)  # data-independent: after privatising
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)
 

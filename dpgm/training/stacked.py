@@ -87,7 +87,7 @@ def stack_groups(models: Sequence[nn.Module]) -> list[list[int]]:
 def stack_models(models: Sequence[nn.Module]) -> nn.Module:
     """A copy of models[0] whose every nn.Linear is a StackedLinear over the k models' layers."""
     if len({signature(m) for m in models}) != 1:
-        raise ValueError("stack_models needs models of one type and parameter shape")
+        raise ValueError("stack_models needs models of one signature (see signature())")
     per_model = [dict(m.named_modules()) for m in models]
     memo = {
         id(layer): StackedLinear([mods[name] for mods in per_model])
@@ -189,6 +189,25 @@ class ModelStack:
         padded[done.valid] = weights
         done.ghost.add_clipped_sum(padded, self.grads)
 
+    def add_post_processing_gradient(self, noise: dict[int, Tensor]) -> None:
+        """grads[r] += the gradient of row r's data-independent loss given its ``noise`` (row ->
+        draws; rows without draws run on zeros and are discarded); advanced state written back."""
+        if not noise:
+            return
+        if self.single:
+            loss = self.module.post_processing_loss(noise[0])
+        else:
+            zeros = torch.zeros_like(next(iter(noise.values())))
+            rows = [noise.get(r, zeros) for r in range(len(self.parts))]
+            loss = self.module.post_processing_loss(torch.stack(rows))
+        self.write_back(sorted(noise))
+        if loss is None:
+            return
+        grads = torch.autograd.grad(loss.sum(), self.clipper.params, allow_unused=True)
+        for total, g in zip(self.grads, grads):
+            if g is not None:
+                total.add_(g.view_as(total))
+
 
 def _padded(rows: Tensor, slots: tuple[Tensor, Tensor], shape: tuple[int, int]) -> Tensor:
     """rows [B, d] placed at (part, rank) ``slots`` of a zero tensor [g, B_max, d]."""
@@ -196,22 +215,3 @@ def _padded(rows: Tensor, slots: tuple[Tensor, Tensor], shape: tuple[int, int]) 
     out[slots] = rows
     return out
 
-
-def post_processing_gradient(stack: ModelStack, noise: dict[int, Tensor]) -> None:
-    """stack.grads[r] += the gradient of row r's data-independent loss given its ``noise`` (row ->
-    draws; rows without draws run on zeros, and are discarded); advanced state is written back."""
-    if not noise:
-        return
-    if stack.single:
-        loss = stack.module.post_processing_loss(noise[0])
-    else:
-        zeros = torch.zeros_like(next(iter(noise.values())))
-        rows = [noise.get(r, zeros) for r in range(len(stack.parts))]
-        loss = stack.module.post_processing_loss(torch.stack(rows))
-    stack.write_back(sorted(noise))
-    if loss is None:
-        return
-    grads = torch.autograd.grad(loss.sum(), stack.clipper.params, allow_unused=True)
-    for total, g in zip(stack.grads, grads):
-        if g is not None:
-            total.add_(g.view_as(total))
