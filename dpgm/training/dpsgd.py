@@ -173,7 +173,7 @@ class DPSGD:
         self, stack: ModelStack, x: Tensor, part: Tensor, drawn: _Draws
     ) -> dict[int, StepResult]:
         """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack,
-        then the post-processing gradient; all left in ``stack.grads`` (which held N(0, 1) draws)."""
+        then the post-processing gradient; all left in ``stack.grads`` (held N(0, 1) draws)."""
         k = len(stack.parts)
         stack.refresh()
         local = stack.local_of[part]
@@ -193,7 +193,7 @@ class DPSGD:
             rows = local.to(stack.device)
             per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
             stack.add_clipped_sum(done, clip_factors(norms, per_row[0]) / per_row[1])
-        stack.add_post_processing_gradient(drawn.post_noise)  # data-independent: after privatising
+        stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)
 

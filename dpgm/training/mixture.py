@@ -91,7 +91,7 @@ class MixtureTrainer:
     """Alg. 1: k DP-SGD optimisers over the parts of a released partition.
 
     ``batched`` (default True) lets the parallel schedule run models of one architecture as one
-    stack; False (and the alternate schedule, which steps one model at a time) steps them one by one.
+    stack; False (and the alternate schedule, one model per step) steps them one by one.
     """
 
     def __init__(
@@ -116,10 +116,11 @@ class MixtureTrainer:
         self._part_of = torch.as_tensor(assignments, dtype=torch.long)
         self.weights = np.asarray(noisy_sizes, dtype=float)
         self.optimizers = [make_optimizer(cfg, m.parameters()) for m in models]
+        expected = [cfg.sampling_rate * max(float(size), MIN_PART_SIZE) for size in noisy_sizes]
         self.engine = DPSGD(
             models,
             Mechanism.from_config(cfg),
-            expected_batch_sizes=[cfg.sampling_rate * max(float(size), MIN_PART_SIZE) for size in noisy_sizes],
+            expected_batch_sizes=expected,
             optimizers=self.optimizers,
             generator=generator,
             batched=batched and cfg.schedule == "parallel",
@@ -150,6 +151,9 @@ class MixtureTrainer:
         return [a.module for a in self.averages] if self.averages is not None else self.models
 
     def _step(self, accountant: Accountant) -> StepLog:
+        """Charge the step's event, THEN read records. Parallel: a Poisson sample of all n records,
+        every part's model steps on its own rows. Alternate: part j drawn by released size, then a
+        Poisson sample of part j, and model j steps (DESIGN.md 3.5)."""
         accountant.spend(STAGE, self.event())
         for model in self.models:
             model.train()
@@ -158,7 +162,8 @@ class MixtureTrainer:
             return _log(self.engine.step(self.records.rows(sampled), self._part_of[sampled]))
         j = int(torch.multinomial(part_probabilities(self.weights), 1, generator=self.generator))
         sampled = self._sample(self.parts[j])
-        return _log(self.engine.step(self.records.rows(sampled), self._part_of[sampled], active=[j]))
+        rows, part = self.records.rows(sampled), self._part_of[sampled]
+        return _log(self.engine.step(rows, part, active=[j]))
 
     def state_dict(self) -> dict[str, Any]:
         state = {
