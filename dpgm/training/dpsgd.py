@@ -202,14 +202,11 @@ def _results(
     parts: list[int], sizes: Tensor, losses: Tensor, local: Tensor, c_s: Tensor
 ) -> dict[int, StepResult]:
     """Each part's StepResult: mean loss of its records (NaN when none), C_s and realised size."""
-    sums = torch.zeros(len(parts), dtype=torch.float64).index_add_(0, local, losses)
+    sums = torch.zeros(len(parts), dtype=torch.float64).index_add_(0, local, losses).tolist()
+    rows = zip(parts, sums, sizes.tolist(), c_s.tolist())
     return {
-        j: StepResult(
-            loss=float(sums[r] / sizes[r]) if sizes[r] else math.nan,
-            clip_norm=float(c_s[r]),
-            batch_size=int(sizes[r]),
-        )
-        for r, j in enumerate(parts)
+        j: StepResult(loss=t / n if n else math.nan, clip_norm=c, batch_size=n)
+        for j, t, n, c in rows
     }
 
 

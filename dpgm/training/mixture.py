@@ -156,7 +156,8 @@ class MixtureTrainer:
         Poisson sample of part j, and model j steps (DESIGN.md 3.5)."""
         accountant.spend(STAGE, self.event())
         for model in self.models:
-            model.train()
+            if not model.training:  # module.train() walks every submodule: only when needed
+                model.train()
         if self.cfg.schedule == "parallel":
             sampled = self._sample(np.arange(self.n))
             return _log(self.engine.step(self.records.rows(sampled), self._part_of[sampled]))
