@@ -5,14 +5,18 @@ random binary records of that shape when MNIST is absent) and the same Poisson b
 every variant:
   plain          non-private Adam on the mean loss of each batch;
   opacus         Opacus 1.6 GradSampleModule (hooks mode) + DPOptimizer, fixed clipping;
-  dpgm_fixed     dpgm.training.dpsgd.DPSGD, fixed clipping (ghost norms, no per-record grads);
+  dpgm_fixed     dpgm.training.dpsgd.DPSGD with k = 1, fixed clipping (ghost norms, no per-record grads);
   dpgm_adaptive  the same with DPNorm (Alg. 3) choosing C_s per batch.
+With ``--mixture-parts K`` it also times whole MixtureTrainer steps (parallel schedule, Alg. 1)
+of K models (VAE and RBM, 784-200) over K equal parts: the batched path (one stack, one pass)
+against the per-model path (batched=False), records/s per process CPU-second.
 Variants run interleaved in ``--rounds`` rounds, each round ``--epochs / rounds`` epochs
 (one epoch = n records, i.e. 1/q steps) so that load changes on a shared machine hit all
 variants alike; records_per_s is the median over rounds (best round and records per process
 CPU-second, which a busy shared machine disturbs less, are also given).
 
     nice python benchmarks/dpsgd_throughput.py --epochs 0.3 --json benchmarks/results/dpsgd_throughput.json
+    python benchmarks/dpsgd_throughput.py --variants plain --batch-sizes 102 --mixture-parts 10
 """
 
 from __future__ import annotations
@@ -35,9 +39,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
+from dpgm.config import TrainingConfig
 from dpgm.errors import DataError
-from dpgm.models import VAE
-from dpgm.training.dpsgd import DPSGD, poisson_sample
+from dpgm.models import RBM, VAE
+from dpgm.privacy.accountant import Accountant
+from dpgm.training.dpsgd import DPSGD, Mechanism, poisson_sample
+from dpgm.training.mixture import MixtureTrainer, RecordStore
 
 VARIANTS = ("plain", "opacus", "dpgm_fixed", "dpgm_adaptive")
 PAPER_Q = 0.0017
@@ -82,8 +89,9 @@ def make_stepper(variant: str, model: VAE, q: float, expected: float, gen: torch
 
         return opacus
     clipping = "fixed" if variant == "dpgm_fixed" else "adaptive"
-    dp = DPSGD(model, sampling_rate=q, expected_batch_size=expected, noise_multiplier=1.0, clipping=clipping,
-               clip_norm=1.0, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), generator=gen)
+    mechanism = Mechanism(sampling_rate=q, noise_multiplier=1.0, clipping=clipping, clip_norm=1.0)
+    dp = DPSGD([model], mechanism, expected_batch_sizes=[expected], optimizers=[torch.optim.Adam(model.parameters(), lr=1e-3)],
+               generator=gen)
     return lambda batch: dp.step(batch) and None
 
 
@@ -131,6 +139,37 @@ def measure(data: torch.Tensor, batch_size: float, epochs: float, rounds: int, v
     ]
 
 
+def mixture_trainer(data: torch.Tensor, kind: str, k: int, q: float, batched: bool) -> MixtureTrainer:
+    """K models of ``kind`` (784-200 VAE or RBM with 100 chains) over K equal parts, adaptive clipping."""
+    gen = torch.Generator().manual_seed(1)
+    models = [VAE(784, hidden=[200], latent=2, generator=gen) if kind == "vae" else
+              RBM(784, n_hidden=200, chains=100, generator=gen) for _ in range(k)]
+    assignments = np.arange(data.shape[0]) % k
+    cfg = TrainingConfig(sampling_rate=q, noise_multiplier=1.0, clipping="adaptive", optimizer="adam",
+                         learning_rate=1e-3)
+    return MixtureTrainer(models, RecordStore(data.numpy()), assignments, np.bincount(assignments).astype(float),
+                          cfg, generator=torch.Generator().manual_seed(2), batched=batched)
+
+
+def measure_mixture(data: torch.Tensor, k: int, batch_size: float, steps: int, rounds: int) -> list[dict]:
+    """Records per CPU-second of whole mixture steps, batched vs per-model path, per model kind."""
+    q = batch_size / data.shape[0]
+    out = []
+    for kind in ("vae", "rbm"):
+        trainers = {batched: mixture_trainer(data, kind, k, q, batched) for batched in (True, False)}
+        totals = {batched: [0, 0.0] for batched in trainers}
+        for _ in range(rounds):
+            for batched, trainer in trainers.items():
+                accountant = Accountant(delta=1e-5)
+                cpu = time.process_time()
+                totals[batched][0] += sum(sum(trainer.step(accountant).batch_sizes) for _ in range(steps))
+                totals[batched][1] += time.process_time() - cpu
+        out += [{"model": kind, "parts": k, "path": "batched" if batched else "per-model",
+                 "expected_batch_size": batch_size, "steps": steps * rounds,
+                 "records_per_cpu_s": records / seconds} for batched, (records, seconds) in totals.items()]
+    return out
+
+
 def print_table(results: list[dict]) -> None:
     """Records/s per variant and the ratios the issue asks for."""
     by = {r["variant"]: r["records_per_s"] for r in results}
@@ -154,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (this machine: 2 cores)")
     ap.add_argument("--records", type=int, default=60000, help="use the first N training records")
     ap.add_argument("--data-dir", default=None, help="folder holding mnist/ (default: $DPGM_DATA_DIR or ./data)")
+    ap.add_argument("--mixture-parts", type=int, default=0, help="also time mixture steps of K models (0: no)")
+    ap.add_argument("--mixture-steps", type=int, default=20, help="mixture steps per path and round")
     ap.add_argument("--json", type=Path, default=None, help="write results here")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -164,11 +205,16 @@ def main(argv: list[str] | None = None) -> int:
     all_results = [measure(data, b, args.epochs, args.rounds, args.variants) for b in args.batch_sizes]
     for results in all_results:
         print_table(results)
+    mixture = (measure_mixture(data, args.mixture_parts, args.batch_sizes[0], args.mixture_steps, args.rounds)
+               if args.mixture_parts else [])
+    for r in mixture:
+        print(f"  mixture {r['model']} k={r['parts']} {r['path']:9s} {r['records_per_cpu_s']:8.0f} records per CPU-second")
     if args.json is not None:
         write_json(args.json, {
             "model": "VAE 784-200-2 (Adam, lr 1e-3)", "data": source, "n": int(data.shape[0]),
             "threads": args.threads, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "epochs": args.epochs, "rounds": args.rounds,
             "torch": torch.__version__, "results": all_results[0], "extra_results": [r for res in all_results[1:] for r in res],
+            "mixture_results": mixture,
         })
     return 0
 

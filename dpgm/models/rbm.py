@@ -4,10 +4,15 @@ A plain nn.Module with no privacy code. The PCD gradient is split (DESIGN.md 3.7
 data term, the free energy F(v) of each record (its gradient is the positive phase
 -p(h|v) v^T and the bias terms), and a data-independent term from the persistent chains
 (the negative phase), which depends only on the parameters and is post-processing.
-Both weight matrices are nn.Linear layers so DP-SGD clips the positive phase cheaply.
+Both weight matrices are nn.Linear layers so DP-SGD clips the positive phase cheaply, and
+every method broadcasts over leading dimensions, so k RBMs of one shape train as one stack
+(dpgm.training.stacked). Gibbs steps take their U(0, 1) draws as input: training draws the
+negative phase's uniforms up front (``post_processing_noise``) in its documented order.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
@@ -52,52 +57,73 @@ class RBM(nn.Module):
         return self.visible_bias.weight[0]
 
     def free_energy(self, v: Tensor) -> Tensor:
-        """F(v) = -b.v - sum_j softplus(c_j + W_j v) for each row of ``v`` -> [B]."""
-        return -self.visible_bias(v).squeeze(1) - F.softplus(self.hidden(v)).sum(dim=1)
+        """F(v) = -b.v - sum_j softplus(c_j + W_j v) for each row of ``v`` [..., B, m]: [..., B]."""
+        return -self.visible_bias(v).squeeze(-1) - F.softplus(self.hidden(v)).sum(dim=-1)
 
     def forward(self, v: Tensor) -> Tensor:
         """Free energy of each row (the data term of the PCD loss)."""
         return self.free_energy(v)
 
+    def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """A DP-SGD step's per-record randomness: none ([n, 0]; the positive phase is exact)."""
+        return self.hidden.weight.new_zeros(n, 0)
+
+    def record_losses(self, x: Tensor, noise: Tensor) -> Tensor:
+        """Positive phase: the free energy of each record [..., B] (``noise`` is unused)."""
+        return self.free_energy(x)
+
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         """Positive phase: the free energy of each record [B]; its gradient is -p(h|v) v^T, -v, -p(h|v)."""
-        p = self.hidden.weight
-        return self.free_energy(x.to(device=p.device, dtype=p.dtype))
+        x = x.to(device=self.hidden.weight.device, dtype=self.hidden.weight.dtype)
+        return self.record_losses(x, self.step_noise(x.shape[0], generator))
 
     def hidden_probs(self, v: Tensor) -> Tensor:
-        """p(h = 1 | v) = sigmoid(W v + c)."""
-        return torch.sigmoid(F.linear(v, self.hidden.weight, self.hidden.bias))
+        """p(h = 1 | v) = sigmoid(W v + c) for rows ``v`` [..., C, m]."""
+        return torch.sigmoid(self.hidden(v))
 
     def visible_logits(self, h: Tensor) -> Tensor:
-        """logit p(v = 1 | h) = W^T h + b."""
-        return h @ self.hidden.weight + self.output_bias()
+        """logit p(v = 1 | h) = W^T h + b for rows ``h`` [..., C, n]."""
+        return h @ self.hidden.weight + self.visible_bias.weight
 
     def visible_probs(self, h: Tensor) -> Tensor:
         """p(v = 1 | h) = sigmoid(W^T h + b)."""
         return torch.sigmoid(self.visible_logits(h))
 
+    def gibbs_uniforms(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """U(0, 1) draws [n, n_hidden + n_items] for one Gibbs step of n chains."""
+        p, width = self.hidden.weight, self.n_hidden + self.n_items
+        return torch.rand(n, width, generator=generator, device=p.device, dtype=p.dtype)
+
     @torch.no_grad()
-    def gibbs(self, v: Tensor, steps: int, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
-        """Run ``steps`` block-Gibbs steps v -> h -> v; returns the last visible states and their means."""
+    def gibbs(self, v: Tensor, uniforms: Iterable[Tensor]) -> tuple[Tensor, Tensor]:
+        """One block-Gibbs step v -> h -> v per tensor of ``uniforms`` [..., C, n_hidden + n_items]
+        (a unit is 1 when its uniform is below its probability); the last states and their means."""
         probs = v
-        for _ in range(steps):
-            h = torch.bernoulli(self.hidden_probs(v), generator=generator)
+        for u in uniforms:
+            h = (u[..., : self.n_hidden] < self.hidden_probs(v)).to(v.dtype)
             probs = self.visible_probs(h)
-            v = torch.bernoulli(probs, generator=generator)
+            v = (u[..., self.n_hidden :] < probs).to(v.dtype)
         return v, probs
 
-    def post_processing_loss(self, generator: torch.Generator | None) -> Tensor:
-        """Negative phase: advance the persistent chains, return -mean F(chains) (parameters only, no data)."""
-        chains, _ = self.gibbs(self.chains, self.gibbs_steps, generator)
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor:
+        """The negative phase's randomness: uniforms [gibbs_steps, chains, n_hidden + n_items]."""
+        steps = [self.gibbs_uniforms(len(self.chains), generator) for _ in range(self.gibbs_steps)]
+        return torch.stack(steps)
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor:
+        """Negative phase: advance the persistent chains with ``noise`` [..., steps, C, n + m] and
+        return -mean F(chains) [...] (parameters, chains and noise only, no data)."""
+        chains, _ = self.gibbs(self.chains, noise.unbind(-3))
         self.chains.copy_(chains)
-        return -self.free_energy(chains).mean()
+        return -self.free_energy(chains).mean(-1)
 
     @torch.no_grad()
     def sample_logits(self, n: int, generator: torch.Generator | None, steps: int | None = None) -> Tensor:
         """Logits [n, n_items] of p(v | h) after ``steps`` (default sample_steps) Gibbs steps from fresh chains."""
         start = torch.sigmoid(self.output_bias()).expand(n, self.n_items)
         v = torch.bernoulli(start.contiguous(), generator=generator)
-        v, _ = self.gibbs(v, max((steps or self.sample_steps) - 1, 0), generator)
+        steps = max((steps or self.sample_steps) - 1, 0)
+        v, _ = self.gibbs(v, (self.gibbs_uniforms(n, generator) for _ in range(steps)))
         h = torch.bernoulli(self.hidden_probs(v), generator=generator)
         return self.visible_logits(h)
 

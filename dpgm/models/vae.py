@@ -80,13 +80,26 @@ class VAE(nn.Module):
         device, dtype = self._device_dtype()
         return torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
 
+    def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """A DP-SGD step's randomness for n records: the reparameterisation noise [n, latent]."""
+        return self.reparameterisation_noise(n, generator)
+
+    def record_losses(self, x: Tensor, noise: Tensor) -> Tensor:
+        """Negative ELBO per record [..., B] with reparameterisation noise [..., B, latent]."""
+        return self(x, noise)
+
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         """Negative ELBO per record [B]; one N(0, I) reparameterisation draw per record from ``generator``."""
         device, dtype = self._device_dtype()
-        return self(x.to(device=device, dtype=dtype), self.reparameterisation_noise(x.shape[0], generator))
+        x = x.to(device=device, dtype=dtype)
+        return self.record_losses(x, self.step_noise(x.shape[0], generator))
 
-    def post_processing_loss(self, generator: torch.Generator | None) -> Tensor | None:
-        """No data-independent loss term for the VAE (see RBM.post_processing_loss)."""
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
+        """None: the VAE has no data-independent loss term, hence no draws for one."""
+        return None
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
+        """No data-independent loss term for the VAE."""
         return None
 
     def output_bias(self) -> Tensor:

@@ -1,158 +1,215 @@
-"""DP-SGD step with fixed or DPNorm-adaptive clipping (DPGM paper, Alg. 4 and Alg. 3).
+"""The one DP-SGD engine: k >= 1 models stepped together (DPGM paper, Alg. 4 with Alg. 3).
 
-One ``DPSGD.step`` takes an already Poisson-sampled batch (possibly empty), computes every
-record's gradient norm without materialising per-record gradients (per_sample.GhostClipper),
-picks the threshold C_s (fixed, or DPNorm on the same batch), clips each record's
-contribution by min(1, C_s / ||g_i||), sums, adds N(0, (sigma_G C_s)^2) per coordinate and
-divides by the caller's expected batch size (q times a released part size, never the
-realised batch size). Any data-independent loss term of the model (RBM negative phase,
-DESIGN.md 3.7) is added after privatisation; then the wrapped torch optimizer steps
-(post-processing). The CALLER charges ``event()`` to the accountant before each step.
+Each model ("part") j steps on its own records of an already Poisson-sampled batch (possibly
+none): every record's gradient norm comes from ghost clipping (per_sample.GhostClipper, no
+per-record gradients), the threshold C_s,j is fixed or DPNorm's noisy histogram mode of part
+j's norms (Alg. 3), each record's gradient is clipped by min(1, C_s,j / ||g_i||), the clipped
+gradients are summed, N(0, (sigma_G C_s,j)^2) is added per coordinate and the result divided
+by part j's EXPECTED batch size E_j (q times its released size, never the realised size). An
+empty part still gets noise and a step. The model's data-independent loss (RBM negative
+phase, DESIGN.md 3.7) is added after privatisation; then part j's torch optimizer steps
+(post-processing). The CALLER charges ``event()`` to the accountant before each step (one
+event per step whatever k is: the parts are disjoint, parallel composition).
+
+Models only need the DPSGDModel protocol (dpgm.models.protocol). Models of one signature run
+as one stack (stacked.py): one forward and one backward pass for all of them; ``batched=False``
+gives every model its own stack of one (the per-model path, same mechanism and same draws).
+
+Random draws, all from the one generator, in this order (both paths, so a seeded run gives
+the same models up to float rounding and a resumed run is bit-identical): for each stepping
+part j in increasing order,
+  1. the model's step noise for part j's n_j records (VAE: reparameterisation N(0, I) [n_j,
+     latent]), skipped when n_j = 0;
+  2. DPNorm: N(0, sigma_C^2) noise for the part's histogram counts (float64) [bins];
+  3. N(0, 1) gradient noise per trainable parameter, in ``parameters()`` order (scaled by
+     sigma_G C_s,j afterwards: the same numbers as Opacus's torch.normal(0, std) per parameter);
+  4. the model's post-processing noise (RBM: U(0, 1) [gibbs_steps, chains, n_hidden + n_items]
+     for the Gibbs steps of its persistent chains; VAE: none).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
-from dpgm.privacy.events import DpEvent, SampledGaussianEvent, SampledJointGaussianEvent
-from dpgm.privacy.mechanisms import gaussian_noise
-from dpgm.training.dpnorm import dpnorm
-from dpgm.training.per_sample import GhostClipper
+from dpgm.models.protocol import DPSGDModel
+from dpgm.privacy.events import DpEvent
+from dpgm.privacy.mechanisms import standard_normal_
+from dpgm.training.dpnorm import histogram_noise
+from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
+from dpgm.training.stacked import ModelStack, stack_groups
+
+__all__ = ["DPSGD", "Mechanism", "StepResult", "poisson_sample", "step_event"]
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """One step's diagnostics. ``clip_norm`` (C_s) is a released value; ``loss`` (mean data term
-    over the realised batch: VAE negative ELBO, RBM free energy; NaN when empty) and
-    ``batch_size`` (realised) are NOT private: show them to the operator, never release them."""
+    """One part's step. ``clip_norm`` (C_s) is a released value. ``loss`` (mean data term over the
+    realised batch: VAE negative ELBO, RBM free energy; NaN when empty) and ``batch_size``
+    (realised) are NOT private: non-private diagnostics for the operator only, never released
+    or logged by default."""
 
     loss: float
     clip_norm: float
     batch_size: int
 
 
-def poisson_sample(n: int, q: float, generator: torch.Generator | None) -> Tensor:
-    """Indices (LongTensor) of a Poisson sample of range(n): each joins independently with prob. q.
+@dataclass
+class _Draws:
+    """One step's random draws for the parts of one stack (order: module docstring)."""
 
-    Uniforms in float64: float32 has 2^-24 resolution, which rounds q (q = 1e-8 would include
-    each record with probability 6e-8), and the accountant analyses exactly q.
-    """
-    if n < 0 or not 0 < q <= 1:
-        raise ConfigError(f"Poisson sampling needs n >= 0 and q in (0, 1], got n={n}, q={q}")
-    return torch.nonzero(torch.rand(n, generator=generator, dtype=torch.float64) < q).squeeze(1)
-
-
-def clip_factors(norms: Tensor, clip_norm: float | Tensor) -> Tensor:
-    """min(1, C / ||g_i||) per record (1 for a zero gradient); ``clip_norm`` a number or one C per record."""
-    clip = torch.as_tensor(clip_norm, dtype=norms.dtype, device=norms.device)
-    return torch.where(norms > clip, clip / norms.clamp_min(1e-30), torch.ones_like(norms))
-
-
-def step_event(*, sampling_rate: float, noise_multiplier: float, clipping: str, hist_noise_multiplier: float) -> DpEvent:
-    """One DP-SGD step's privacy event: sampled Gaussian (fixed clipping) or, with DPNorm, the
-    histogram and the gradient released from the same Poisson batch (DESIGN.md 3.6)."""
-    if clipping == "fixed":
-        return SampledGaussianEvent(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
-    return SampledJointGaussianEvent(sampling_rate=sampling_rate, noise_multipliers=(hist_noise_multiplier, noise_multiplier))
-
-
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"DP-SGD: {name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    step_noise: list[Tensor]  # per stepping part with records, [n_j, d], in part order
+    hist_noise: Tensor  # [g, bins] float64 (zeros for parts not stepping and for fixed clipping)
+    post_noise: dict[int, Tensor]  # row of the stack -> its post-processing noise (if any)
 
 
 class DPSGD:
-    """Private steps for one model (a GenerativeModel whose parameters all live in nn.Linear layers)."""
+    """Private steps for k >= 1 models, one per part, each with its expected batch size E_j and
+    its optimizer; ``mechanism`` (sampling rate, noise, clipping) is shared by all parts."""
 
     def __init__(
         self,
-        model: nn.Module,
+        models: Sequence[nn.Module],
+        mechanism: Mechanism,
         *,
-        sampling_rate: float,
-        expected_batch_size: float,
-        noise_multiplier: float,
-        clipping: Literal["adaptive", "fixed"] = "adaptive",
-        clip_norm: float = 1.0,
-        hist_noise_multiplier: float = 4.0,
-        hist_max: float = 10.0,
-        hist_bins: int = 100,
-        optimizer: torch.optim.Optimizer,
+        expected_batch_sizes: Sequence[float],
+        optimizers: Sequence[torch.optim.Optimizer],
         generator: torch.Generator | None,
+        batched: bool = True,
     ) -> None:
-        if not (isinstance(sampling_rate, (int, float)) and 0 < sampling_rate <= 1):
-            raise ConfigError(f"DP-SGD: sampling_rate must be in (0, 1], got {sampling_rate!r}")
-        if clipping not in ("adaptive", "fixed"):
-            raise ConfigError(f"DP-SGD: clipping must be 'adaptive' or 'fixed', got {clipping!r}")
-        if isinstance(hist_bins, bool) or not isinstance(hist_bins, int) or hist_bins < 1:
-            raise ConfigError(f"DP-SGD: hist_bins must be an integer >= 1, got {hist_bins!r}")
-        self.model = model
-        self.sampling_rate = float(sampling_rate)
-        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
-        self.noise_multiplier = _positive("noise_multiplier", noise_multiplier)
-        self.clipping = clipping
-        self.clip_norm = _positive("clip_norm", clip_norm)
-        self.hist_noise_multiplier = _positive("hist_noise_multiplier", hist_noise_multiplier)
-        self.hist_max = _positive("hist_max", hist_max)
-        self.hist_bins = hist_bins
-        self.optimizer = optimizer
-        self.generator = generator
-        self.clipper = GhostClipper(model)
-        self.params = self.clipper.params
+        if not models or not len(models) == len(expected_batch_sizes) == len(optimizers):
+            raise ConfigError("DP-SGD needs models, and one expected batch size and optimizer each")
+        for m in models:
+            if not isinstance(m, DPSGDModel):
+                raise ConfigError(f"DP-SGD: {type(m).__name__} does not follow DPSGDModel")
+        self.models, self.mechanism, self.generator = list(models), mechanism, generator
+        self.expected = [positive("expected_batch_size", e) for e in expected_batch_sizes]
+        self.optimizers = list(optimizers)
+        groups = stack_groups(self.models) if batched else [[j] for j in range(len(self.models))]
+        self.stacks = [ModelStack(parts, self.models) for parts in groups]
+        self._slot = {
+            j: (s, pos) for s, stack in enumerate(self.stacks) for pos, j in enumerate(stack.parts)
+        }
 
     def event(self) -> DpEvent:
-        """The privacy event of one step of this optimiser."""
-        return step_event(sampling_rate=self.sampling_rate, noise_multiplier=self.noise_multiplier,
-                          clipping=self.clipping, hist_noise_multiplier=self.hist_noise_multiplier)
+        """The privacy event of one step (whatever k: the parts are disjoint)."""
+        return self.mechanism.event()
 
-    def threshold(self, norms: Tensor) -> float:
-        """C_s for this batch: clip_norm, or DPNorm's noisy histogram mode (Alg. 3)."""
-        if self.clipping == "fixed":
-            return self.clip_norm
-        return dpnorm(
-            norms,
-            hist_max=self.hist_max,
-            bins=self.hist_bins,
-            noise_multiplier=self.hist_noise_multiplier,
-            generator=self.generator,
-        ).threshold
+    def step(
+        self, x: Tensor, part: Tensor | None = None, active: Sequence[int] | None = None
+    ) -> list[StepResult]:
+        """One private step of every ``active`` part (default all) on the sampled rows ``x`` [B, m];
+        ``part`` [B] is each row's part (default 0). Returns one result per active part, in order.
+        """
+        grads, results = self.privatised_gradients(x, part, active)
+        for j, grad in zip(self._active(active), grads):
+            for p, g in zip(self._params(j), grad):
+                p.grad = g
+            self.optimizers[j].step()
+            self.optimizers[j].zero_grad(set_to_none=True)
+        return results
 
-    def privatised_gradients(self, batch: Tensor) -> tuple[list[Tensor], StepResult]:
-        """(sum_i min(1, C_s/||g_i||) g_i + N(0, (sigma_G C_s)^2 I)) / expected_batch_size, per parameter."""
-        n = int(batch.shape[0])
-        if n > 0:
-            ghost = self.clipper.compute(lambda: self.model.loss_per_record(batch, self.generator))
-            norms, loss = ghost.norms, float(ghost.losses.mean())
-        else:
-            ghost, norms, loss = None, torch.zeros(0), math.nan
-        c_s = self.threshold(norms)
-        if ghost is not None:
-            sums = ghost.clipped_sum(clip_factors(norms, c_s))
-        else:
-            sums = [torch.zeros_like(p) for p in self.params]
-        std = self.noise_multiplier * c_s
+    def privatised_gradients(
+        self, x: Tensor, part: Tensor | None = None, active: Sequence[int] | None = None
+    ) -> tuple[list[list[Tensor]], list[StepResult]]:
+        """Per active part j, per trainable parameter: (sum_i min(1, C_s,j/||g_i||) g_i +
+        N(0, (sigma_G C_s,j)^2 I)) / E_j plus the gradient of its post-processing loss; and its
+        StepResult."""
+        active = self._active(active)
+        part = torch.zeros(len(x), dtype=torch.long) if part is None else part.to("cpu", torch.long)
+        if bool((~_member(part, active)).any()):
+            raise ValueError("DP-SGD: every sampled row must belong to a stepping part")
+        draws = self._draw(torch.bincount(part, minlength=len(self.models)).tolist(), active)
+        results: dict[int, StepResult] = {}
+        for stack, drawn in zip(self.stacks, draws):
+            if any(j in active for j in stack.parts):
+                rows = _member(part, stack.parts)
+                mine = (x, part) if bool(rows.all()) else (x[rows.to(x.device)], part[rows])
+                results.update(self._privatise(stack, *mine, drawn))
         grads = []
-        for p, s in zip(self.params, sums):
-            # Same draws as Opacus's _generate_noise (torch.normal per parameter, in order).
-            noise = gaussian_noise(p.shape, std, self.generator, device=p.device, dtype=p.dtype)
-            grads.append(noise.add_(s).div_(self.expected_batch_size))
-        return grads, StepResult(loss=loss, clip_norm=c_s, batch_size=n)
+        for j in active:
+            s, pos = self._slot[j]
+            grads.append([g[pos] for g in self.stacks[s].grads])
+        return grads, [results[j] for j in active]
 
-    def step(self, batch: Tensor) -> StepResult:
-        """One private step on an already Poisson-sampled ``batch`` [B, m] (B may be 0: still noises)."""
-        grads, result = self.privatised_gradients(batch)
-        extra_loss = self.model.post_processing_loss(self.generator) if hasattr(self.model, "post_processing_loss") else None
-        if extra_loss is not None:
-            extra = torch.autograd.grad(extra_loss, self.params, allow_unused=True)
-            grads = [g if e is None else g + e for g, e in zip(grads, extra)]
-        for p, g in zip(self.params, grads):
-            p.grad = g
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return result
+    def _active(self, active: Sequence[int] | None) -> list[int]:
+        return list(range(len(self.models))) if active is None else sorted(set(active))
+
+    def _params(self, j: int) -> list[nn.Parameter]:
+        return self.stacks[self._slot[j][0]].params[j]
+
+    def _draw(self, sizes: list[int], active: list[int]) -> list[_Draws]:
+        """Every random draw of a step, in the documented order (module docstring), per stack.
+        The gradient noise goes straight into the stacks' gradient buffers."""
+        g, mech = self.generator, self.mechanism
+        bins = mech.hist_bins if mech.clipping == "adaptive" else 1
+        draws = [
+            _Draws([], torch.zeros(len(s.parts), bins, dtype=torch.float64), {})
+            for s in self.stacks
+        ]
+        for j in active:
+            s, pos = self._slot[j]
+            stack, drawn = self.stacks[s], draws[s]
+            if sizes[j]:
+                noise = self.models[j].step_noise(sizes[j], g)
+                drawn.step_noise.append(noise.to(device=stack.device, dtype=stack.dtype))
+            if mech.clipping == "adaptive":
+                drawn.hist_noise[pos] = histogram_noise(
+                    mech.hist_bins, mech.hist_noise_multiplier, g
+                )
+            for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
+                standard_normal_(buffer[pos], g)
+            noise = self.models[j].post_processing_noise(g)
+            if noise is not None:
+                drawn.post_noise[pos] = noise.to(device=stack.device, dtype=stack.dtype)
+        return draws
+
+    def _privatise(
+        self, stack: ModelStack, x: Tensor, part: Tensor, drawn: _Draws
+    ) -> dict[int, StepResult]:
+        """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack,
+        then the post-processing gradient; all left in ``stack.grads`` (held N(0, 1) draws)."""
+        k = len(stack.parts)
+        stack.refresh()
+        local = stack.local_of[part]
+        x = x.to(device=stack.device, dtype=stack.dtype)
+        if not stack.single:  # part by part, each in sample order
+            order = torch.argsort(local, stable=True)
+            x, local = x[order], local[order]
+        done = stack.ghost_pass(x, local, torch.cat(drawn.step_noise)) if len(local) else None
+        norms = done.norms if done is not None else torch.zeros(0, dtype=stack.dtype)
+        c_s = self.mechanism.thresholds(norms, local, drawn.hist_noise)
+        expected = torch.tensor([self.expected[j] for j in stack.parts], dtype=torch.float64)
+        # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
+        scale = (self.mechanism.noise_multiplier * c_s / expected).to(stack.device, stack.dtype)
+        for buffer in stack.grads:
+            buffer.mul_(scale.view((k,) + (1,) * (buffer.dim() - 1)))
+        if done is not None:
+            rows = local.to(stack.device)
+            per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
+            stack.add_clipped_sum(done, clip_factors(norms, per_row[0]) / per_row[1])
+        stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
+        losses = (done.losses if done is not None else norms).detach().cpu().double()
+        return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)
+
+
+def _results(
+    parts: list[int], sizes: Tensor, losses: Tensor, local: Tensor, c_s: Tensor
+) -> dict[int, StepResult]:
+    """Each part's StepResult: mean loss of its records (NaN when none), C_s and realised size."""
+    sums = torch.zeros(len(parts), dtype=torch.float64).index_add_(0, local, losses).tolist()
+    rows = zip(parts, sums, sizes.tolist(), c_s.tolist())
+    return {
+        j: StepResult(loss=t / n if n else math.nan, clip_norm=c, batch_size=n)
+        for j, t, n, c in rows
+    }
+
+
+def _member(part: Tensor, parts: Sequence[int]) -> Tensor:
+    """Boolean mask [B]: rows whose part is in ``parts``."""
+    return torch.isin(part, torch.as_tensor(list(parts), dtype=torch.long))

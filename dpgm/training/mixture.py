@@ -8,8 +8,9 @@ Two schedules (DESIGN.md 3.5):
 - "alternate": the paper's schedule, with the choice of model made from the RELEASED noisy
   part sizes (the paper uses true sizes, which leaks). One model steps per global step; its
   part is Poisson-sampled at rate q; one ledger entry per step.
-When all models are VAEs of one shape, the parallel schedule runs its k DP-SGD steps in one
-batched pass (stacked.StackedDPSGD: same mechanism, same draws, much faster for small parts).
+One DP-SGD engine (dpsgd.DPSGD) steps the models. Under the parallel schedule models of one
+architecture (VAEs or RBMs alike) run as one stack, one batched pass for all k (same mechanism,
+same draws as one model at a time, much faster for small parts).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from dpgm.clustering.base import size_shares
 from dpgm.config import TrainingConfig
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
-from dpgm.training.dpsgd import DPSGD, StepResult, poisson_sample
-from dpgm.training.stacked import StackedDPSGD, can_stack
+from dpgm.training.dpsgd import DPSGD, StepResult
+from dpgm.training.mechanism import Mechanism, poisson_sample
 
 #: Ledger stage name of DP-SGD training.
 STAGE = "training"
@@ -69,7 +70,9 @@ def make_optimizer(cfg: TrainingConfig, params: Any) -> torch.optim.Optimizer:
 
 @dataclass
 class StepLog:
-    """What one global step produced (for the progress bar and TensorBoard)."""
+    """What one global step produced. ``clip_norms`` (C_s per stepping part) are released values;
+    ``loss`` (mean data term over the private batch) and ``batch_sizes`` (realised) are NOT
+    private: non-private diagnostics, never released, shown or logged only on request."""
 
     loss: float
     clip_norms: list[float]
@@ -87,7 +90,8 @@ def _log(results: list[StepResult]) -> StepLog:
 class MixtureTrainer:
     """Alg. 1: k DP-SGD optimisers over the parts of a released partition.
 
-    ``stack`` (default True) lets the parallel schedule use the batched path when the models allow it.
+    ``batched`` (default True) lets the parallel schedule run models of one architecture as one
+    stack; False (and the alternate schedule, one model per step) steps them one by one.
     """
 
     def __init__(
@@ -99,7 +103,7 @@ class MixtureTrainer:
         cfg: TrainingConfig,
         *,
         generator: torch.Generator,
-        stack: bool = True,
+        batched: bool = True,
     ) -> None:
         if len(models) != len(noisy_sizes):
             raise ValueError("one model per part is required")
@@ -112,31 +116,23 @@ class MixtureTrainer:
         self._part_of = torch.as_tensor(assignments, dtype=torch.long)
         self.weights = np.asarray(noisy_sizes, dtype=float)
         self.optimizers = [make_optimizer(cfg, m.parameters()) for m in models]
-        self.dpsgd = [
-            DPSGD(
-                model,
-                sampling_rate=cfg.sampling_rate,
-                expected_batch_size=cfg.sampling_rate * max(float(size), MIN_PART_SIZE),
-                noise_multiplier=cfg.noise_multiplier,
-                clipping=cfg.clipping,
-                clip_norm=cfg.clip_norm,
-                hist_noise_multiplier=cfg.hist_noise_multiplier,
-                hist_max=cfg.hist_max,
-                hist_bins=cfg.hist_bins,
-                optimizer=opt,
-                generator=generator,
-            )
-            for model, opt, size in zip(models, self.optimizers, noisy_sizes)
-        ]
+        expected = [cfg.sampling_rate * max(float(size), MIN_PART_SIZE) for size in noisy_sizes]
+        self.engine = DPSGD(
+            models,
+            Mechanism.from_config(cfg),
+            expected_batch_sizes=expected,
+            optimizers=self.optimizers,
+            generator=generator,
+            batched=batched and cfg.schedule == "parallel",
+        )
         self.averages = (
             [AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(cfg.ema_decay), use_buffers=False) for m in models]
             if cfg.ema_decay is not None else None
         )
-        self.stacked = StackedDPSGD(self.dpsgd) if stack and cfg.schedule == "parallel" and can_stack(models) else None
 
     def event(self) -> DpEvent:
         """The ledger event of one global step (the same for every part and both schedules)."""
-        return self.dpsgd[0].event()
+        return self.engine.event()
 
     def _sample(self, candidates: np.ndarray) -> np.ndarray:
         """Poisson sampling: each candidate joins independently with probability q."""
@@ -155,25 +151,20 @@ class MixtureTrainer:
         return [a.module for a in self.averages] if self.averages is not None else self.models
 
     def _step(self, accountant: Accountant) -> StepLog:
+        """Charge the step's event, THEN read records. Parallel: a Poisson sample of all n records,
+        every part's model steps on its own rows. Alternate: part j drawn by released size, then a
+        Poisson sample of part j, and model j steps (DESIGN.md 3.5)."""
         accountant.spend(STAGE, self.event())
+        for model in self.models:
+            if not model.training:  # module.train() walks every submodule: only when needed
+                model.train()
         if self.cfg.schedule == "parallel":
-            chosen = list(range(len(self.models)))
             sampled = self._sample(np.arange(self.n))
-            part_of = self._part_of[sampled]
-            if self.stacked is not None:
-                for model in self.models:
-                    model.train()
-                return _log(self.stacked.step(self.records.rows(sampled), part_of))
-            batches = [sampled[part_of.numpy() == j] for j in chosen]
-        else:
-            j = int(torch.multinomial(part_probabilities(self.weights), 1, generator=self.generator))
-            chosen = [j]
-            batches = [self._sample(self.parts[j])]
-        results = []
-        for j, idx in zip(chosen, batches):
-            self.models[j].train()
-            results.append(self.dpsgd[j].step(self.records.rows(idx)))
-        return _log(results)
+            return _log(self.engine.step(self.records.rows(sampled), self._part_of[sampled]))
+        j = int(torch.multinomial(part_probabilities(self.weights), 1, generator=self.generator))
+        sampled = self._sample(self.parts[j])
+        rows, part = self.records.rows(sampled), self._part_of[sampled]
+        return _log(self.engine.step(rows, part, active=[j]))
 
     def state_dict(self) -> dict[str, Any]:
         state = {

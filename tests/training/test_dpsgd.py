@@ -1,4 +1,5 @@
-"""DP-SGD step: clipping, equality with Opacus, noise scale, empty batches, events, RBM phases."""
+"""The DP-SGD engine: clipping, equality with Opacus, noise scale, empty batches, events, RBM phases,
+stepping a subset of the parts."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from torch import nn
 from dpgm.errors import ConfigError
 from dpgm.models import RBM, VAE
 from dpgm.privacy.events import SampledGaussianEvent, SampledJointGaussianEvent
-from dpgm.training.dpsgd import DPSGD, poisson_sample
+from dpgm.training.dpsgd import DPSGD, Mechanism
+from dpgm.training.mechanism import poisson_sample
 
 
 class ZeroGradient(nn.Module):
@@ -22,28 +24,34 @@ class ZeroGradient(nn.Module):
         super().__init__()
         self.lin = nn.Linear(n_in, n_out)
 
-    def loss_per_record(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        return (self.lin(x) * 0.0).sum(dim=1)
+    def step_noise(self, n: int, generator: torch.Generator | None) -> torch.Tensor:
+        return torch.zeros(n, 0)
+
+    def record_losses(self, x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        return (self.lin(x) * 0.0).sum(dim=-1)
+
+    def post_processing_noise(self, generator: torch.Generator | None) -> None:
+        return None
+
+    def post_processing_loss(self, noise: torch.Tensor) -> None:
+        return None
+
+
+def single(model: nn.Module, optimizer: torch.optim.Optimizer, generator: torch.Generator, *,
+           expected_batch_size: float, **mechanism) -> DPSGD:
+    """The engine for one model (k = 1)."""
+    return DPSGD([model], Mechanism(**mechanism), expected_batch_sizes=[expected_batch_size], optimizers=[optimizer],
+                 generator=generator)
 
 
 def make_dpsgd(model: nn.Module, seed: int = 0, lr: float = 0.1, **kwargs) -> DPSGD:
     args = {"sampling_rate": 0.01, "expected_batch_size": 10.0, "noise_multiplier": 1.0, "clipping": "fixed"}
     args.update(kwargs)
-    return DPSGD(model, optimizer=torch.optim.SGD(model.parameters(), lr=lr), generator=torch.Generator().manual_seed(seed), **args)
+    return single(model, torch.optim.SGD(model.parameters(), lr=lr), torch.Generator().manual_seed(seed), **args)
 
 
 def flat(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-
-
-def test_poisson_sample_rate_and_indices() -> None:
-    gen = torch.Generator().manual_seed(0)
-    sizes = [len(poisson_sample(1000, 0.05, gen)) for _ in range(400)]
-    assert abs(sum(sizes) / 400 - 50) < 1.5
-    idx = poisson_sample(1000, 0.5, gen)
-    assert idx.dtype == torch.long and bool((idx[1:] > idx[:-1]).all()) and 0 <= int(idx.min()) and int(idx.max()) < 1000
-    with pytest.raises(ConfigError):
-        poisson_sample(10, 0.0, gen)
 
 
 def test_every_per_record_contribution_is_clipped() -> None:
@@ -53,7 +61,7 @@ def test_every_per_record_contribution_is_clipped() -> None:
     x = (torch.rand(12, 16, generator=gen) < 0.5).double()
     for scale in (1e-3, 1.0, 50.0):  # gradients well below, around and far above the threshold
         for i in range(12):
-            grads, result = dp.privatised_gradients(x[i : i + 1] * scale)
+            (grads,), (result,) = dp.privatised_gradients(x[i : i + 1] * scale)
             norm = float(torch.sqrt(sum(g.pow(2).sum() for g in grads)))
             assert norm <= 0.7 * (1 + 1e-9)
             if scale == 50.0:
@@ -73,8 +81,8 @@ def test_fixed_step_equals_opacus_dpoptimizer_step() -> None:
     x = (torch.rand(5, 10, generator=torch.Generator().manual_seed(9)) < 0.5).float()
     sigma, clip, expected = 1.3, 0.5, 8  # realised batch 5, expected 8: division must use 8
 
-    dp = DPSGD(ours, sampling_rate=0.01, expected_batch_size=expected, noise_multiplier=sigma, clipping="fixed",
-               clip_norm=clip, optimizer=torch.optim.SGD(ours.parameters(), lr=0.1), generator=torch.Generator().manual_seed(5))
+    dp = single(ours, torch.optim.SGD(ours.parameters(), lr=0.1), torch.Generator().manual_seed(5), sampling_rate=0.01,
+                expected_batch_size=expected, noise_multiplier=sigma, clipping="fixed", clip_norm=clip)
     dp.step(x)
 
     gsm = GradSampleModule(theirs, loss_reduction="mean")
@@ -98,8 +106,8 @@ def test_fixed_step_equals_opacus_with_noise_only_in_the_clipped_sum() -> None:
     theirs = copy.deepcopy(ours)
     start = flat(ours)
     x = (torch.rand(7, 10, generator=torch.Generator().manual_seed(3)) < 0.5).float()
-    dp = DPSGD(ours, sampling_rate=0.01, expected_batch_size=4, noise_multiplier=1e-9, clipping="fixed",
-               clip_norm=0.3, optimizer=torch.optim.SGD(ours.parameters(), lr=1.0), generator=torch.Generator().manual_seed(2))
+    dp = single(ours, torch.optim.SGD(ours.parameters(), lr=1.0), torch.Generator().manual_seed(2), sampling_rate=0.01,
+                expected_batch_size=4, noise_multiplier=1e-9, clipping="fixed", clip_norm=0.3)
     dp.step(x)
     gsm = GradSampleModule(theirs, loss_reduction="mean")
     gen = torch.Generator().manual_seed(2)
@@ -118,7 +126,7 @@ def test_zero_gradient_model_drifts_with_the_predicted_noise_scale(clipping: str
     dp = make_dpsgd(model, seed=7, lr=lr, sampling_rate=q, expected_batch_size=q * n, noise_multiplier=sigma,
                     clipping=clipping, clip_norm=clip, hist_noise_multiplier=1.0, hist_max=10.0, hist_bins=100)
     batch = torch.ones(20, 40)
-    result = dp.step(batch)
+    (result,) = dp.step(batch)
     # adaptive: all 20 norms are 0 -> first bin (0, 0.1] beats noise of std 1 -> C_s = 0.1
     c_s = clip if clipping == "fixed" else 0.1
     assert result.clip_norm == pytest.approx(c_s)
@@ -133,7 +141,7 @@ def test_empty_batch_still_adds_noise_and_steps() -> None:
     start = flat(model)
     dp = make_dpsgd(model, seed=3, lr=1.0, expected_batch_size=5.0, noise_multiplier=1.0, clip_norm=2.0, clipping="adaptive",
                     hist_max=4.0, hist_bins=8)
-    result = dp.step(torch.zeros(0, 40))
+    (result,) = dp.step(torch.zeros(0, 40))
     assert result.batch_size == 0 and math.isnan(result.loss)
     assert result.clip_norm in {0.5 * j for j in range(1, 9)}
     drift = flat(model) - start
@@ -187,9 +195,62 @@ def test_adaptive_training_reduces_vae_loss() -> None:
     data[:200, :6] = 1.0
     data[200:, 6:] = 1.0
     model = VAE(12, hidden=[16], latent=2, generator=gen)
-    dp = DPSGD(model, sampling_rate=0.25, expected_batch_size=100.0, noise_multiplier=0.5, clipping="adaptive",
-               optimizer=torch.optim.Adam(model.parameters(), lr=0.005), generator=gen)
+    dp = single(model, torch.optim.Adam(model.parameters(), lr=0.005), gen, sampling_rate=0.25,
+                expected_batch_size=100.0, noise_multiplier=0.5, clipping="adaptive")
     first = _mean_loss(model, data)
     for _ in range(150):
         dp.step(data[poisson_sample(400, 0.25, gen)])
     assert _mean_loss(model, data) < 0.5 * first
+
+
+def test_only_the_active_parts_step() -> None:
+    """The alternate schedule steps one part: the others keep parameters and optimizer state."""
+    models = [ZeroGradient(), ZeroGradient()]
+    before = [flat(m) for m in models]
+    opts = [torch.optim.Adam(m.parameters(), lr=0.1) for m in models]
+    dp = DPSGD(models, Mechanism(sampling_rate=0.1, noise_multiplier=1.0, clipping="fixed"),
+               expected_batch_sizes=[2.0, 3.0], optimizers=opts, generator=torch.Generator().manual_seed(0))
+    (result,) = dp.step(torch.ones(4, 40), torch.ones(4, dtype=torch.long), active=[1])
+    assert result.batch_size == 4
+    assert torch.equal(flat(models[0]), before[0]) and opts[0].state_dict()["state"] == {}
+    assert not torch.equal(flat(models[1]), before[1])
+    with pytest.raises(ValueError, match="stepping part"):
+        dp.step(torch.ones(1, 40), torch.zeros(1, dtype=torch.long), active=[1])
+
+
+def test_a_model_outside_the_protocol_is_a_config_error() -> None:
+    model = nn.Linear(3, 1)
+    with pytest.raises(ConfigError, match="DPSGDModel"):
+        DPSGD([model], Mechanism(sampling_rate=0.1, noise_multiplier=1.0), expected_batch_sizes=[1.0],
+              optimizers=[torch.optim.SGD(model.parameters(), lr=0.1)], generator=None)
+
+
+def test_draws_come_in_the_documented_order() -> None:
+    """Per stepping part: step noise (only with records), histogram noise, N(0, 1) per parameter."""
+    gen = torch.Generator().manual_seed(8)
+    models = [VAE(6, hidden=[4], latent=2, generator=gen) for _ in range(2)]
+    opts = [torch.optim.SGD(m.parameters(), lr=0.0) for m in models]
+    dp = DPSGD(models, Mechanism(sampling_rate=0.1, noise_multiplier=1.0, hist_bins=7), expected_batch_sizes=[1.0, 1.0],
+               optimizers=opts, generator=torch.Generator().manual_seed(3))
+    dp.step(torch.ones(3, 6), torch.zeros(3, dtype=torch.long))  # part 1 has no record
+    ref = torch.Generator().manual_seed(3)
+    models[0].step_noise(3, ref)
+    for model in models:
+        torch.empty(7, dtype=torch.float64).normal_(generator=ref)
+        for p in model.parameters():
+            torch.empty_like(p).normal_(generator=ref)
+    assert torch.equal(dp.generator.get_state(), ref.get_state())
+
+
+def test_rbm_draws_its_negative_phase_noise_last() -> None:
+    """An RBM part (no record): histogram noise, N(0, 1) per parameter, then its Gibbs uniforms."""
+    model = RBM(5, n_hidden=3, chains=4, gibbs_steps=2, generator=torch.Generator().manual_seed(1))
+    dp = DPSGD([model], Mechanism(sampling_rate=0.1, noise_multiplier=1.0, hist_bins=7), expected_batch_sizes=[1.0],
+               optimizers=[torch.optim.SGD(model.parameters(), lr=0.0)], generator=torch.Generator().manual_seed(3))
+    dp.step(torch.zeros(0, 5))
+    ref = torch.Generator().manual_seed(3)
+    torch.empty(7, dtype=torch.float64).normal_(generator=ref)
+    for p in model.parameters():
+        torch.empty_like(p).normal_(generator=ref)
+    torch.rand(2, 4, 3 + 5, generator=ref)
+    assert torch.equal(dp.generator.get_state(), ref.get_state())

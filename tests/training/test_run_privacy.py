@@ -25,7 +25,7 @@ from dpgm.cli import run_cli
 from dpgm.config import config_from_dict
 from dpgm.errors import ConfigError, DataError
 from dpgm.training import run as run_mod
-from dpgm.training.dpsgd import poisson_sample
+from dpgm.training.mechanism import poisson_sample
 from tests.training.test_run import killed_run, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Stacked DP-SGD (parallel schedule in one batched pass) equals the loop over k DPSGD steps."""
+"""The batched path (k models as one stack) equals the per-model path, for VAEs and RBMs."""
 
 from __future__ import annotations
 
@@ -10,17 +10,21 @@ import torch
 from torch import nn
 
 from dpgm.config import TrainingConfig
-from dpgm.errors import ConfigError
 from dpgm.models import RBM, VAE
 from dpgm.privacy.accountant import Accountant
 from dpgm.training.mixture import MixtureTrainer, RecordStore
-from dpgm.training.stacked import StackedDPSGD, StackedLinear, can_stack
+from dpgm.training.stacked import StackedLinear, stack_groups, stack_models
 
 N_ITEMS, N_RECORDS = 20, 90
 
 
-def make_models(k: int = 3) -> list[VAE]:
+def make_models(k: int = 3, kind: str = "vae") -> list[nn.Module]:
     gen = torch.Generator().manual_seed(11)
+    if kind == "rbm":
+        models = [RBM(N_ITEMS, n_hidden=16, chains=7, generator=gen) for _ in range(k)]
+        with torch.no_grad():  # part 0's gradients are much larger: its C_s differs from part 1's
+            models[0].hidden.weight.normal_(0.0, 2.0, generator=gen)
+        return models
     models = [VAE(N_ITEMS, hidden=[24], latent=2, generator=gen) for _ in range(k)]
     with torch.no_grad():  # part 0's gradients are much larger: its C_s differs from part 1's
         models[0].decoder[-1].weight.mul_(6.0)
@@ -37,26 +41,28 @@ def make_trainer(models: list[nn.Module], stack: bool, **cfg) -> MixtureTrainer:
     settings.update(cfg)
     gen = torch.Generator().manual_seed(5)
     return MixtureTrainer(models, RecordStore(records), assignments, noisy_sizes, TrainingConfig(**settings),
-                          generator=gen, stack=stack)
+                          generator=gen, batched=stack)
 
 
 def flat(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
+@pytest.mark.parametrize("kind", ["vae", "rbm"])
 @pytest.mark.parametrize(("clipping", "sigma", "optimizer"), [("adaptive", 1.0, "adam"), ("adaptive", 1e-9, "sgd"),
                                                                ("fixed", 1.0, "sgd")])
-def test_stacked_steps_equal_the_loop_over_dpsgd(clipping: str, sigma: float, optimizer: str) -> None:
-    """Same seed, same batches, same draws: same clip thresholds and the same parameters and optimizer state.
+def test_stacked_steps_equal_the_loop_over_dpsgd(kind: str, clipping: str, sigma: float, optimizer: str) -> None:
+    """Same seed, same batches, same draws: same clip thresholds and the same parameters and optimizer state
+    (and, for the RBM, the same persistent chains: its negative phase draws in the same place).
 
     With sigma ~ 0 and SGD the update is the clipped sum over E_j itself (no noise to hide a wrong sum).
     """
-    models = make_models()
+    models = make_models(kind=kind)
     start = [flat(m) for m in models]
     cfg = {"clipping": clipping, "noise_multiplier": sigma, "optimizer": optimizer, "clip_norm": 3.0}
     stacked = make_trainer(models, stack=True, **cfg)
     loop = make_trainer(copy.deepcopy(models), stack=False, **cfg)
-    assert stacked.stacked is not None and loop.stacked is None
+    assert len(stacked.engine.stacks) == 1 and len(loop.engine.stacks) == 3  # one stack of 3; 3 of one
     for _ in range(4):
         got = stacked.step(Accountant(delta=1e-5))
         want = loop.step(Accountant(delta=1e-5))
@@ -69,6 +75,7 @@ def test_stacked_steps_equal_the_loop_over_dpsgd(clipping: str, sigma: float, op
         if j < 2 or sigma == 1.0:  # every part stepped, the empty one too (by noise alone)
             assert not torch.allclose(flat(a), start[j])
         torch.testing.assert_close(flat(a), flat(b), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(list(a.buffers()), list(b.buffers()))
     mine, theirs = stacked.state_dict(), loop.state_dict()
     for a, b in zip(mine["optimizers"], theirs["optimizers"]):
         assert a["param_groups"] == b["param_groups"]
@@ -105,11 +112,26 @@ def test_stacked_linear_applies_each_layer_to_its_own_batch() -> None:
     torch.testing.assert_close(stack(x)[2], layers[2](x[2]))
 
 
-def test_only_vaes_of_one_shape_stack() -> None:
-    assert can_stack(make_models())
-    assert not can_stack([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16])])
-    assert not can_stack([RBM(N_ITEMS, n_hidden=4), RBM(N_ITEMS, n_hidden=4)])
+def test_models_of_one_type_and_shape_stack() -> None:
+    assert stack_groups(make_models()) == [[0, 1, 2]]
+    assert stack_groups(make_models(kind="rbm")) == [[0, 1, 2]]
+    assert stack_groups([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16]), VAE(N_ITEMS, hidden=[24])]) == [[0, 2], [1]]
+    assert stack_groups([RBM(N_ITEMS, n_hidden=4), VAE(N_ITEMS, hidden=[4])]) == [[0], [1]]
     trainer = make_trainer([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16]), VAE(N_ITEMS, hidden=[24])], stack=True)
-    assert trainer.stacked is None  # falls back to the loop
-    with pytest.raises(ConfigError):
-        StackedDPSGD(trainer.dpsgd)
+    assert [s.parts for s in trainer.engine.stacks] == [[0, 2], [1]]  # two stacks, one batched pass each
+    with pytest.raises(ValueError):
+        stack_models([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16])])
+
+
+def test_mixed_shapes_equal_the_per_model_path() -> None:
+    """Stacks of unequal size in one step give what one model at a time gives."""
+    gen = torch.Generator().manual_seed(3)
+    models = [VAE(N_ITEMS, hidden=[24], generator=gen), VAE(N_ITEMS, hidden=[16], generator=gen),
+              VAE(N_ITEMS, hidden=[24], generator=gen)]
+    stacked = make_trainer(models, stack=True)
+    loop = make_trainer(copy.deepcopy(models), stack=False)
+    for _ in range(3):
+        got, want = stacked.step(Accountant(delta=1e-5)), loop.step(Accountant(delta=1e-5))
+        assert got.clip_norms == want.clip_norms and got.batch_sizes == want.batch_sizes
+    for a, b in zip(stacked.models, loop.models):
+        torch.testing.assert_close(flat(a), flat(b), rtol=1e-5, atol=1e-6)

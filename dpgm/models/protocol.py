@@ -1,0 +1,61 @@
+"""What DP-SGD and release need from a generative model (typing.Protocol, no privacy code).
+
+DP-SGD (dpgm.training.dpsgd, DPGM paper Alg. 4) needs three things of a model, and nothing
+about its architecture beyond "every trainable parameter lives in an nn.Linear layer called
+once per forward pass on [..., B, in] inputs" (ghost clipping, dpgm.training.per_sample):
+
+- ``step_noise(n, generator)``: the model's own per-record randomness for one step, drawn up
+  front ([n, d], d may be 0) so that the trainer fixes the order of every draw of a step
+  (VAE: the reparameterisation noise; RBM: nothing);
+- ``record_losses(x, noise)``: the data term, one loss per record of ``x`` [..., B, m] given
+  its noise [..., B, d], each depending on its own row only. Leading dimensions let k models
+  of one shape run as one stack (dpgm.training.stacked);
+- ``post_processing_noise(generator)``: the randomness of the model's data-independent loss
+  term, drawn up front too (RBM: the uniforms of its negative phase's Gibbs steps), or None
+  when the model has no such term (VAE);
+- ``post_processing_loss(noise)``: that term (the RBM's negative phase, DESIGN.md 3.7), one
+  value per model [...] (leading dimensions as above), computed from the parameters, the
+  model's own state and ``noise`` alone; its gradient is added after privatisation. It may
+  advance the model's state (the RBM's persistent chains, a buffer).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+
+@runtime_checkable
+class DPSGDModel(Protocol):
+    """The training side of a model: step randomness, per-record data loss, post-processing loss."""
+
+    def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+
+    def record_losses(self, x: Tensor, noise: Tensor) -> Tensor: ...
+
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None: ...
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor | None: ...
+
+
+@runtime_checkable
+class GenerativeModel(DPSGDModel, Protocol):
+    """What training and release need from a model.
+
+    ``loss_per_record(x, generator)`` is ``record_losses(x, step_noise(len(x), generator))``.
+    ``output_bias`` is the bias of the Bernoulli output layer (an offset added to every record's
+    logits), which dpgm.training.part_means sets and calibrates; ``sample_logits`` are the
+    output logits of fresh samples.
+    """
+
+    def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor: ...
+
+    def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+
+    def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+
+    def output_bias(self) -> Tensor: ...
+
+    def sample(self, n: int, generator: torch.Generator | None) -> Tensor: ...
