@@ -28,14 +28,13 @@ from dpgm.clustering.base import size_shares
 from dpgm.config import TrainingConfig
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
+from dpgm.privacy.mechanisms import floor_counts
 from dpgm.training.dpsgd import DPSGD, StepResult
 from dpgm.training.mechanism import Mechanism, poisson_sample
 
 #: Ledger stage name of DP-SGD training.
 STAGE = "training"
 
-#: Data-independent floor on a part's released size when it sets an expected batch size.
-MIN_PART_SIZE = 1.0
 
 
 def part_probabilities(noisy_sizes: np.ndarray) -> torch.Tensor:
@@ -116,7 +115,7 @@ class MixtureTrainer:
         self._part_of = torch.as_tensor(assignments, dtype=torch.long)
         self.weights = np.asarray(noisy_sizes, dtype=float)
         self.optimizers = [make_optimizer(cfg, m.parameters()) for m in models]
-        expected = [cfg.sampling_rate * max(float(size), MIN_PART_SIZE) for size in noisy_sizes]
+        expected = [cfg.sampling_rate * float(size) for size in floor_counts(noisy_sizes)]
         self.engine = DPSGD(
             models,
             Mechanism.from_config(cfg),
