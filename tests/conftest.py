@@ -13,6 +13,14 @@ from dpgm.data.dataset import BinaryDataset
 REAL_DATA_SUBFOLDERS = ("mnist", "msnbc", "retail", "gowalla")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist every worker uses one thread: two workers on two cores, not four threads."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from dpgm.threads import set_threads
+
+        set_threads(1)
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
     """The real data folder named by $DPGM_DATA_DIR; skips the test when it is absent.
