@@ -49,6 +49,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.one_run_audit import AuditOutcome, audit_scores
+from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 
@@ -352,14 +353,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--score-draws", type=int, default=AuditPlan.score_draws,
                    help="reparameterisation draws averaged per canary score (VAE; default 16)")
     p.add_argument("--seed", type=int, default=0, help="seed of the auditor's generator (default 0)")
-    p.add_argument(
-        "--leak",
-        action="store_true",
-        help="TEST SWITCH: train with the noise effectively off (multiplier 1e-6, fixed clipping) "
-        "while "
-        "claiming the configured plan's epsilon; the audit should catch it",
-    )
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
+    p.add_argument("--leak", action="store_true", help="TEST SWITCH: train with the noise effectively off "
+                   "(multiplier 1e-6, fixed clipping) while claiming the configured plan's epsilon; the audit "
+                   "should catch it")
+    p.add_argument("--threads", type=int, help="torch and BLAS threads (default: the cores available)")
     p.add_argument("--json", type=Path, help="write the full report to this JSON file")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
@@ -374,8 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     plan = AuditPlan(canaries=args.canaries, guesses_in=args.guesses_in, guesses_out=args.guesses_out,
                      confidence=args.confidence, score_draws=args.score_draws, leak=args.leak)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)
     print(summary(report))
     if args.json:
