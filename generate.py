@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from dpgm.artifact import FORMATS, check_release
 from dpgm.cli import run_cli
-from dpgm.release import FORMATS, release
+from dpgm.io import check_output
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -32,12 +34,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threshold", type=float, default=None,
                    help="output probabilities >= THRESHOLD instead of Bernoulli draws")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--mkdir", action="store_true", help="create the output's folder if it does not exist")
     return p.parse_args(argv)
 
 
 def _format_for(path: str, explicit: str | None) -> str:
     if explicit:
         return explicit
+    path = path.removesuffix(".gz")
     if path.endswith(".png"):
         return "png"
     if path.endswith((".txt", ".dat")):
@@ -47,8 +51,12 @@ def _format_for(path: str, explicit: str | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    check_release(args.run)  # paths first: a bad one fails in well under a second, before torch loads
+    check_output(Path(args.out), mkdir=args.mkdir)
+    from dpgm.release import release
+
     report = release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
-                     threshold=args.threshold, progress=not args.no_progress)
+                     threshold=args.threshold, progress=not args.no_progress, mkdir=args.mkdir)
     if "warning" in report:
         print(report["warning"])
     print(f"wrote {args.n} records to {args.out} (report: {args.out}.privacy.json)")

@@ -42,18 +42,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from dpgm.training.run import resume, train
-
     if args.resume:
         if args.overrides:
             print("error: --set cannot change a run being resumed", file=sys.stderr)
             return 2
+        from dpgm.training.run import (
+            resume,  # after the argument checks: torch takes seconds to load
+        )
+
         run_dir, report = resume(args.resume, progress=not args.no_progress)
     else:
-        flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download, "keep_private=true": args.keep_private,
-                 "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
+        flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download,
+                 "keep_private=true": args.keep_private, "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
         overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
-        cfg = load_config(args.config, overrides)
+        cfg = load_config(args.config, overrides)  # a bad config fails before torch loads
+        from dpgm.training.run import train
+
         run_dir, report = train(cfg, progress=not args.no_progress)
     if "warning" in report:
         print(report["warning"])

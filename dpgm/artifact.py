@@ -17,16 +17,16 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from dpgm.config import ModelConfig
 from dpgm.errors import DpgmError
 from dpgm.io import atomic_write
-from dpgm.models import build_model
+
+if TYPE_CHECKING:  # torch is imported where models are saved or loaded: CLIs check paths first, fast
+    from torch import nn
 
 RELEASE_DIR, PRIVATE_DIR = "release", "private"
 CONFIG_FILE = "config.yaml"
@@ -36,6 +36,8 @@ REPORT_FILE = "privacy_report.json"
 SAMPLES_FILE = "samples.png"
 TENSORBOARD_DIR = "tensorboard"
 CHECKPOINT_FILE = "checkpoint.pt"
+#: Output formats of a release (release.py writes them).
+FORMATS = ("csv", "transactions", "png")
 
 #: First line of every report and output of a run that showed non-private diagnostics.
 NOT_PRIVATE = "NOT DIFFERENTIALLY PRIVATE: this run showed non-private diagnostics (--nonprivate-diagnostics)"
@@ -83,6 +85,14 @@ def release_dir(path: str | Path) -> Path:
     return path / RELEASE_DIR if (path / RELEASE_DIR).is_dir() else path
 
 
+def check_release(path: str | Path) -> Path:
+    """The release folder of a finished run, or a one-line error (no torch needed)."""
+    folder = release_dir(path)
+    if not (folder / MODELS_FILE).is_file():
+        raise DpgmError(f"{path}: no {RELEASE_DIR}/{MODELS_FILE} (is this a finished train.py run directory?)")
+    return folder
+
+
 @dataclass
 class ReleasedMixture:
     """The k trained models with the released (noisy) part sizes and the data's shape."""
@@ -109,6 +119,8 @@ def save_models(
     item_ids: list[int] | None = None,
 ) -> None:
     """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data."""
+    import torch
+
     payload = {
         "state_dicts": [{k: v.detach().cpu() for k, v in m.state_dict().items()} for m in models],
         "noisy_sizes": torch.as_tensor(np.asarray(noisy_sizes, dtype=np.float64)),
@@ -125,10 +137,12 @@ def save_models(
 
 def load_release(path: str | Path) -> ReleasedMixture:
     """Load a run's release (a run directory or its release/ folder); no code is unpickled."""
-    folder = release_dir(path)
+    import torch
+
+    from dpgm.models import build_model
+
+    folder = check_release(path)
     models_path = folder / MODELS_FILE
-    if not models_path.is_file():
-        raise DpgmError(f"{path}: no {RELEASE_DIR}/{MODELS_FILE} (is this a finished train.py run directory?)")
     try:
         payload = torch.load(models_path, map_location="cpu", weights_only=True)
         report = json.loads((folder / REPORT_FILE).read_text())

@@ -14,6 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from dpgm.errors import DpgmError
+
+
+class OutputError(DpgmError):
+    """An output path that cannot be written as asked (one-line error, exit code 2)."""
+
 
 @contextlib.contextmanager
 def atomic_write(
@@ -53,3 +59,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, private: bool 
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any, *, private: bool = False) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", private=private)
+
+
+def check_output(out: Path, *, mkdir: bool) -> None:
+    """Refuse an output path whose folder is missing (a typo) unless ``mkdir``, or that is a folder."""
+    if out.is_dir():
+        raise OutputError(f"--out {out}: is a folder; give a file name")
+    if not out.parent.exists():
+        if not mkdir:
+            raise OutputError(f"--out {out}: folder {out.parent} does not exist (create it, or pass --mkdir)")
+        out.parent.mkdir(parents=True)

@@ -7,24 +7,24 @@ folder, and writes nothing to the ledger. Every output file is written atomicall
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from tqdm import tqdm
 
-from dpgm.artifact import ReleasedMixture, load_release
+from dpgm.artifact import FORMATS, ReleasedMixture, load_release
 from dpgm.clustering.base import size_shares
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.imaging import write_png_grid
-from dpgm.io import atomic_write, atomic_write_json
-
-FORMATS = ("csv", "transactions", "png")
+from dpgm.io import atomic_write, atomic_write_json, check_output
 
 
 @torch.no_grad()
@@ -69,6 +69,18 @@ def sample_dataset(run_dir: str | Path, n: int, *, seed: int | None = None) -> B
                          image_shape=mixture.image_shape)
 
 
+@contextlib.contextmanager
+def _text_stream(raw: IO[bytes], *, gzipped: bool) -> Iterator[io.TextIOBase]:
+    """A text stream over the binary file ``raw`` (left open): gzip-compressed when asked."""
+    target = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if gzipped else raw
+    text = io.TextIOWrapper(target, encoding="utf-8", newline="\n")
+    yield text
+    text.flush()
+    text.detach()
+    if gzipped:
+        target.close()  # writes the gzip trailer; ``raw`` stays open for the atomic rename
+
+
 def _write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], names: list[str]) -> None:
     fh.write(",".join(names) + "\n")
     for records, _ in chunks:
@@ -91,14 +103,19 @@ def release(
     seed: int | None = None,
     threshold: float | None = None,
     progress: bool = True,
+    mkdir: bool = False,
 ) -> dict[str, Any]:
-    """Draw ``n`` records from a run's mixture into ``out`` and put the privacy report beside it."""
+    """Draw ``n`` records from a run's mixture into ``out`` and put the privacy report beside it.
+
+    ``out`` ending in .gz is gzip-compressed; its folder must exist unless ``mkdir``.
+    """
     if n < 1:
         raise DpgmError(f"--n must be >= 1, got {n}")
     if fmt not in FORMATS:
         raise DpgmError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if threshold is not None and not 0 < threshold < 1:
         raise DpgmError(f"--threshold must be in (0, 1), got {threshold}")
+    check_output(Path(out), mkdir=mkdir)
     mixture = load_release(run_dir)
     if fmt == "png" and mixture.image_shape is None:
         raise DpgmError("--format png needs image data; this run's records are not images")
@@ -117,7 +134,7 @@ def release(
         records = np.concatenate([r for r, _ in chunks]).astype(np.float32)
         write_png_grid(out, records.reshape(-1, *mixture.image_shape), nrow=int(np.ceil(np.sqrt(n))))
     else:
-        with atomic_write(out, "w") as fh:
+        with atomic_write(out, "wb") as raw, _text_stream(raw, gzipped=out.name.endswith(".gz")) as fh:
             if fmt == "csv":
                 _write_csv(fh, chunks, mixture.item_names)
             else:

@@ -15,17 +15,17 @@ module_graph = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(module_graph)
 
 LAYER = {
-    "dpgm": 0, "errors": 0, "io": 0, "threads": 0,
-    "cli": 1,  # cli.py: one-line errors and exit codes for every command-line front
-    "privacy": 1, "config": 1,
-    "rules": 2,
-    "data": 2, "features": 2, "models": 2,
-    "clustering": 3, "evaluation": 3,
-    "artifact": 4, "imaging": 4,
-    "training": 5,
-    "release": 6,
-    "audit": 7, "sketch": 7,
-    "main": 8,  # every __main__.py: the command-line fronts
+    "dpgm": 0, "errors": 0, "threads": 0,
+    "io": 1,  # atomic writes and output-path checks (raise DpgmError)
+    "privacy": 2, "config": 2,
+    "cli": 2,  # cli.py: one-line errors and exit codes for every command-line front
+    "rules": 3, "data": 3, "features": 3, "models": 3,
+    "clustering": 4, "evaluation": 4,
+    "artifact": 5, "imaging": 5,
+    "training": 6,
+    "release": 7,
+    "audit": 8, "sketch": 8,
+    "main": 9,  # every __main__.py: the command-line fronts
 }
 
 

@@ -113,3 +113,36 @@ def test_generate_cli(trained_run, tmp_path):
     bad = subprocess.run([sys.executable, str(ROOT / "generate.py"), "--run", str(tmp_path / "nope"), "--n", "5",
                           "--out", str(tmp_path / "y.csv")], capture_output=True, text=True, cwd=ROOT, check=False)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+
+
+def test_gz_output_is_gzipped_and_equals_the_plain_one(trained_run, tmp_path):
+    import gzip
+
+    plain, packed = tmp_path / "syn.csv", tmp_path / "syn.csv.gz"
+    rel.release(trained_run, plain, 300, seed=4, progress=False)
+    rel.release(trained_run, packed, 300, seed=4, progress=False)
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+
+
+def test_missing_output_folder_is_an_error_unless_mkdir(trained_run, tmp_path):
+    with pytest.raises(DpgmError, match="does not exist .*--mkdir"):
+        rel.release(trained_run, tmp_path / "typo" / "syn.csv", 10, progress=False)
+    assert not (tmp_path / "typo").exists()
+    rel.release(trained_run, tmp_path / "new" / "syn.csv", 10, progress=False, mkdir=True)
+    assert (tmp_path / "new" / "syn.csv").is_file()
+
+
+def test_bad_paths_fail_fast_with_one_line(tmp_path):
+    """Before torch loads: exit 2, one line, well under a second of the command's own time."""
+    import time
+
+    for args in (["--run", str(tmp_path / "nope"), "--n", "5", "--out", str(tmp_path / "y.csv")],):
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "generate.py"), *args],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+        elapsed = time.perf_counter() - start
+        lines = [x for x in proc.stderr.splitlines() if not x.startswith("import time:")]
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
+        assert " torch" not in proc.stderr  # nothing of torch was imported
+        assert elapsed < 5.0  # generous for a loaded CI machine; ~0.3 s here
