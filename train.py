@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_dir, report = train(cfg, progress=not args.no_progress)
     if "warning" in report:
         print(report["warning"])
-    print(f"release (safe to share): {run_dir}/release")
+    print(f"release (safe to share): {run_dir}/release; privacy report for people: {run_dir}/release/privacy_report.md")
     bound = f" ({report['dependent_bound']} bound for dependent mechanisms)" if report["dependent_bound"] else ""
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}{bound}")

@@ -15,7 +15,7 @@ module_graph = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(module_graph)
 
 LAYER = {
-    "dpgm": 0, "errors": 0, "threads": 0,
+    "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)
     "privacy": 2, "config": 2,
     "cli": 2,  # cli.py: one-line errors and exit codes for every command-line front

@@ -31,6 +31,7 @@ from dpgm.artifact import (
     NOT_PRIVATE,
     REPORT_FILE,
     SAMPLES_FILE,
+    SUMMARY_FILE,
     TENSORBOARD_DIR,
     RunLayout,
     save_models,
@@ -48,6 +49,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.report import dpgm_version, summary_markdown
 from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
 from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
@@ -360,6 +362,9 @@ class TrainingRun:
         self.accountant.ledger.save(folder / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
         atomic_write_json(folder / REPORT_FILE, report)
+        version, commit = dpgm_version()
+        atomic_write_text(folder / SUMMARY_FILE,
+                          summary_markdown(report, dataset=self.data.name, version=version, commit=commit))
         if not self.cfg.keep_private:
             self.layout.remove_private()
         return report

@@ -30,7 +30,7 @@ from tests.training.test_run import killed_run, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Files a finished run may leave, all under release/: each a DP output or data-independent.
-RELEASE_FILES = {"config.yaml", "models.pt", "ledger.json", "privacy_report.json", "samples.png"}
+RELEASE_FILES = {"config.yaml", "models.pt", "ledger.json", "privacy_report.json", "privacy_report.md", "samples.png"}
 
 
 def scalar_tags(run_dir: Path) -> set[str]:

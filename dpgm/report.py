@@ -1,0 +1,85 @@
+"""The privacy report for people: privacy_report.md beside privacy_report.json (same facts, in words).
+
+One plain paragraph (what was protected, the guarantee, the neighbouring relation, epsilon,
+delta), then one row per stage the plan used, why the stages' own epsilons add up to more than
+the total, what was treated as public, and where the numbers came from. Numbers are rounded to
+4 significant digits; the JSON keeps them exact.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import subprocess
+from pathlib import Path
+from typing import Any
+
+#: What each ledger stage did, in words ({k}, {steps}, {method} filled from the report's plan).
+STAGES = {
+    "items": "choose the most frequent items from noisy item counts",
+    "partition": "split the records into {k} groups ({method})",
+    "part_means": "measure each group's noisy mean record",
+    "training": "train one generative model per group by DP-SGD ({steps} steps)",
+}
+
+
+def dpgm_version() -> tuple[str, str | None]:
+    """dpgm's version and, in a git checkout, its commit."""
+    try:
+        version = importlib.metadata.version("dpgm")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, check=False, timeout=5)
+        commit = out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return version, commit
+
+
+def _num(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, commit: str | None) -> str:
+    """The markdown text of a run's privacy report (``report``: privacy_report.json's content)."""
+    plan = report.get("plan", {})
+    lines = []
+    if "warning" in report:
+        lines += [f"**{report['warning']}**", ""]
+    lines += [
+        "# Privacy report",
+        "",
+        (f"This release was made from **{dataset}** so that it reveals little about any one person: "
+        f"whether or not someone's record was in the data, every output of the run is almost equally "
+        f"likely. Formally it is (epsilon, delta)-differentially private with **epsilon = "
+        f"{_num(report['epsilon'])}** and **delta = {report['delta']:.3g}**, for neighbouring datasets "
+        f"that differ by adding or removing one record, accounted with Renyi differential privacy "
+        f"(the moments accountant) over every step that touched the data."),
+        "",
+        "| stage | what it did | epsilon on its own |",
+        "|---|---|---|",
+    ]
+    words = {"k": plan.get("k", "?"), "method": plan.get("partition", "?"), "steps": plan.get("steps_taken", "?")}
+    for stage, eps in report["stage_epsilons"].items():
+        lines.append(f"| {stage} | {STAGES.get(stage, stage).format(**words)} | {_num(eps)} |")
+    lines += [
+        "",
+        (f"The stages' own epsilons add up to {_num(sum(report['stage_epsilons'].values()))}, more than the "
+        f"total {_num(report['epsilon'])}: privacy losses compose more tightly in Renyi differential privacy "
+        "than by adding epsilons, and the total is what the whole run guarantees."),
+    ]
+    if report.get("dependent_bound"):
+        by_bound = ", ".join(f"{b} {_num(e)}" for b, e in report["epsilon_by_bound"].items())
+        lines += ["", (f"Each DP-SGD step released a noisy clipping histogram and a noisy gradient from one "
+                      f"batch; they were analysed together ({report['dependent_bound']} bound; by bound: {by_bound}).")]
+    public = report.get("public_inputs", [])
+    if public:
+        lines += ["", "Treated as public (not protected): " + "; ".join(
+            f"{p['quantity']} ({p['value']}, {p['why']})" for p in public) + "."]
+    lines += ["", (f"dpgm {version}, commit {commit or 'unknown'}, "
+                  f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}; "
+                  f"{'a fixed seed (an experiment)' if report.get('fixed_seed') else 'noise from OS randomness'}. "
+                  "Exact values: privacy_report.json.")]
+    return "\n".join(lines) + "\n"

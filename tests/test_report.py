@@ -1,0 +1,29 @@
+"""privacy_report.md: the JSON report's facts in words, rounded for people."""
+
+from __future__ import annotations
+
+from dpgm.report import summary_markdown
+
+REPORT = {
+    "epsilon": 0.99999967, "delta": 1e-7, "stage_epsilons": {"partition": 0.36786, "part_means": 0.65581,
+                                                             "training": 0.41234},
+    "dependent_bound": None, "epsilon_by_bound": {}, "fixed_seed": False,
+    "public_inputs": [{"quantity": "item universe", "value": "17 items", "why": "the items file msnbc.items.tsv.gz"}],
+    "plan": {"k": 10, "partition": "lloyd", "steps_taken": 200},
+}
+
+
+def test_summary_says_what_was_protected_and_explains_the_stage_sum() -> None:
+    text = summary_markdown(REPORT, dataset="msnbc", version="0.1.0", commit="abc1234")
+    assert "**msnbc**" in text and "epsilon = 1**" in text and "delta = 1e-07" in text
+    assert "adding or removing one record" in text
+    assert "| partition | split the records into 10 groups (lloyd) | 0.3679 |" in text
+    assert "| training | train one generative model per group by DP-SGD (200 steps) | 0.4123 |" in text
+    assert "add up to 1.436, more than the total 1" in text
+    assert "item universe (17 items" in text and "dpgm 0.1.0, commit abc1234" in text
+    assert "histogram" not in text  # fixed clipping: no DPNorm mechanism is mentioned
+
+
+def test_a_not_private_run_says_so_first() -> None:
+    text = summary_markdown({**REPORT, "warning": "NOT DIFFERENTIALLY PRIVATE: x"}, dataset="d", version="v", commit=None)
+    assert text.startswith("**NOT DIFFERENTIALLY PRIVATE")
