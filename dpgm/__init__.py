@@ -4,6 +4,23 @@ Pipeline (DESIGN.md section 1):
     dpgm.data -> dpgm.clustering (DP partition) -> dpgm.training (DP-SGD per part)
     -> dpgm.release (sampling, pure post-processing) -> dpgm.evaluation
 A privacy ledger (dpgm.privacy) travels through every stage.
+
+    import dpgm
+    release = dpgm.fit(records, epsilon=1.0)     # records: 0/1 array, sparse matrix or DataFrame
+    synthetic = release.sample(1000, seed=0)
+    release.save("my_release"); dpgm.load("my_release").privacy_report["epsilon"]
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["fit", "load"]
+
+
+def __getattr__(name: str) -> Any:
+    """``dpgm.fit`` and ``dpgm.load`` load the API (and torch) on first use: ``import dpgm`` stays light."""
+    if name in __all__:
+        from dpgm import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'dpgm' has no attribute {name!r}")

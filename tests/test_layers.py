@@ -24,7 +24,7 @@ LAYER = {
     "artifact": 5, "imaging": 5,
     "training": 6,
     "release": 7,
-    "audit": 8, "sketch": 8,
+    "audit": 8, "sketch": 8, "api": 8,
     "main": 9,  # every __main__.py: the command-line fronts
 }
 
