@@ -155,8 +155,7 @@ class Accountant:
         self.budget_epsilon = budget_epsilon
         self.orders = tuple(float(o) for o in orders)
         self.bound = bound
-        self._rdp = ledger_rdp(self.ledger.entries, self.orders, bound)
-        self._pure = sum(pure_epsilon(e.event, e.count) for e in self.ledger.entries)
+        self._rdp, self._pure = self._totals(self.ledger.entries)
 
     def rdp(self) -> np.ndarray:
         return self._rdp.copy()
@@ -169,25 +168,33 @@ class Accountant:
         """Epsilon of everything in the ledger so far, at this accountant's delta."""
         return epsilon_from_rdp(self._rdp, self.delta, self.orders, self._pure)
 
-    def _after(self, events: Sequence[DpEvent], count: int) -> tuple[np.ndarray, float]:
-        rdp = self._rdp + count * sum((self.curve(e) for e in events), np.zeros(len(self.orders)))
-        return rdp, self._pure + sum(pure_epsilon(e, count) for e in events)
+    def _after(self, events: Sequence[DpEvent], count: int, stage: str = "?") -> tuple[np.ndarray, float]:
+        """RDP and pure epsilon of the ledger with ``events`` added, summed entry by entry from the
+        ledger itself: the same ledger gives the same numbers bit for bit, however it was built
+        (an uninterrupted run and a resumed one report identical epsilons)."""
+        trial = PrivacyLedger(list(self.ledger.entries), self.ledger.neighbouring)
+        for event, repeats in Counter(events).items():
+            trial.append(LedgerEntry(stage, event, repeats * count))
+        return self._totals(trial.entries)
 
-    def epsilon_if(self, *events: DpEvent, count: int = 1) -> float:
-        """Epsilon the ledger would reach after ``count`` more of each of ``events`` (nothing recorded)."""
-        rdp, pure = self._after(events, count)
+    def _totals(self, entries: Sequence[LedgerEntry]) -> tuple[np.ndarray, float]:
+        return ledger_rdp(entries, self.orders, self.bound), sum(pure_epsilon(e.event, e.count) for e in entries)
+
+    def epsilon_if(self, *events: DpEvent, count: int = 1, stage: str = "?") -> float:
+        """Epsilon the ledger would reach after ``count`` more of each of ``events`` by ``stage`` (nothing recorded)."""
+        rdp, pure = self._after(events, count, stage)
         return epsilon_from_rdp(rdp, self.delta, self.orders, pure).epsilon
 
-    def can_afford(self, *events: DpEvent, count: int = 1) -> bool:
+    def can_afford(self, *events: DpEvent, count: int = 1, stage: str = "?") -> bool:
         """True when ``count`` more of each of ``events`` keeps the ledger within the budget."""
-        return self.budget_epsilon is None or self.epsilon_if(*events, count=count) <= self.budget_epsilon
+        return self.budget_epsilon is None or self.epsilon_if(*events, count=count, stage=stage) <= self.budget_epsilon
 
     def refuse_unless_affordable(self, stage: str, *events: DpEvent, count: int = 1) -> None:
         """Raise PrivacyBudgetError (nothing recorded) unless ``can_afford``; for whole-stage prechecks."""
-        if not self.can_afford(*events, count=count):
+        if not self.can_afford(*events, count=count, stage=stage):
             raise PrivacyBudgetError(
-                f"stage {stage!r} would raise epsilon to {self.epsilon_if(*events, count=count):.4g}, above the "
-                f"budget {self.budget_epsilon:.4g} (delta={self.delta:g}); nothing was released"
+                f"stage {stage!r} would raise epsilon to {self.epsilon_if(*events, count=count, stage=stage):.4g}, "
+                f"above the budget {self.budget_epsilon:.4g} (delta={self.delta:g}); nothing was released"
             )
 
     def spend(self, stage: str, *events: DpEvent, count: int = 1) -> None:
@@ -195,9 +202,9 @@ class Accountant:
         if not events:
             raise ValueError("spend needs at least one event")
         self.refuse_unless_affordable(stage, *events, count=count)
-        self._rdp, self._pure = self._after(events, count)
         for event, repeats in Counter(events).items():  # equal events: one entry (order of first use)
             self.ledger.append(LedgerEntry(stage, event, repeats * count))
+        self._rdp, self._pure = self._totals(self.ledger.entries)
 
     def stage_epsilons(self) -> dict[str, float]:
         """Epsilon each stage would cost on its own (at this delta). They do not add up."""

@@ -46,7 +46,13 @@ class PrivacyLedger:
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
 
     def append(self, entry: LedgerEntry) -> None:
-        self.entries.append(entry)
+        """Add ``entry``; one equal to the last (same stage and event) only raises its count, so a
+        ledger's entries depend on what was released, not on how often it was saved and reloaded."""
+        last = self.entries[-1] if self.entries else None
+        if last is not None and last.stage == entry.stage and last.event == entry.event:
+            self.entries[-1] = LedgerEntry(entry.stage, entry.event, last.count + entry.count)
+        else:
+            self.entries.append(entry)
 
     def stages(self) -> list[str]:
         """Stage names in order of first appearance."""

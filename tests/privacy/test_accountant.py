@@ -225,3 +225,22 @@ def test_replace_one_ledgers_are_refused() -> None:
 def test_bad_accountant_arguments(kwargs) -> None:
     with pytest.raises(ValueError):
         Accountant(**kwargs)
+
+
+def test_a_ledger_gives_the_same_epsilon_however_it_was_built() -> None:
+    """Step by step, or saved and reloaded half way (a resumed run): the same bits."""
+    event = SampledGaussianEvent(sampling_rate=0.01, noise_multiplier=1.1)
+    whole = Accountant(delta=1e-6)
+    whole.spend("partition", GaussianEvent(noise_multiplier=20.0), count=21)
+    for _ in range(1000):
+        whole.spend("training", event)
+    half = Accountant(delta=1e-6)
+    half.spend("partition", GaussianEvent(noise_multiplier=20.0), count=21)
+    for _ in range(437):
+        half.spend("training", event)
+    resumed = Accountant(PrivacyLedger.from_json(half.ledger.to_json()), delta=1e-6)
+    for _ in range(563):
+        resumed.spend("training", event)
+    assert resumed.spent().epsilon == whole.spent().epsilon  # exactly, not approximately
+    assert resumed.ledger.entries == whole.ledger.entries
+    assert [e.count for e in whole.ledger.entries] == [21, 1000]

@@ -140,6 +140,8 @@ def release_state(run_dir: Path) -> tuple[dict, str]:
 def assert_same_release(a: Path, b: Path) -> None:
     (pa, la), (pb, lb) = release_state(a), release_state(b)
     assert la == lb
+    report_a, report_b = (json.loads((p / "release" / "privacy_report.json").read_text()) for p in (a, b))
+    assert report_a["epsilon"] == report_b["epsilon"]  # the same bits, not just close
     assert torch.equal(pa["noisy_sizes"], pb["noisy_sizes"])
     for sa, sb in zip(pa["state_dicts"], pb["state_dicts"], strict=True):
         assert sa.keys() == sb.keys()
