@@ -172,7 +172,7 @@ class Config:
     seed: int | None = opt(None, "fixed seed for experiments and tests (null: OS entropy; the privacy report says which)")
     runs_dir: str = opt("runs", "folder that holds run directories")
     device: str = opt("cpu", "torch device")
-    threads: int | None = opt(None, "threads for torch and BLAS (null: the cores available to the process, see dpgm/threads.py; more oversubscribes)")
+    threads: int | None = opt(None, "threads for torch and BLAS (null: OMP_NUM_THREADS if set, else the cores available to the process, see dpgm/threads.py; more oversubscribes)")
     keep_private: bool = opt(False, "keep the run's private/ folder (checkpoint, part assignments, generator state) after it completes; it is deleted by default")
     nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches (NOT private: every report of the run then says so in its first line)")
     data: DataConfig = field(default_factory=DataConfig, metadata={"doc": "what to load"})

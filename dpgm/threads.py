@@ -2,8 +2,8 @@
 
 torch and the BLAS behind numpy/scipy each start as many threads as the machine has CPUs, and
 on a container limited to 2 cores they oversubscribe it badly (4-19x slower measured). The
-default is the number of cores available to the process: its CPU affinity, capped by a cgroup
-CPU quota when one is set.
+default is OMP_NUM_THREADS when the user set it, else the number of cores available to the
+process: its CPU affinity, capped by a cgroup CPU quota when one is set.
 """
 
 from __future__ import annotations
@@ -27,12 +27,18 @@ def available_cores() -> int:
     return max(1, cores)
 
 
+def default_threads() -> int:
+    """OMP_NUM_THREADS when set to a positive integer (the user's choice), else ``available_cores()``."""
+    raw = os.environ.get("OMP_NUM_THREADS", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else available_cores()
+
+
 def set_threads(threads: int | None = None) -> int:
-    """Use ``threads`` (default: ``available_cores()``) in torch and in the BLAS libraries; returns it."""
+    """Use ``threads`` (default: ``default_threads()``) in torch and in the BLAS libraries; returns it."""
     import torch
     from threadpoolctl import threadpool_limits
 
-    n = threads or available_cores()
+    n = threads or default_threads()
     torch.set_num_threads(n)
     _LIMITS[:] = [threadpool_limits(limits=n)]
     return n
