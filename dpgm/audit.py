@@ -18,6 +18,9 @@ switch: training runs with the noise effectively off (multiplier LEAK_NOISE_MULT
 fixed clipping) while the claim is still the configured plan's epsilon, so the audit must
 catch it.
 
+The audit's output is NOT a differentially private release: it tests the implementation, on
+data the auditor may look at (public or synthetic data, or a custodian's own check).
+
     python -m dpgm.audit --set training.epochs=5 --canaries 500 --json audit.json
 """
 
