@@ -24,6 +24,7 @@ import argparse
 import os
 import sys
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -175,21 +176,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     options = BaselineOptions(accounting=args.accounting, rounds=args.rounds,
                               aim=AimOptions(rounds=args.aim_rounds, time_limit=args.aim_time_limit))
-    dataset_seeds = np.random.SeedSequence(args.seed).spawn(len(args.datasets))
     results, runs = [], []
-    for name, ds_seed in zip(args.datasets, dataset_seeds):
+    for name in args.datasets:
         data = load(name, args)
         delta = default_delta(data.n_records)
-        q_seed, *method_seeds = ds_seed.spawn(1 + len(args.epsilons) * len(args.methods) * args.seeds)
-        evaluation = start_evaluation(data, args.queries, np.random.default_rng(q_seed))
+        evaluation = start_evaluation(data, args.queries, np.random.default_rng(run_seed(args.seed, name)))
         print(f"\n== {name}: {data.n_records} records, {data.n_items} items, maxlen {evaluation.queries.maxlen}, "
               f"delta {delta:.3g}", flush=True)
-        for e_index, eps in enumerate(args.epsilons):
-            for m_index, method in enumerate(args.methods):
+        for eps in args.epsilons:
+            for method in args.methods:
                 for seed in range(args.seeds):
                     keys = {"dataset": name, "epsilon": eps, "method": method, "seed": seed}
-                    index = (e_index * len(args.methods) + m_index) * args.seeds + seed
-                    rng = np.random.default_rng(method_seeds[index])
+                    rng = np.random.default_rng(run_seed(args.seed, name, method, f"{eps:g}", seed))
                     start = time.perf_counter()
                     synthetic, report = synthesize(method, name, data, evaluation.queries, eps, delta, rng,
                                                    options, args.config)
@@ -200,18 +198,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                     results += tvd_rows(data, synthetic, **keys)
                     runs.append({**keys, "seconds": seconds, "n_synthetic": synthetic.n_records, "privacy": report})
                     print(f"  {key}: {seconds:.1f} s", flush=True)
+                    if args.json:  # after every run, so that a stopped sweep keeps what it measured
+                        save(args, results, runs)
         print(evaluation.table())
         print(tvd_table([r for r in results if r["dataset"] == name and "metric" in r]))
     if args.json:
-        settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-        settings["top_items_by_dataset"] = {d: (TOP_ITEMS[d] if args.top_items is None or TOP_ITEMS[d] is None
-                                                else args.top_items) for d in args.datasets}
-        write_json(args.json, {"settings": settings, "results": results, "runs": runs})
+        save(args, results, runs)
         print(f"wrote {args.json}")
     if args.png:
         plot([r for r in results if "group" in r], args.datasets, args.epsilons, args.png)
         print(f"wrote {args.png}")
     return 0
+
+
+def run_seed(seed: int, *keys: str | int) -> np.random.SeedSequence:
+    """The seed of one dataset's queries (keys = name) or of one run (name, method, epsilon, seed):
+    from names, not positions, so that separate invocations (say baselines now, dpgm later) agree."""
+    return np.random.SeedSequence([seed, *(zlib.crc32(str(k).encode()) for k in keys)])
+
+
+def save(args: argparse.Namespace, results: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    settings["top_items_by_dataset"] = {d: (TOP_ITEMS[d] if args.top_items is None or TOP_ITEMS[d] is None
+                                            else args.top_items) for d in args.datasets}
+    write_json(args.json, {"settings": settings, "results": results, "runs": runs})
 
 
 def tvd_table(rows: list[dict[str, Any]]) -> str:
