@@ -16,7 +16,7 @@ from dpgm.models.protocol import DPSGDModel, GenerativeModel
 from dpgm.models.rbm import RBM
 from dpgm.models.vae import VAE
 
-__all__ = ["RBM", "VAE", "Independent", "DPSGDModel", "GenerativeModel", "build_model"]
+__all__ = ["RBM", "VAE", "DPSGDModel", "GenerativeModel", "Independent", "build_model"]
 
 
 def build_model(cfg: ModelConfig, n_items: int, *, generator: torch.Generator | None = None) -> nn.Module:

@@ -16,8 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dpgm.models.protocol import BernoulliSampling
 
-class Independent(nn.Module):
+
+class Independent(BernoulliSampling, nn.Module):
     """Bernoulli items with logits ``output_bias()`` [n_items], independent of each other."""
 
     def __init__(self, n_items: int) -> None:
@@ -59,12 +61,3 @@ class Independent(nn.Module):
     def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:
         """The item logits repeated for n records [n, n_items]."""
         return self.out.bias.expand(n, -1).clone()
-
-    @torch.no_grad()
-    def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor:
-        return torch.sigmoid(self.sample_logits(n, generator))
-
-    @torch.no_grad()
-    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
-        """0/1 records [n, n_items] (float), every item an independent Bernoulli draw."""
-        return torch.bernoulli(self.sample_probs(n, generator), generator=generator)
