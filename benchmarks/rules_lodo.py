@@ -29,7 +29,7 @@ import numpy as np
 from counting_queries import CONFIGS, config_sections, load
 from provenance import write_json
 
-import dpgm.rules as rules
+from dpgm import rules
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
 from dpgm.privacy.calibrate import default_delta
@@ -44,6 +44,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "means30": {"MEANS_SHARE": 0.30},
     "means60": {"MEANS_SHARE": 0.60},
     "steps600_parts5k": {"STEPS": 600, "RECORDS_PER_PART": 5_000},
+    "indep1e4": {"MIN_TRAINING_SCALE": 10_000},  # N eps < 1e4: independent items, no DP-SGD
+    "parts5k_indep1e4": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000},
 }
 
 

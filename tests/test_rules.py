@@ -81,7 +81,7 @@ def test_shipped_generic_config_uses_the_rules() -> None:
 
 def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(tmp_path, monkeypatch) -> None:
     """N * epsilon below MIN_TRAINING_SCALE: independent items, no DP-SGD, the means get DP-SGD's share."""
-    import dpgm.rules as rules
+    from dpgm import rules
 
     monkeypatch.setattr(rules, "MIN_TRAINING_SCALE", 10_000)
     small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
