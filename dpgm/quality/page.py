@@ -25,6 +25,8 @@ from dpgm.quality.compare import Comparison
 NOT_PRIVATE = ("This page compares the release with the real data. Computing it is not differentially "
                "private: keep it with the data custodian, do not publish it.")
 
+EMPTY_GAP = 0.01  # the summary mentions empty records when their shares differ by more than this
+
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 1.5em auto; padding: 0 1em; color: #222; }
 .warning { background: #fff3cd; border: 2px solid #d39e00; padding: .8em 1em; font-weight: 600; }
@@ -50,6 +52,7 @@ def data_uri(png: bytes) -> str:
 
 
 def _pct(value: float) -> str:
+    """A share as a percentage with two significant digits: 0.0123 -> 1.2%, 0.25 -> 25%."""
     return f"{100 * value:.2g}%" if value < 0.1 else f"{100 * value:.0f}%"
 
 
@@ -75,11 +78,15 @@ def summary(cmp: Comparison) -> str:
          f"{cmp.freq_synthetic[worst]:.3g} synthetic."),
     ]
     if np.isfinite(cooc):
-        text.append(f"Among the {len(cmp.shown)} most frequent items, the share of records holding a pair differs "
-                    f"by {cooc:.2g} on average and the pairs' correlations by {corr:.2f}.")
+        among = f"all {cmp.n_items} items" if len(cmp.shown) == cmp.n_items else f"the {len(cmp.shown)} most frequent items"
+        text.append(f"Among {among}, the share of records holding a pair differs by {cooc:.2g} on average and the "
+                    f"pairs' correlations by {corr:.2f}.")
     text.append(f"Records hold {cmp.lengths_real @ lengths:.2f} items on average in the real data and "
                 f"{cmp.lengths_synthetic @ lengths:.2f} in the release (total variation distance of the "
                 f"length distributions {cmp.length_tvd():.3f}).")
+    if abs(cmp.lengths_synthetic[0] - cmp.lengths_real[0]) > EMPTY_GAP:
+        text.append(f"Empty records: {_pct(cmp.lengths_real[0])} of the real data, "
+                    f"{_pct(cmp.lengths_synthetic[0])} of the release.")
     text.append(f"Counting queries (how many records hold at least one of a set of items) err by {_pct(first)} "
                 f"on average for the shortest queries (1..{cmp.group_max_lengths[groups[0]]} items) and by "
                 f"{_pct(last)} for the longest (1..{cmp.group_max_lengths[groups[-1]]} items): "
@@ -108,8 +115,8 @@ def sections(cmp: Comparison, *, progress: bool) -> list[Section]:
         ("lengths", "Record lengths", "Share of records holding 0, 1, 2, ... items.",
          lambda: plots.length_histograms(cmp)),
         ("cooccurrence", "Pairwise co-occurrence",
-         ("Share of records holding both items of a pair (diagonal: the item's frequency); real, release, "
-          "and their difference." + limited), lambda: plots.pair_matrices(cmp, "cooc")),
+         ("Share of records holding both items of a pair (the diagonal, the items' own frequencies, is "
+          "left blank: see above); real, release, and their difference." + limited), lambda: plots.pair_matrices(cmp, "cooc")),
         ("correlation", "Pairwise correlation",
          ("Phi correlation of each pair of items (each item a 0/1 variable); real, release, and their "
           "difference." + limited), lambda: plots.pair_matrices(cmp, "corr")),

@@ -18,6 +18,7 @@ REAL, SYNTHETIC = "#4c72b0", "#dd8452"
 NAMED_TICKS = 25  # matrices of at most this many items get item names on their axes
 LOG_SCALE_ITEMS = 100  # frequency scatter on log axes above this many items
 LABELLED_OUTLIERS = 5  # items named in the frequency scatter
+STEPS_ABOVE = 40  # side-by-side histograms with more bars than this are drawn as step lines
 
 
 def pyplot() -> Any:
@@ -68,20 +69,27 @@ def frequency_scatter(cmp: Comparison) -> bytes:
 
 def paired_bars(size: tuple[float, float], real: np.ndarray, synthetic: np.ndarray,
                 labels: tuple[str, str]) -> tuple[Any, Any]:
-    """(figure, axes) with a real and a synthetic bar side by side at x = 0, 1, ..."""
+    """(figure, axes) with a real and a synthetic bar side by side at x = 0, 1, ...
+
+    Past STEPS_ABOVE bars, two step lines instead: thin bars would be unreadable.
+    """
     fig, ax = pyplot().subplots(figsize=size)
     where = np.arange(len(real))
-    ax.bar(where - 0.2, real, width=0.4, color=REAL, label=labels[0])
-    ax.bar(where + 0.2, synthetic, width=0.4, color=SYNTHETIC, label=labels[1])
+    if len(real) > STEPS_ABOVE:
+        ax.step(where, real, where="mid", color=REAL, label=labels[0])
+        ax.step(where, synthetic, where="mid", color=SYNTHETIC, label=labels[1])
+    else:
+        ax.bar(where - 0.2, real, width=0.4, color=REAL, label=labels[0])
+        ax.bar(where + 0.2, synthetic, width=0.4, color=SYNTHETIC, label=labels[1])
     ax.set_ylabel("share of records")
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig, ax
 
 
 def length_histograms(cmp: Comparison) -> bytes:
     """Share of records of each length (number of items), real and synthetic side by side."""
     fig, ax = paired_bars((8, 3.5), cmp.lengths_real, cmp.lengths_synthetic,
-                          (f"real ({cmp.n_real:,} records)", f"synthetic ({cmp.n_synthetic:,} records)"))
+                          (f"real\n{cmp.n_real:,} records", f"synthetic\n{cmp.n_synthetic:,} records"))
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("record length (items per record)")
     ax.set_title(f"Record lengths (total variation distance {cmp.length_tvd():.3f})")
@@ -91,14 +99,17 @@ def length_histograms(cmp: Comparison) -> bytes:
 def pair_matrices(cmp: Comparison, which: str) -> bytes:
     """Real, synthetic and their difference, side by side: ``which`` is "cooc" or "corr"."""
     plt = pyplot()
-    real, synthetic = getattr(cmp.pairs_real, which), getattr(cmp.pairs_synthetic, which)
+    real, synthetic = (getattr(pairs, which).copy() for pairs in (cmp.pairs_real, cmp.pairs_synthetic))
+    for matrix in (real, synthetic):  # pairs only: the diagonal (frequencies) would swamp the scale
+        np.fill_diagonal(matrix, np.nan)
     diff = synthetic - real
     names = [short(cmp.item_names[j], 14) for j in cmp.shown]
     if which == "corr":
         scale = {"cmap": "RdBu_r", "vmin": -1.0, "vmax": 1.0}
         title = "correlation (phi)"
     else:
-        scale = {"cmap": "viridis", "vmin": 0.0, "vmax": float(max(np.nanmax(real), np.nanmax(synthetic), 1e-12))}
+        top = max(np.nanmax(real), np.nanmax(synthetic)) if real.size > 1 else 0.0
+        scale = {"cmap": "viridis", "vmin": 0.0, "vmax": max(float(top), 1e-12)}
         title = "co-occurrence (share of records holding both)"
     bound = max(float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 0.0, 1e-12)
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.6), layout="constrained")
@@ -124,6 +135,7 @@ def query_errors(cmp: Comparison) -> bytes:
     groups = sorted(cmp.query_errors)
     ax.bar([f"1..{cmp.group_max_lengths[g]}" for g in groups], [cmp.query_errors[g] for g in groups], color=SYNTHETIC)
     ax.set_xlabel("query length (items per query), by group")
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("mean relative error")
     ax.set_title(f"Counting queries ({cmp.n_queries} random item sets)")
     return to_png(fig)

@@ -57,3 +57,13 @@ def test_summary_is_computed_from_the_numbers(tiny_dataset) -> None:
     text = summary(compare(tiny_dataset, shifted, n_queries=20))
     assert "'i0'" in text and "The release has 40 records" in text
     assert "shortest queries" in text and "longest" in text and "\n" not in text
+    assert "Among all 12 items" in text
+
+
+def test_a_single_item_has_no_pairs_but_still_renders() -> None:
+    from dpgm.data.dataset import BinaryDataset
+    from dpgm.quality import build_report
+
+    one = BinaryDataset(records=np.array([[1], [0], [1]], dtype=np.uint8), item_names=["a"])
+    page = build_report(compare(one, one, n_queries=5))
+    assert len(embedded_pngs(page)) == 5 and "a pair differs" not in page
