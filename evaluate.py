@@ -84,7 +84,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="real data: transactions file, CSV (.csv) with a header, or digits, mnist, mnist:test")
     r.add_argument("--synthetic", required=True, metavar="PATH",
                    help="the release (CSV with the real item names, or transactions with the real item ids)")
-    r.add_argument("--out", required=True, help="the HTML file to write (its folder must exist)")
+    r.add_argument("--out", required=True, help="the HTML file to write (its folder must exist unless --mkdir)")
+    r.add_argument("--mkdir", action="store_true", help="create the output's folder if it does not exist")
     r.add_argument("--top-items", type=int, default=None, help="transactions: keep the M most frequent items")
     r.add_argument("--limit", type=int, default=None, help="use only the first N real records")
     r.add_argument("--label-column", default="label",
@@ -109,7 +110,7 @@ def _check_report_paths(args: argparse.Namespace) -> None:
         if not resolve_data_path(path).is_file():
             hint = "" if Path(path).is_absolute() else f" (also looked in {data_dir()})"
             raise ConfigError(f"{flag} {path}: file not found{hint}")
-    check_output(Path(args.out), mkdir=False)
+    check_output(Path(args.out), mkdir=args.mkdir)
     if args.max_shown < 1:
         raise ConfigError(f"--max-shown must be >= 1, got {args.max_shown}")
 

@@ -128,14 +128,15 @@ def test_report_end_to_end_written_atomically(files, capsys) -> None:
     code, _, err = run(["report", "--real", str(files["real"]), "--synthetic", str(bad), "--out", str(out)], capsys)
     assert code == 2 and "columns do not match" in err
     assert out.read_text() == "old report"  # a failed run leaves the previous file whole
+    out = files["dir"] / "new" / "report.html"  # --mkdir: the folder is created
     code, stdout, err = run(["report", "--real", str(files["real"]), "--synthetic", str(files["csv"]),
-                             "--out", str(out), "--queries", "20", "--no-progress"], capsys)
+                             "--out", str(out), "--queries", "20", "--no-progress", "--mkdir"], capsys)
     assert code == 0, err
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert page.count('src="data:image/png;base64,') == 5 and "not differentially private" in page
     assert "not private" in stdout
-    assert sorted(p.name for p in files["dir"].iterdir() if p.name.startswith(".")) == []  # no temp files left
+    assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temporary file left beside it
 
 
 @pytest.mark.parametrize(
@@ -143,7 +144,7 @@ def test_report_end_to_end_written_atomically(files, capsys) -> None:
     [
         (["--real", "nowhere.txt"], "--real nowhere.txt: file not found"),
         (["--synthetic", "nowhere.csv"], "--synthetic nowhere.csv: file not found"),
-        (["--out", "no/such/folder/report.html"], "does not exist"),
+        (["--out", "no/such/folder/report.html"], "does not exist (create it, or pass --mkdir)"),
         (["--out", "."], "is a folder"),
         (["--image-shape", "3x3"], "the data has 6 items"),
         (["--max-shown", "0"], "--max-shown"),
