@@ -27,6 +27,7 @@ from dpgm.evaluation.counting import (
     start_evaluation,
 )
 from dpgm.io import atomic_write_json
+from dpgm.progress import progress_scope
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,6 +74,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="all 3-way marginals up to this many, else a seeded sample of this size")
     t.add_argument("--seed", type=int, default=0, help="seed of the sample of triples (default 0)")
     t.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON")
+    for command in (c, t):
+        command.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p.parse_args(argv)
 
 
@@ -130,7 +133,8 @@ def counting(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    return marginals(args) if args.command == "marginals" else counting(args)
+    with progress_scope(enabled=not args.no_progress):
+        return marginals(args) if args.command == "marginals" else counting(args)
 
 
 if __name__ == "__main__":

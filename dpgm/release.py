@@ -17,7 +17,6 @@ from typing import IO, Any
 import numpy as np
 import scipy.sparse as sp
 import torch
-from tqdm import tqdm
 
 from dpgm.artifact import FORMATS, ReleasedMixture, load_release
 from dpgm.clustering.base import size_shares
@@ -25,6 +24,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.imaging import write_png_grid
 from dpgm.io import atomic_write, atomic_write_json, check_output
+from dpgm.progress import progress_scope, stage_bar
 
 
 @torch.no_grad()
@@ -122,11 +122,13 @@ def release(
     generator = torch.Generator()
     generator.manual_seed(seed if seed is not None else int(torch.seed()))
     out = Path(out)
-    bar = tqdm(total=n, unit="rec", disable=not progress or n < 50_000, desc="sampling")
+    spent = float(mixture.report["epsilon"])  # the run's; a release spends nothing more
+    with progress_scope(enabled=progress, epsilon=lambda: spent):
+        bar = stage_bar("sampling", n, unit="rec")
 
     def counted(chunks):
         for chunk in chunks:
-            bar.update(len(chunk[0]))
+            bar.advance(len(chunk[0]))
             yield chunk
 
     chunks = counted(sample_chunks(mixture, n, generator, threshold=threshold))

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 import yaml
-from tqdm import tqdm
 
 from dpgm.artifact import (
     CONFIG_FILE,
@@ -49,6 +48,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.progress import EpsilonSource, StageBar, nothing_spent, progress_scope, stage_bar
 from dpgm.report import dpgm_version, summary_markdown
 from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
 from dpgm.threads import set_threads
@@ -149,6 +149,12 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
 
 
+def _run_accountant(cfg: Config, delta: float, ledger: PrivacyLedger | None) -> Accountant:
+    """The accountant of a run: its delta, budget and dependent-release bound, over ``ledger``."""
+    p = cfg.privacy
+    return Accountant(ledger, delta=delta, budget_epsilon=p.target_epsilon, bound=p.dependent_bound)
+
+
 @contextmanager
 def _stop_requests() -> Iterator[dict[str, int]]:
     """Turn SIGINT/SIGTERM into a flag the training loop checks between steps."""
@@ -168,9 +174,14 @@ def _stop_requests() -> Iterator[dict[str, int]]:
 class TrainingRun:
     """State of one run: data, accountant, partition, trainer; knows how to checkpoint."""
 
-    def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True) -> None:
+    def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True,
+                 spent_before: EpsilonSource | None = nothing_spent) -> None:
+        """Load the data (``data`` replaces the config's data section); ``spent_before`` is the
+        epsilon the loading bar shows: 0 for a fresh run, the checkpoint's on resume."""
         self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
-        self.data = data if data is not None else load_dataset(cfg.data)
+        self._spent_before = spent_before
+        with self.shown():
+            self.data = data if data is not None else load_dataset(cfg.data)
         self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
         self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
@@ -189,9 +200,19 @@ class TrainingRun:
     def run_dir(self) -> Path:
         return self.layout.root
 
+    def epsilon_so_far(self) -> float | None:
+        """The run's epsilon spent so far (the ledger's: public), for the progress bars."""
+        accountant = getattr(self, "accountant", None)
+        if accountant is None:
+            return self._spent_before() if self._spent_before is not None else None
+        return accountant.spent().epsilon
+
+    def shown(self) -> Any:
+        """Scope of every bar the run shows: on unless ``progress`` is off, with its epsilon."""
+        return progress_scope(enabled=self.progress, epsilon=self.epsilon_so_far)
+
     def _accountant(self, ledger: PrivacyLedger | None) -> Accountant:
-        p = self.cfg.privacy
-        return Accountant(ledger, delta=self.delta, budget_epsilon=p.target_epsilon, bound=p.dependent_bound)
+        return _run_accountant(self.cfg, self.delta, ledger)
 
     # ---------------------------------------------------------------- stages
     def start(self) -> None:
@@ -201,7 +222,8 @@ class TrainingRun:
         self.accountant = self._accountant(None)
         self._choose_items(rng)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
-        self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
+        with self.shown():
+            self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
         self.means = None
         if cfg.model.output_bias == "noisy_mean":
             self.means = noisy_part_means(
@@ -275,6 +297,7 @@ class TrainingRun:
             "columns": torch.as_tensor(self.columns),
             "noisy_means": None if self.means is None else torch.as_tensor(self.means),
             "generator": self.generator.get_state(),
+            "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
         }
         with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
             torch.save(state, fh)
@@ -291,8 +314,9 @@ class TrainingRun:
         if self.step == 0:
             for j, size in enumerate(self.partition.noisy_sizes):
                 writer.add_scalar("partition/noisy_size", float(size), j)
-        bar = tqdm(total=self.steps, initial=self.step, disable=not self.progress, desc="DP-SGD", unit="step")
         last_save = time.monotonic()
+        with self.shown():
+            bar = stage_bar("DP-SGD", self.steps, unit="step", initial=self.step)
         try:
             while self.step < self.steps and not stop:
                 try:
@@ -301,7 +325,7 @@ class TrainingRun:
                     bar.write(f"stopping before step {self.step + 1}: {exc}")
                     break
                 self.step += 1
-                bar.update(1)
+                bar.advance()
                 if self.step % t.log_every == 0 or self.step == self.steps:
                     self._log(writer, bar, log)
                 if self.step % t.checkpoint_every == 0 or time.monotonic() - last_save > t.checkpoint_seconds:
@@ -321,17 +345,17 @@ class TrainingRun:
         self._write_samples(writer)
         writer.close()
 
-    def _log(self, writer: Any, bar: tqdm, log: Any) -> None:
-        """Show and log DP outputs only: epsilon spent and the released clipping thresholds."""
+    def _log(self, writer: Any, bar: StageBar, log: Any) -> None:
+        """Show and log DP outputs only: epsilon spent (the bar shows it) and the released clipping thresholds."""
         eps = self.accountant.spent().epsilon
         clip = float(np.mean(log.clip_norms))
-        shown = {"eps": f"{eps:.3f}", "clip": f"{clip:.3g}"}
+        shown = {"clip": f"{clip:.3g}"}
         writer.add_scalar("privacy/epsilon", eps, self.step)
         writer.add_scalar("train/clip_norm", clip, self.step)
         if self.cfg.nonprivate_diagnostics:  # the mean loss on the private batch: NOT private
             shown["loss(nonprivate)"] = f"{log.loss:.2f}"
             writer.add_scalar("nonprivate/train_loss", log.loss, self.step)
-        bar.set_postfix(shown)
+        bar.show(**shown)
 
     def _write_samples(self, writer: Any) -> None:
         if self.data.image_shape is None:
@@ -404,6 +428,16 @@ def _remove_failed(layout: RunLayout, created_root: bool) -> None:
         layout.root.rmdir()
 
 
+def _checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:
+    """The epsilon a checkpoint's ledger holds, before the data are loaded again (None: its delta,
+    which may depend on n, is not known yet: a checkpoint from before dpgm stored it)."""
+    delta = checkpoint.get("delta") or cfg.privacy.delta
+    if delta is None:
+        return None
+    epsilon = _run_accountant(cfg, delta, PrivacyLedger.from_json(checkpoint["ledger"])).spent().epsilon
+    return lambda: epsilon
+
+
 def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Continue an interrupted run from its last checkpoint."""
     layout = RunLayout(Path(run_dir))
@@ -414,8 +448,9 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
         raise ConfigError(f"{run_dir}: no private/checkpoint.pt to resume from (finished, or not a run directory)")
     cfg = load_config(layout.in_release(CONFIG_FILE))
     set_threads(cfg.threads)
-    run = TrainingRun(cfg, layout.root, progress=progress)
-    run.resume(torch.load(layout.checkpoint, map_location="cpu", weights_only=True))
+    checkpoint = torch.load(layout.checkpoint, map_location="cpu", weights_only=True)
+    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=_checkpoint_epsilon(cfg, checkpoint))
+    run.resume(checkpoint)
     with _stop_requests() as stop:
         run.train(stop)
     return layout.root, run.finish()

@@ -39,17 +39,17 @@ def scalar_tags(run_dir: Path) -> set[str]:
     return set(acc.Tags()["scalars"])
 
 
-def test_training_loss_is_neither_shown_nor_logged(tmp_path, capsys):
+def test_training_loss_is_neither_shown_nor_logged(tmp_path, progress_output):
     run_dir, report = run_mod.train(tiny_config(tmp_path), progress=True)
-    shown = capsys.readouterr().err
+    shown = progress_output.getvalue()
     assert "eps=" in shown and "loss" not in shown
     assert scalar_tags(run_dir) == {"privacy/epsilon", "train/clip_norm", "partition/noisy_size"}
     assert "warning" not in report
 
 
-def test_nonprivate_diagnostics_are_logged_and_reported_as_not_private(tmp_path, capsys):
+def test_nonprivate_diagnostics_are_logged_and_reported_as_not_private(tmp_path, progress_output):
     run_dir, report = run_mod.train(tiny_config(tmp_path, nonprivate_diagnostics=True), progress=True)
-    assert "loss(nonprivate)" in capsys.readouterr().err
+    assert "loss(nonprivate)" in progress_output.getvalue()
     assert "nonprivate/train_loss" in scalar_tags(run_dir)
     assert next(iter(report)) == "warning" and report["warning"].startswith("NOT DIFFERENTIALLY PRIVATE")
     from dpgm.release import release
