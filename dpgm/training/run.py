@@ -149,6 +149,11 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
 
 
+def _sizes_table(sizes: np.ndarray) -> str:
+    """The released (noisy) part sizes as a markdown table, for TensorBoard's text tab."""
+    return "| part | noisy size |\n|---|---|\n" + "\n".join(f"| {j} | {s:.1f} |" for j, s in enumerate(sizes))
+
+
 def _run_accountant(cfg: Config, delta: float, ledger: PrivacyLedger | None) -> Accountant:
     """The accountant of a run: its delta, budget and dependent-release bound, over ``ledger``."""
     p = cfg.privacy
@@ -310,11 +315,10 @@ class TrainingRun:
         from torch.utils.tensorboard import SummaryWriter
 
         t = self.cfg.training
-        writer = SummaryWriter(str(self.layout.in_release(TENSORBOARD_DIR)), purge_step=self.step or None)
+        writer = SummaryWriter(str(self.layout.in_release(TENSORBOARD_DIR)), purge_step=self._purge_step())
         if self.step == 0:
-            for j, size in enumerate(self.partition.noisy_sizes):
-                writer.add_scalar("partition/noisy_size", float(size), j)
-        last_save = time.monotonic()
+            writer.add_text("partition/noisy_sizes", _sizes_table(self.partition.noisy_sizes), 0)
+        last_save, saved_at = time.monotonic(), self.step
         with self.shown():
             bar = stage_bar("DP-SGD", self.steps, unit="step", initial=self.step)
         try:
@@ -329,11 +333,10 @@ class TrainingRun:
                 if self.step % t.log_every == 0 or self.step == self.steps:
                     self._log(writer, bar, log)
                 if self.step % t.checkpoint_every == 0 or time.monotonic() - last_save > t.checkpoint_seconds:
-                    self.checkpoint()
-                    self._write_samples(writer)
-                    last_save = time.monotonic()
+                    self._save(writer)
+                    last_save, saved_at = time.monotonic(), self.step
             if stop:
-                self.checkpoint()
+                self._save(writer)
                 signum = stop["signal"]
                 raise RunInterrupted(
                     f"stopped by {signal.Signals(signum).name} after step {self.step} of {self.steps}; "
@@ -341,9 +344,25 @@ class TrainingRun:
         finally:
             bar.close()
             writer.flush()
-        self.checkpoint()
-        self._write_samples(writer)
+        if saved_at != self.step:  # the last step's samples and checkpoint, once
+            self._save(writer)
         writer.close()
+
+    def _purge_step(self) -> int:
+        """TensorBoard's purge step: a resumed run hides what the interrupted one wrote after its checkpoint.
+
+        ``_save`` flushes every point up to step s before the checkpoint at s, so a resume from
+        s > 0 keeps steps <= s and drops later ones (it writes them again). From step 0 only the
+        partition sizes may be there, perhaps in part (the first checkpoint precedes them): all
+        go, and they are written again. So no (tag, step) shows twice and none is lost.
+        """
+        return self.step + 1 if self.step > 0 else 0
+
+    def _save(self, writer: Any) -> None:
+        """Samples and TensorBoard to disk first, then the checkpoint (see ``_purge_step``)."""
+        self._write_samples(writer)
+        writer.flush()
+        self.checkpoint()
 
     def _log(self, writer: Any, bar: StageBar, log: Any) -> None:
         """Show and log DP outputs only: epsilon spent (the bar shows it) and the released clipping thresholds."""
