@@ -38,7 +38,13 @@ from dpgm.artifact import (
 from dpgm.clustering import make_partitioner
 from dpgm.clustering.base import Partition
 from dpgm.config import Config, load_config
-from dpgm.data import load_dataset, load_public_sample, noisy_top_item_ids, restrict_items
+from dpgm.data import (
+    drop_short_records,
+    load_dataset,
+    load_public_sample,
+    noisy_top_item_ids,
+    restrict_items,
+)
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError, DpgmError, PrivacyBudgetError
 from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
@@ -186,7 +192,7 @@ class TrainingRun:
         self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
         self._spent_before = spent_before
         with self.shown():
-            self.data = data if data is not None else load_dataset(cfg.data)
+            self.data = drop_short_records(data, cfg.data.min_items) if data is not None else load_dataset(cfg.data)
         self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
         self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
@@ -255,8 +261,13 @@ class TrainingRun:
         if m is not None and m < self.data.n_items:
             columns = noisy_top_item_ids(self.data, m, noise_multiplier=self.cfg.data.top_items_noise_multiplier,
                                          accountant=self.accountant, rng=rng, stage=ITEMS_STAGE)
-            self.data = restrict_items(self.data, columns)
+            self._restrict(columns)
         self.columns = columns
+
+    def _restrict(self, columns: np.ndarray) -> None:
+        """Keep the chosen items; records left with fewer than ``data.min_items`` of them are
+        dropped too (the same per-record rule as at load), so the models and the release agree."""
+        self.data = drop_short_records(restrict_items(self.data, columns), self.cfg.data.min_items)
 
     def _build_trainer(self) -> None:
         """One model per part (output biases at the noisy part means when released) and the trainer."""
@@ -281,7 +292,7 @@ class TrainingRun:
         self.accountant = self._accountant(PrivacyLedger.from_json(checkpoint["ledger"]))
         self.columns = np.asarray(checkpoint["columns"])
         if len(self.columns) < self.data.n_items:
-            self.data = restrict_items(self.data, self.columns)  # the private choice, not redone
+            self._restrict(self.columns)  # the private choice, not redone
         self.partition = Partition(assignments=checkpoint["assignments"].numpy(),
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
         means = checkpoint["noisy_means"]
@@ -401,7 +412,8 @@ class TrainingRun:
         """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
         folder = self.layout.release
         save_models(folder, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
-                    self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"))
+                    self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"),
+                    min_items=self.cfg.data.min_items)
         self.accountant.ledger.save(folder / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
         atomic_write_json(folder / REPORT_FILE, report)
