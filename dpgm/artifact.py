@@ -86,6 +86,14 @@ def release_dir(path: str | Path) -> Path:
     return path / RELEASE_DIR if (path / RELEASE_DIR).is_dir() else path
 
 
+def read_summary(path: str | Path) -> str:
+    """The run's privacy report for people (``privacy_report.md`` in its release folder)."""
+    summary = release_dir(path) / SUMMARY_FILE
+    if not summary.is_file():
+        raise DpgmError(f"{path}: no {RELEASE_DIR}/{SUMMARY_FILE} (a run made before dpgm wrote one)")
+    return summary.read_text()
+
+
 def check_release(path: str | Path) -> Path:
     """The release folder of a finished run, or a one-line error (no torch needed)."""
     folder = release_dir(path)
