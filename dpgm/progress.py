@@ -90,6 +90,7 @@ def progress_scope(
 
 
 def _disabled(settings: ProgressSettings, stream: TextIO) -> bool:
+    """Off when progress is off, or when the stream is no terminal (unless ``tty_only`` is off)."""
     if not settings.enabled:
         return True
     return settings.tty_only and not (hasattr(stream, "isatty") and stream.isatty())
@@ -123,12 +124,13 @@ class StageBar:
             self._last_read = now
 
     def _refresh(self, *, force: bool = False) -> None:
-        """Put the current fields (epsilon re-read when due) in the postfix; redraw if ``force``."""
+        """Put the current fields in the postfix (the epsilon re-read when due, or now if ``force``);
+        the next frame shows them (no redraw here: a stage shorter than ``delay`` draws nothing)."""
         if self._bar.disable:
             return
         self._read_epsilon(force=force)
         if self._fields:
-            self._bar.set_postfix(self._fields, refresh=force)
+            self._bar.set_postfix(self._fields, refresh=False)
 
     def advance(self, n: float = 1) -> None:
         """``n`` more units of the total are done."""

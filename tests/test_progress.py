@@ -115,8 +115,9 @@ def test_bars_are_off_without_a_terminal_or_when_progress_is_off():
 
 def test_short_stages_print_nothing():
     stream = io.StringIO()
-    with progress_scope(stream=stream, tty_only=False, delay=60), stage_bar("short", 3) as bar:
+    with progress_scope(stream=stream, tty_only=False, delay=60, epsilon=lambda: 1.0), stage_bar("short", 3) as bar:
         bar.advance(3)
+        bar.show(clip="3")
     assert stream.getvalue() == ""
 
 
