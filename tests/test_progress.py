@@ -25,7 +25,7 @@ from dpgm.progress import epsilon_of, progress_scope, share_bar, stage_bar
 from dpgm.release import release, sample_dataset
 from dpgm.training import run as run_mod
 from tests.clustering._fixtures import block_dataset
-from tests.training.test_run import killed_run, tiny_config
+from tests.training.test_run import killed_run
 
 N_RECORDS = 523
 
@@ -48,8 +48,9 @@ def transactions(tmp_path: Path) -> Path:
     return path
 
 
-def test_every_stage_shows_a_bar_with_epsilon_and_nothing_private(tmp_path, progress_output):
-    cfg = config_from_dict({
+def shop_config(tmp_path: Path):
+    """A tiny private run on ``transactions``: kernel k-means, 10 DP-SGD steps, private/ kept."""
+    return config_from_dict({
         "name": "shop", "seed": 2, "runs_dir": str(tmp_path / "runs"), "keep_private": True,
         "data": {"source": "transactions", "path": str(transactions(tmp_path)), "n_items": 12},
         "privacy": {"delta": 1e-4},
@@ -58,6 +59,10 @@ def test_every_stage_shows_a_bar_with_epsilon_and_nothing_private(tmp_path, prog
         "model": {"kind": "vae", "hidden": [8], "latent": 2},
         "training": {"epochs": 1, "sampling_rate": 0.1, "hist_bins": 10, "log_every": 2},
     })
+
+
+def test_every_stage_shows_a_bar_with_epsilon_and_nothing_private(tmp_path, progress_output):
+    cfg = shop_config(tmp_path)
     run_dir, report = run_mod.train(cfg, progress=True)
     release(run_dir, tmp_path / "syn.csv", 300, seed=0, progress=True)
     released = progress_output.getvalue()
@@ -82,15 +87,17 @@ def test_every_stage_shows_a_bar_with_epsilon_and_nothing_private(tmp_path, prog
     assert "loss" not in out
 
 
-def test_a_resumed_run_shows_the_epsilon_spent_before_it(tmp_path, monkeypatch, progress_output):
-    cfg = tiny_config(tmp_path)
-    run_dir = killed_run(cfg, monkeypatch, at_step=3)
+def test_a_resumed_run_shows_the_epsilon_spent_before_it_from_loading_on(tmp_path, monkeypatch, progress_output):
+    run_dir = killed_run(shop_config(tmp_path), monkeypatch, at_step=3)
     ledger = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["ledger"]
     spent = Accountant(PrivacyLedger.from_json(ledger), delta=1e-4).spent().epsilon
+    assert spent > 0  # the partition's
     progress_output.seek(0)
     progress_output.truncate()
     run_mod.resume(run_dir, progress=True)
-    assert f"eps={spent:.3f}" in frames(progress_output.getvalue(), "DP-SGD")[0]
+    shown = progress_output.getvalue()
+    assert f"eps={spent:.3f}" in frames(shown, "loading shop.txt")[-1]
+    assert f"eps={spent:.3f}" in frames(shown, "DP-SGD")[0]
 
 
 def test_sketch_decoder_shows_its_iterations_and_the_epsilon(progress_output):

@@ -185,6 +185,8 @@ def _stop_requests() -> Iterator[dict[str, int]]:
 class TrainingRun:
     """State of one run: data, accountant, partition, trainer; knows how to checkpoint."""
 
+    accountant: Accountant | None = None  # made by ``start`` or ``resume``, after the data are loaded
+
     def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True,
                  spent_before: EpsilonSource | None = nothing_spent) -> None:
         """Load the data (``data`` replaces the config's data section); ``spent_before`` is the
@@ -213,10 +215,9 @@ class TrainingRun:
 
     def epsilon_so_far(self) -> float | None:
         """The run's epsilon spent so far (the ledger's: public), for the progress bars."""
-        accountant = getattr(self, "accountant", None)
-        if accountant is None:
+        if self.accountant is None:
             return self._spent_before() if self._spent_before is not None else None
-        return accountant.spent().epsilon
+        return self.accountant.spent().epsilon
 
     def shown(self) -> Any:
         """Scope of every bar the run shows: on unless ``progress`` is off, with its epsilon."""
