@@ -111,7 +111,7 @@ class PartitionConfig:
 
 @dataclass
 class ModelConfig:
-    kind: Literal["vae", "rbm"] = opt("vae", "generative model trained on each part")
+    kind: Literal["vae", "rbm", "independent"] = opt("vae", "generative model of each part; independent = the part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; needs output_bias: noisy_mean)")
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009 (opt returns a dataclass field)
     latent: int = opt(2, "VAE: latent dimension")
     rbm_hidden: int = opt(200, "RBM: number of hidden units")
@@ -130,6 +130,8 @@ class ModelConfig:
         _require(self.chains >= 1, "model", "chains", "must be >= 1")
         _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
         _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
+        _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
+                 "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
         _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
                  "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")
 

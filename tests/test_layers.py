@@ -24,6 +24,7 @@ LAYER = {
     "clustering": 4, "evaluation": 4,
     "artifact": 5, "imaging": 5,
     "training": 6,
+    "quality": 6,  # the HTML quality report: evaluation statistics drawn with imaging's grids
     "release": 7,
     "audit": 8, "sketch": 8, "api": 8,
     "main": 9,  # every __main__.py: the command-line fronts

@@ -77,3 +77,31 @@ def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path
 def test_shipped_generic_config_uses_the_rules() -> None:
     cfg = load_config(ROOT / "configs" / "transactions.yaml")
     assert cfg.rules == "public" and "partition.k" not in cfg.stated and "privacy.target_epsilon" in cfg.stated
+
+
+def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(tmp_path, monkeypatch) -> None:
+    """N * epsilon below MIN_TRAINING_SCALE: independent items, no DP-SGD, the means get DP-SGD's share."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "MIN_TRAINING_SCALE", 10_000)
+    small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
+    assert small["model.kind"] == "independent" and small["model.calibrate"] is False
+    assert large["model.kind"] == "vae"
+    f = facts(3_000)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    cost = 1 / (2 * small["partition.noise_multiplier"] ** 2) + 1 / (2 * small["model.mean_noise_multiplier"] ** 2)
+    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run.start()
+    assert run.steps == 0 and run.accountant.ledger.count("training") == 0
+    assert 0.95 < run.planned_epsilon() <= 1.0
+    run.checkpoint()
+    run.train({})
+    report = run.finish()
+    assert report["plan"]["model"] == "independent" and report["plan"]["steps_taken"] == 0
+    from dpgm.release import sample_dataset
+
+    synthetic = sample_dataset(run.run_dir, 20_000, seed=0)
+    assert abs(float(synthetic.records.mean()) - 0.2) < 0.02  # the items' frequency in shaped()

@@ -121,12 +121,14 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
     t = cfg.training
-    report["plan"] = {
-        "partition": cfg.partition.method, "k": len(partition_sizes), "schedule": t.schedule,
-        "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps,
-        "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier, "clipping": t.clipping,
-        "calibrated_to_noisy_means": cfg.model.calibrate,
-    }
+    report["plan"] = {"partition": cfg.partition.method, "k": len(partition_sizes), "model": cfg.model.kind,
+                      "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
+    if steps == 0:  # independent items: the noisy part means are the models, nothing was trained
+        return report
+    report["plan"].update({
+        "schedule": t.schedule, "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier,
+        "clipping": t.clipping, "calibrated_to_noisy_means": cfg.model.calibrate,
+    })
     if t.clipping == "adaptive":
         report["plan"]["hist_noise_multiplier"] = t.hist_noise_multiplier
     else:
@@ -199,7 +201,8 @@ class TrainingRun:
         self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
         self.public = public_inputs(cfg, self.data)
-        self.steps = steps_for_epochs(cfg.training.epochs, cfg.training.sampling_rate)
+        self.steps = 0 if cfg.model.kind == "independent" else steps_for_epochs(
+            cfg.training.epochs, cfg.training.sampling_rate)  # independent items: no DP-SGD
         self.step = 0
 
     def _apply_rules(self) -> dict[str, Any]:
@@ -243,7 +246,7 @@ class TrainingRun:
                 clip=cfg.model.mean_clip, noise_multiplier=cfg.model.mean_noise_multiplier,
                 accountant=self.accountant, rng=rng,
             )
-        if cfg.privacy.target_epsilon is not None:
+        if cfg.privacy.target_epsilon is not None and self.steps > 0:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
         self._build_trainer()
         atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
