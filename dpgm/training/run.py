@@ -333,7 +333,8 @@ class TrainingRun:
         writer = SummaryWriter(str(self.layout.in_release(TENSORBOARD_DIR)), purge_step=self._purge_step())
         if self.step == 0:
             writer.add_text("partition/noisy_sizes", _sizes_table(self.partition.noisy_sizes), 0)
-        last_save, saved_at = time.monotonic(), self.step
+        # a checkpoint past step 0 came with its samples (``_save``); the first one, at step 0, did not
+        last_save, saved_at = time.monotonic(), (self.step if self.step > 0 else None)
         with self.shown():
             bar = stage_bar("DP-SGD", self.steps, unit="step", initial=self.step)
         try:
@@ -351,7 +352,8 @@ class TrainingRun:
                     self._save(writer)
                     last_save, saved_at = time.monotonic(), self.step
             if stop:
-                self._save(writer)
+                if saved_at != self.step:  # each step's samples once, even when a stop follows a checkpoint
+                    self._save(writer)
                 signum = stop["signal"]
                 raise RunInterrupted(
                     f"stopped by {signal.Signals(signum).name} after step {self.step} of {self.steps}; "

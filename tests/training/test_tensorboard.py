@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections import Counter
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 
 from dpgm.training import run as run_mod
-from tests.training.test_run import killed_run, tiny_config
+from tests.training.test_run import killed_run, terminated_run, tiny_config
 
 
 def points(run_dir: Path) -> Counter[tuple[str, int]]:
@@ -23,14 +24,33 @@ def points(run_dir: Path) -> Counter[tuple[str, int]]:
     return Counter((tag, e.step) for tag in acc.Tags()["tensors"] for e in acc.Tensors(tag))
 
 
-@pytest.mark.parametrize("at_step", [3, 7])  # checkpoints every 4 steps: resume from step 0, from step 4
-def test_resumed_run_shows_each_point_once_and_the_same_points_as_an_uninterrupted_run(tmp_path, monkeypatch, at_step):
+def interrupted(tmp_path: Path, monkeypatch, how: str, at_step: int, **over) -> Path:
+    """A run stopped during step ``at_step`` by an exception (no checkpoint) or a SIGTERM (checkpoint)."""
+    cfg = tiny_config(tmp_path, name="cut", **over)
+    if how == "exception":
+        return killed_run(cfg, monkeypatch, at_step=at_step)
+    code, run_dir = terminated_run(cfg, monkeypatch, at_step=at_step)
+    assert code == 128 + signal.SIGTERM
+    return run_dir
+
+
+# checkpoints every 4 steps: resume from step 0, from step 4; a SIGTERM in step 4 stops right after its checkpoint
+@pytest.mark.parametrize(("how", "at_step"), [("exception", 3), ("exception", 7), ("sigterm", 4), ("sigterm", 6)])
+def test_resumed_run_shows_each_point_once_and_the_same_points_as_an_uninterrupted_run(tmp_path, monkeypatch,
+                                                                                      how, at_step):
     over = {"training.epochs": 2, "training.checkpoint_seconds": 1e6}
     whole, _ = run_mod.train(tiny_config(tmp_path, name="whole", **over), progress=False)
-    cut = killed_run(tiny_config(tmp_path, name="cut", **over), monkeypatch, at_step=at_step)
+    cut = interrupted(tmp_path, monkeypatch, how, at_step, **over)
     run_mod.resume(cut, progress=False)
     shown = points(cut)
     assert [p for p, count in shown.items() if count > 1] == []
-    assert set(shown) == set(points(whole))
+    assert set(points(whole)) <= set(shown)  # a SIGTERM's checkpoint adds its samples at that step
+    assert set(shown) - set(points(whole)) <= {("samples", at_step)}
     assert {tag for tag, _ in shown} == {"privacy/epsilon", "train/clip_norm", "partition/noisy_sizes/text_summary",
                                          "samples"}
+
+
+def test_a_run_without_training_steps_writes_its_samples_once(tmp_path):
+    run_dir, _ = run_mod.train(tiny_config(tmp_path, **{"model.kind": "independent"}), progress=False)
+    assert (run_dir / "release" / "samples.png").is_file()
+    assert points(run_dir)[("samples", 0)] == 1
