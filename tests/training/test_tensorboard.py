@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +25,13 @@ def points(run_dir: Path) -> Counter[tuple[str, int]]:
     return Counter((tag, e.step) for tag in acc.Tags()["tensors"] for e in acc.Tensors(tag))
 
 
+def next_second() -> None:
+    """Wait for the next whole second. TensorBoard reads event files in name order, and a name is
+    (seconds, host, pid, a counter as text): in one process within one second, the counter's text
+    order ("10" < "9") could put the resumed run's file first. A real resume is another command."""
+    time.sleep(1.01 - time.time() % 1)
+
+
 def interrupted(tmp_path: Path, monkeypatch, how: str, at_step: int, **over) -> Path:
     """A run stopped during step ``at_step`` by an exception (no checkpoint) or a SIGTERM (checkpoint)."""
     cfg = tiny_config(tmp_path, name="cut", **over)
@@ -41,6 +49,7 @@ def test_resumed_run_shows_each_point_once_and_the_same_points_as_an_uninterrupt
     over = {"training.epochs": 2, "training.checkpoint_seconds": 1e6}
     whole, _ = run_mod.train(tiny_config(tmp_path, name="whole", **over), progress=False)
     cut = interrupted(tmp_path, monkeypatch, how, at_step, **over)
+    next_second()
     run_mod.resume(cut, progress=False)
     shown = points(cut)
     assert [p for p, count in shown.items() if count > 1] == []
