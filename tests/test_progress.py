@@ -100,13 +100,15 @@ def test_a_resumed_run_shows_the_epsilon_spent_before_it_from_loading_on(tmp_pat
     assert f"eps={spent:.3f}" in frames(shown, "DP-SGD")[0]
 
 
-def test_sketch_decoder_shows_its_iterations_and_the_epsilon(progress_output):
+def test_sketch_sum_and_decoder_show_their_progress_and_the_epsilon(progress_output):
     data = block_dataset(n=300, k=3, seed=1)
     accountant = Accountant(delta=1e-5)
     with progress_scope(epsilon=epsilon_of(accountant)):
         SketchPartitioner(k=3, sketch_size=100, target_epsilon=2.0, decodes=2).fit(
             data, accountant, np.random.default_rng(17))
-    last = frames(progress_output.getvalue(), "partition: sketch decoder")[-1]
+    shown = progress_output.getvalue()
+    assert "100/100" in frames(shown, "partition: sketch sum")[-1] and not shows_number(shown, 300)
+    last = frames(shown, "partition: sketch decoder")[-1]
     assert "12/12" in last and f"eps={accountant.spent().epsilon:.3f}" in last  # 2 decodes x 2k iterations
 
 
