@@ -29,6 +29,7 @@ from dpgm.evaluation.counting import (
     start_evaluation,
 )
 from dpgm.io import atomic_write_json, check_output
+from dpgm.progress import progress_scope
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,7 +97,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="items in the pair matrices: the most frequent (default 50)")
     r.add_argument("--queries", type=int, default=1000, help="number of counting queries (default 1000)")
     r.add_argument("--seed", type=int, default=0, help="seed of the queries and image samples (default 0)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for command in (c, t, r):
+        command.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p.parse_args(argv)
 
 
@@ -185,7 +187,8 @@ def counting(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     commands = {"counting": counting, "marginals": marginals, "report": report}
-    return commands[args.command](args)
+    with progress_scope(enabled=not args.no_progress):
+        return commands[args.command](args)
 
 
 if __name__ == "__main__":

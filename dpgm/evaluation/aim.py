@@ -53,6 +53,7 @@ from dpgm.evaluation.pgm_common import (
 )
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import ExponentialEvent
+from dpgm.progress import share_bar
 
 ALPHA = 0.9  # share of each round's zCDP for the measurement (AIM: 0.9), the rest for selection
 
@@ -175,6 +176,7 @@ def aim(
     tree = JunctionTree.from_mbi(model, m)
     trace_rounds: list[PgmRound] = []
     last = False
+    bar = share_bar("aim (share of the budget spent)")
     while not last:
         force = (opts.time_limit is not None and timer.elapsed() > opts.time_limit) or (
             opts.max_rounds is not None and len(trace_rounds) + 1 >= opts.max_rounds
@@ -224,6 +226,8 @@ def aim(
             chosen
         ):
             schedule.anneal()
+        bar.advance_share(schedule.used, schedule.rho)
+    bar.close()
     return PgmResult(
         tree=tree,
         item_names=list(names),

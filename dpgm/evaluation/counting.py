@@ -36,6 +36,7 @@ from dpgm.evaluation.queries import (
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent
+from dpgm.progress import epsilon_of, progress_scope
 
 BASELINES = ("mwem", "marginals", "aim", "mst")
 Accounting = Literal["rdp", "pure"]
@@ -172,32 +173,33 @@ def run_baseline(
         raise ConfigError(f"--epsilon must be > 0, got {epsilon}")
     accountant = Accountant(delta=delta, budget_epsilon=epsilon)
     report: dict[str, Any] = {"method": method, "accounting": opts.accounting}
-    if method == "mwem":
-        pure = mwem_pure_epsilon(
-            epsilon, delta, rounds=opts.rounds, n_fraction=opts.n_fraction, accounting=opts.accounting
-        )
-        model = fit_mwem(
-            real, queries, epsilon=pure, accountant=accountant, rng=rng, rounds=opts.rounds,
-            n_fraction=opts.n_fraction, repeat_updates=opts.repeat_updates, support_size=opts.support_size,
-        )
-        report.update(pure_epsilon=pure, rounds=opts.rounds, domain=type(model.domain).__name__)
-    elif method == "marginals":
-        params = marginals_parameters(epsilon, delta, mechanism=opts.mechanism, accounting=opts.accounting)
-        model = fit_marginals(
-            real, accountant=accountant, rng=rng, mechanism=opts.mechanism, max_length=opts.max_length, **params
-        )
-        pure = params.get("epsilon")
-        report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
-    elif method in ("aim", "mst"):
-        if opts.accounting == "pure":
-            raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
-        if method == "aim":
-            model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
+    with progress_scope(epsilon=epsilon_of(accountant)):  # the baseline's bars show its own epsilon
+        if method == "mwem":
+            pure = mwem_pure_epsilon(
+                epsilon, delta, rounds=opts.rounds, n_fraction=opts.n_fraction, accounting=opts.accounting
+            )
+            model = fit_mwem(
+                real, queries, epsilon=pure, accountant=accountant, rng=rng, rounds=opts.rounds,
+                n_fraction=opts.n_fraction, repeat_updates=opts.repeat_updates, support_size=opts.support_size,
+            )
+            report.update(pure_epsilon=pure, rounds=opts.rounds, domain=type(model.domain).__name__)
+        elif method == "marginals":
+            params = marginals_parameters(epsilon, delta, mechanism=opts.mechanism, accounting=opts.accounting)
+            model = fit_marginals(
+                real, accountant=accountant, rng=rng, mechanism=opts.mechanism, max_length=opts.max_length, **params
+            )
+            pure = params.get("epsilon")
+            report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
+        elif method in ("aim", "mst"):
+            if opts.accounting == "pure":
+                raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
+            if method == "aim":
+                model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
+            else:
+                model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+            report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)
         else:
-            model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
-        report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)
-    else:
-        raise ConfigError(f"unknown baseline {method!r} (choose from {', '.join(BASELINES)})")
+            raise ConfigError(f"unknown baseline {method!r} (choose from {', '.join(BASELINES)})")
     n = round(model.n_noisy) if n_synthetic is None else n_synthetic
     report.update(accountant.report())
     return model.sample(max(n, 1), rng), report

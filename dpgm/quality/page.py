@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from dpgm.io import atomic_write_text
+from dpgm.progress import progress_scope, stage_bar
 from dpgm.quality import plots
 from dpgm.quality.compare import Comparison
 
@@ -136,8 +136,12 @@ def sections(cmp: Comparison, *, progress: bool) -> list[Section]:
         plan.append(("labels", "Per-label counts", "Share of records per label.", lambda: plots.label_counts(cmp)))
     else:
         plan.append(("labels", "Per-label counts", label_note(cmp), None))
-    bar = tqdm(plan, desc="report figures", unit="fig", disable=not progress)
-    return [Section(key, title, caption, draw() if draw else None) for key, title, caption, draw in bar]
+    parts = []
+    with progress_scope(enabled=progress), stage_bar("report figures", len(plan), unit="fig") as bar:
+        for key, title, caption, draw in plan:
+            parts.append(Section(key, title, caption, draw() if draw else None))
+            bar.advance()
+    return parts
 
 
 def render(cmp: Comparison, parts: list[Section], *, created: str) -> str:
