@@ -27,13 +27,14 @@ from dpgm.privacy.events import GaussianEvent
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 1/3).
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.45
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
-RECORDS_PER_PART, MAX_PARTS = 10_000, 20
+RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
 #: A record's L2 norm is clipped to that of this many items in the noisy part means.
 MEAN_CLIP_ITEMS = 9
 #: Below this N * epsilon DP-SGD is skipped: each part's model is its noisy mean record (independent
-#: items) and the means get DP-SGD's share too (0: always train). Chosen by leave-one-dataset-out.
-MIN_TRAINING_SCALE = 0
+#: items) and the means get DP-SGD's share too. Leave-one-dataset-out (benchmarks/rules_lodo.py)
+#: chose skipping at N eps = 1e3 and training at 1e4 for every held-out dataset; 3e3 lies between.
+MIN_TRAINING_SCALE = 3_000
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
