@@ -1,0 +1,66 @@
+"""Wall time of `train.py --config NAME` for shipped configs, with default threads and with one.
+
+Each run is a fresh process (imports, data loading, partition, training, release files) in a
+temporary runs folder; "default" leaves OMP_NUM_THREADS unset, so dpgm picks the cores available
+to the process (dpgm/threads.py); "1" sets OMP_NUM_THREADS=1. The README's timing table and the
+threads check of issue 15 (the default must not be slower than one thread) come from here.
+
+    python benchmarks/config_timings.py --configs digits transactions msnbc --threads default 1 \\
+        --json benchmarks/results/config_timings.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from provenance import write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def time_run(config: str, threads: str, extra: list[str]) -> dict[str, object]:
+    """One `train.py` run in a fresh process; its wall seconds and exit code."""
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    if threads != "default":
+        env["OMP_NUM_THREADS"] = threads
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [sys.executable, str(ROOT / "train.py"), "--config", config, "--set", f"runs_dir={tmp}", *extra]
+        start = time.perf_counter()
+        proc = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:], file=sys.stderr)
+    return {"config": config, "threads": threads, "seconds": seconds, "returncode": proc.returncode}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--configs", nargs="+", default=["digits", "transactions", "retail", "gowalla", "sketch",
+                                                    "msnbc", "mnist"])
+    p.add_argument("--threads", nargs="+", default=["default"], help="'default' and/or thread counts")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to every run")
+    p.add_argument("--json", default=None, metavar="PATH")
+    args = p.parse_args(argv)
+    runs = []
+    for config in args.configs:
+        for _ in range(args.repeats):
+            for threads in args.threads:
+                runs.append(time_run(config, threads, [x for kv in args.set for x in ("--set", kv)]))
+                r = runs[-1]
+                print(f"{config:<14} threads {threads:<8} {r['seconds']:8.1f} s  (exit {r['returncode']})", flush=True)
+                if args.json:
+                    write_json(args.json, {"settings": vars(args), "cores": os.cpu_count(), "runs": runs})
+    return 0 if all(r["returncode"] == 0 for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
