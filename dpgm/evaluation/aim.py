@@ -42,17 +42,20 @@ from dpgm.evaluation.pgm_common import (
     PgmRound,
     Timer,
     TrueMarginals,
+    at_epsilon,
     check_plan,
     fit_model,
+    fitting_candidates,
+    l1_errors,
     measure,
     measurement,
-    model_size_mb,
-    rho_for_epsilon,
-    select_index,
+    names_of,
+    powerset,
+    select_and_measure,
+    split_round,
     zcdp_event,
 )
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import ExponentialEvent
 
 ALPHA = 0.9  # share of each round's zCDP for the measurement (AIM: 0.9), the rest for selection
 
@@ -86,8 +89,7 @@ class AimSchedule:
                 f"aim: need rho > 0, rounds >= 1, items >= 1 (got {rho}, {rounds}, {n_items})"
             )
         self.rho = float(rho)
-        self.sigma = math.sqrt(rounds / (2 * ALPHA * rho))
-        self.epsilon = math.sqrt(8 * (1 - ALPHA) * rho / rounds)
+        self.epsilon, self.sigma = split_round(rho / rounds, ALPHA)
         self.initial_sigma = self.sigma
         self.used = n_items * 0.5 / self.sigma**2
         if self.used >= self.rho:
@@ -100,19 +102,13 @@ class AimSchedule:
         """(epsilon_t, sigma_t, last): the last round takes all the budget left."""
         last = force_last or self.rho - self.used < 2 * (0.5 / self.sigma**2 + self.epsilon**2 / 8)
         if last:
-            remaining = self.rho - self.used
-            self.sigma = math.sqrt(1 / (2 * ALPHA * remaining))
-            self.epsilon = math.sqrt(8 * (1 - ALPHA) * remaining)
+            self.epsilon, self.sigma = split_round(self.rho - self.used, ALPHA)
         self.used += self.epsilon**2 / 8 + 0.5 / self.sigma**2
         return self.epsilon, self.sigma, last
 
     def anneal(self) -> None:
         self.sigma /= 2
         self.epsilon *= 2
-
-
-def powerset(clique: Clique) -> list[Clique]:
-    return [c for r in range(1, len(clique) + 1) for c in itertools.combinations(clique, r)]
 
 
 def compile_workload(workload: dict[Clique, float]) -> dict[Clique, float]:
@@ -156,9 +152,7 @@ def aim(
     opts = options or AimOptions()
     truth = TrueMarginals(records)
     m = truth.n_items
-    names = item_names or (
-        records.item_names if isinstance(records, BinaryDataset) else [str(j) for j in range(m)]
-    )
+    names = names_of(records, m, item_names)
     rounds = opts.rounds if opts.rounds is not None else default_rounds(m)
     schedule = AimSchedule(rho, rounds, m)
     check_plan(accountant, [(zcdp_event(rho), 1)], "aim")  # the whole run costs at most rho
@@ -180,30 +174,13 @@ def aim(
             opts.max_rounds is not None and len(trace_rounds) + 1 >= opts.max_rounds
         )
         eps, sigma, last = schedule.next_round(force_last=force)
-        size_limit = opts.max_model_size * schedule.used / schedule.rho
-        model_cliques = [tuple(sorted(int(a) for a in cl)) for cl in model.cliques]
-        free = {c for cl in model_cliques for c in powerset(cl)}
-        edges = {e for cl in model_cliques for e in itertools.combinations(cl, 2)}
-        fits_now = model_size_mb(m, model_cliques) <= size_limit
-        small = [
-            c
-            for c in candidates
-            if c in free
-            or (fits_now and edges.issuperset(itertools.combinations(c, 2)))  # same graph
-            or model_size_mb(m, [*model_cliques, c]) <= size_limit
-        ]
-        bias = math.sqrt(2 / math.pi) * sigma
-        scores = np.array(
-            [
-                candidates[c] * (np.abs(truth(c) - tree.marginal(c)).sum() - bias * 2 ** len(c))
-                for c in small
-            ]
+        small = fitting_candidates(m, model, candidates, opts.max_model_size * schedule.used / schedule.rho)
+        weights = np.array([candidates[c] for c in small])
+        bias = math.sqrt(2 / math.pi) * sigma * np.array([2 ** len(c) for c in small])
+        chosen, y, probs = select_and_measure(
+            accountant, stage, rng, truth, small, weights * (l1_errors(truth, tree, small) - bias),
+            epsilon=eps, sensitivity=float(np.abs(weights).max()), sigma=sigma,
         )
-        sensitivity = max(abs(candidates[c]) for c in small)
-        accountant.spend(stage, ExponentialEvent(epsilon=eps))
-        k, probs = select_index(scores, eps, sensitivity, rng.random())
-        chosen = small[k]
-        (y,) = measure(accountant, stage, rng, sigma, [truth(chosen)])
         measurements.append(measurement(chosen, y, sigma))
         measured.append(chosen)
         before = tree.marginal(chosen)
@@ -246,7 +223,6 @@ def fit_aim(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float
             rng: np.random.Generator, accountant: Accountant | None = None, options: AimOptions | None = None,
             stage: str = "aim") -> PgmResult:
     """AIM at (epsilon, delta): rho calibrated on dpgm's accountant (budget = epsilon)."""
-    rho = rho_for_epsilon(epsilon, delta)
-    acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
-    return aim(records, rho=rho, accountant=acc, rng=rng, options=options, stage=stage)
+    return at_epsilon(aim, records, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
+                      options=options, stage=stage)
 

@@ -21,6 +21,7 @@ NumPy's global random state, whereas dpgm passes one Generator around.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,7 +35,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_epsilon
-from dpgm.privacy.events import DpEvent, GaussianEvent
+from dpgm.privacy.events import DpEvent, ExponentialEvent, GaussianEvent
 from dpgm.privacy.mechanisms import gaussian_releases
 
 Clique = tuple[int, ...]
@@ -458,6 +459,68 @@ def select_index(
     return select(probs, u), probs
 
 
+def split_round(rho_round: float, alpha: float) -> tuple[float, float]:
+    """(epsilon, sigma) of one select-then-measure round costing ``rho_round`` in zCDP: a share
+    ``alpha`` for the Gaussian (1 / (2 sigma^2)), the rest for the selection (epsilon^2 / 8)."""
+    return math.sqrt(8 * (1 - alpha) * rho_round), math.sqrt(1 / (2 * alpha * rho_round))
+
+
+def powerset(clique: Clique) -> list[Clique]:
+    """The non-empty subsets of ``clique`` (by size, then lexicographic)."""
+    return [c for r in range(1, len(clique) + 1) for c in itertools.combinations(clique, r)]
+
+
+def model_cliques(model: Any) -> list[Clique]:
+    return [tuple(sorted(int(a) for a in cl)) for cl in model.cliques]
+
+
+def fitting_candidates(
+    n_items: int, model: Any, candidates: Iterable[Clique], size_limit: float
+) -> list[Clique]:
+    """The candidates (in their order) that keep the junction tree at most ``size_limit`` MB:
+    those the model already holds, those whose edges it already has while it fits, and those
+    whose addition (``model_size_mb``) fits (private-pgm's filter, in AIM and MWEM+PGM)."""
+    cliques = model_cliques(model)
+    free = {c for cl in cliques for c in powerset(cl)}
+    edges = {e for cl in cliques for e in itertools.combinations(cl, 2)}
+    fits_now = model_size_mb(n_items, cliques) <= size_limit
+    return [
+        c
+        for c in candidates
+        if c in free
+        or (fits_now and edges.issuperset(itertools.combinations(c, 2)))  # same graph
+        or model_size_mb(n_items, [*cliques, c]) <= size_limit
+    ]
+
+
+def l1_errors(truth: TrueMarginals, tree: JunctionTree, cliques: Sequence[Clique]) -> np.ndarray:
+    """||M_c(D) - M_c(model)||_1 for each clique (counts; NOT private: a selection score)."""
+    return np.array([np.abs(truth(c) - tree.marginal(c)).sum() for c in cliques])
+
+
+def select_and_measure(
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+    truth: TrueMarginals,
+    candidates: Sequence[Clique],
+    scores: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
+    sigma: float,
+) -> tuple[Clique, np.ndarray, np.ndarray]:
+    """One round: an ``epsilon`` exponential mechanism over ``candidates`` (one uniform), then a
+    Gaussian measurement of the chosen marginal (noise ``sigma``), each charged before it is
+    made. Returns (chosen clique, noisy marginal, selection probabilities)."""
+    if not len(candidates):
+        raise ConfigError(f"{stage}: no candidate marginal fits the model size limit")
+    accountant.spend(stage, ExponentialEvent(epsilon=epsilon))
+    k, probs = select_index(scores, epsilon, sensitivity, rng.random())
+    (y,) = measure(accountant, stage, rng, sigma, [truth(candidates[k])])
+    return candidates[k], y, probs
+
+
 @dataclass
 class PgmRound:
     """One AIM round or MST selection: the chosen clique, its noise (probabilities: traced only)."""
@@ -509,6 +572,28 @@ def synthesize(
     default the noisy n); ``options`` go to ``fit``."""
     result = fit(records, epsilon=epsilon, delta=delta, rng=rng, **options)
     return result.tree.sample(default_n_out(result) if n_out is None else n_out, rng)
+
+
+def at_epsilon(mechanism: Callable[..., PgmResult], records: np.ndarray | sp.spmatrix | BinaryDataset, *,
+               epsilon: float, delta: float, rng: np.random.Generator, accountant: Accountant | None = None,
+               **options: Any) -> PgmResult:
+    """A zCDP ``mechanism`` (aim, mwem_pgm: its whole run costs at most rho, whatever it adapts
+    to) at (epsilon, delta): rho calibrated on dpgm's accountant (``rho_for_epsilon``); a fresh
+    accountant with budget epsilon unless one is given."""
+    rho = rho_for_epsilon(epsilon, delta)
+    acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
+    return mechanism(records, rho=rho, accountant=acc, rng=rng, **options)
+
+
+def names_of(
+    records: np.ndarray | sp.spmatrix | BinaryDataset, n_items: int, item_names: list[str] | None
+) -> list[str]:
+    """``item_names``, else the dataset's, else "0".."m-1"."""
+    if item_names:
+        return list(item_names)
+    if isinstance(records, BinaryDataset):
+        return list(records.item_names)
+    return [str(j) for j in range(n_items)]
 
 
 def default_n_out(result: PgmResult) -> int:
