@@ -26,7 +26,6 @@ costs one mbi refit, dominated by JAX compiling the new clique structure (second
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm_common import (
     Clique,
     JunctionTree,
+    PgmOptions,
     PgmResult,
     PgmRound,
     Timer,
@@ -53,6 +53,7 @@ from dpgm.evaluation.pgm_common import (
     powerset,
     select_and_measure,
     split_round,
+    workload_cliques,
     zcdp_event,
 )
 from dpgm.privacy.accountant import Accountant
@@ -66,18 +67,8 @@ def default_rounds(n_items: int) -> int:
 
 
 @dataclass(frozen=True)
-class AimOptions:
-    """Settings: workload (all ``degree``-way marginals, optionally ``max_workload`` of them at
-    random, weight 1), T = ``rounds``, model size cap in MB, mirror-descent iterations per
-    refit, and the caps ``time_limit`` (seconds) and ``max_rounds`` (see the module docstring)."""
-
-    degree: int = 2
-    max_workload: int | None = None
-    rounds: int | None = None
-    max_model_size: float = 80.0
-    max_iters: int = 250
-    time_limit: float | None = None
-    max_rounds: int | None = None
+class AimOptions(PgmOptions):
+    """AIM's settings (``PgmOptions``; workload weight 1, the paper's 80 MB model size cap)."""
 
 
 class AimSchedule:
@@ -121,13 +112,7 @@ def make_workload(
     n_items: int, degree: int, max_workload: int | None, rng: np.random.Generator
 ) -> dict[Clique, float]:
     """All ``degree``-way marginals (weight 1), or ``max_workload`` of them (public, by ``rng``)."""
-    if not 1 <= degree <= n_items:
-        raise ConfigError(f"aim: degree must be in 1..{n_items}, got {degree}")
-    cliques = list(itertools.combinations(range(n_items), degree))
-    if max_workload is not None and max_workload < len(cliques):
-        keep = np.sort(rng.choice(len(cliques), size=max_workload, replace=False))
-        cliques = [cliques[i] for i in keep]
-    return {c: 1.0 for c in cliques}
+    return {c: 1.0 for c in workload_cliques(n_items, degree, max_workload, rng, "aim")}
 
 
 def aim(
@@ -170,10 +155,7 @@ def aim(
     trace_rounds: list[PgmRound] = []
     last = False
     while not last:
-        force = (opts.time_limit is not None and timer.elapsed() > opts.time_limit) or (
-            opts.max_rounds is not None and len(trace_rounds) + 1 >= opts.max_rounds
-        )
-        eps, sigma, last = schedule.next_round(force_last=force)
+        eps, sigma, last = schedule.next_round(opts.force_last(timer.elapsed(), len(trace_rounds)))
         small = fitting_candidates(m, model, candidates, opts.max_model_size * schedule.used / schedule.rho)
         weights = np.array([candidates[c] for c in small])
         bias = math.sqrt(2 / math.pi) * sigma * np.array([2 ** len(c) for c in small])
