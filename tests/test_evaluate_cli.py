@@ -117,3 +117,11 @@ def test_marginals_tvd(files, capsys) -> None:
     assert copy["n_triples"] == 20 and copy["all_triples"]
     assert other["length"] == pytest.approx(1.0)  # all-ones records: length 6, absent from the real data
     assert 0 < other["oneway"] < 1 and 0 < other["threeway"] <= 1
+
+
+def test_counting_zcdp_baseline_runs(files, capsys) -> None:
+    pytest.importorskip("mbi")
+    code, out, err = run(["counting", "--real", str(files["real"]), "--baseline", "mwem_pgm", "--epsilon", "1",
+                          "--queries", "20", "--seed", "1"], capsys)
+    assert code == 0, err
+    assert "mwem_pgm: epsilon = 1.0000 (RDP accountant; pure epsilon n/a)" in out
