@@ -12,9 +12,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dpgm.artifact import FORMATS, check_release
+from dpgm.artifact import FORMATS, check_release, read_summary
 from dpgm.cli import run_cli
 from dpgm.io import check_output
+from dpgm.report import release_markdown
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -34,6 +35,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threshold", type=float, default=None,
                    help="output probabilities >= THRESHOLD instead of Bernoulli draws")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--summary", action="store_true",
+                   help="print the run's privacy report in plain language, and this release's part, at the end")
     p.add_argument("--mkdir", action="store_true", help="create the output's folder if it does not exist")
     return p.parse_args(argv)
 
@@ -53,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     check_release(args.run)  # paths first: a bad one fails in well under a second, before torch loads
     check_output(Path(args.out), mkdir=args.mkdir)
+    summary = read_summary(args.run) if args.summary else None  # before the work: a missing one fails fast
     from dpgm.release import release
 
     report = release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
@@ -62,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"wrote {args.n} records to {args.out} (report: {args.out}.privacy.json)")
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}")
+    if summary is not None:
+        print("\n" + summary + "\n" + release_markdown(report["release"]), end="")
     return 0
 
 

@@ -34,6 +34,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="threads for torch and BLAS (default: the cores available to this process)")
     p.add_argument("--keep-private", action="store_true",
                    help="keep runs/<name>/private/ (checkpoint, part assignments) after the run completes")
+    p.add_argument("--summary", action="store_true",
+                   help="print the privacy report in plain language (privacy_report.md) at the end")
     p.add_argument("--nonprivate-diagnostics", action="store_true",
                    help="show the mean training loss on the private batches: the run is then NOT "
                    "differentially private, and its reports say so")
@@ -66,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}{bound}")
     print(json.dumps(report["stage_epsilons"]))
+    if args.summary:
+        from dpgm.artifact import read_summary
+
+        print("\n" + read_summary(run_dir), end="")
     return 0
 
 

@@ -86,6 +86,14 @@ def release_dir(path: str | Path) -> Path:
     return path / RELEASE_DIR if (path / RELEASE_DIR).is_dir() else path
 
 
+def read_summary(path: str | Path) -> str:
+    """The run's privacy report for people (``privacy_report.md`` in its release folder)."""
+    summary = release_dir(path) / SUMMARY_FILE
+    if not summary.is_file():
+        raise DpgmError(f"{path}: no {RELEASE_DIR}/{SUMMARY_FILE} (a run made before dpgm wrote one)")
+    return summary.read_text()
+
+
 def check_release(path: str | Path) -> Path:
     """The release folder of a finished run, or a one-line error (no torch needed)."""
     folder = release_dir(path)
@@ -104,6 +112,7 @@ class ReleasedMixture:
     image_shape: tuple[int, int] | None
     report: dict[str, Any]
     item_ids: list[int]  # each column's id in the source file's item universe (transactions output)
+    min_items: int = 0  # data.min_items: the release draws again every record with fewer items
 
     @property
     def n_items(self) -> int:
@@ -118,8 +127,11 @@ def save_models(
     item_names: list[str],
     image_shape: tuple[int, int] | None,
     item_ids: list[int] | None = None,
+    *,
+    min_items: int = 0,
 ) -> None:
-    """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data."""
+    """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data,
+    ``min_items`` is the declared least number of items per record (``data.min_items``)."""
     import torch
 
     payload = {
@@ -131,6 +143,7 @@ def save_models(
         "item_names": list(item_names),
         "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,
+        "min_items": int(min_items),
     }
     with atomic_write(folder / MODELS_FILE, "wb") as fh:
         torch.save(payload, fh)
@@ -167,4 +180,5 @@ def load_release(path: str | Path) -> ReleasedMixture:
         image_shape=tuple(shape) if shape else None,
         report=report,
         item_ids=list(payload.get("item_ids", range(n_items))),
+        min_items=int(payload.get("min_items", 0)),
     )

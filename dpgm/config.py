@@ -44,6 +44,7 @@ class DataConfig:
     n_items: int | None = opt(None, "transactions without an items file: the public item universe, ids 0..n_items-1 (the universe is never read off the private data)")
     label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
+    min_items: int = opt(0, "every record holds at least this many items: a public fact about how the data were collected (msnbc: a session has at least one page view). Records with fewer are dropped at load (and, with top_items, after the item choice), a per-record rule under which DP still holds; how many were dropped is private and never shown. The release draws again every synthetic record with fewer (post-processing, no privacy cost)")
     records_magnitude: int | None = opt(None, "rules: public: the declared order of magnitude N of the number of records (a power of ten, N <= n < 10 N; null: read off the data and listed in the privacy report's public_inputs)")
     download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
 
@@ -52,6 +53,7 @@ class DataConfig:
         _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
         _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
         _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
+        _require(self.min_items >= 0, "data", "min_items", "must be >= 0")
         _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
         _require(self.records_magnitude is None or (self.records_magnitude >= 1 and math.log10(self.records_magnitude).is_integer()),
                  "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")
@@ -109,7 +111,7 @@ class PartitionConfig:
 
 @dataclass
 class ModelConfig:
-    kind: Literal["vae", "rbm"] = opt("vae", "generative model trained on each part")
+    kind: Literal["vae", "rbm", "independent"] = opt("vae", "generative model of each part; independent = the part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; needs output_bias: noisy_mean)")
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009 (opt returns a dataclass field)
     latent: int = opt(2, "VAE: latent dimension")
     rbm_hidden: int = opt(200, "RBM: number of hidden units")
@@ -128,6 +130,8 @@ class ModelConfig:
         _require(self.chains >= 1, "model", "chains", "must be >= 1")
         _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
         _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
+        _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
+                 "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
         _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
                  "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")
 

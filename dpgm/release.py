@@ -17,7 +17,6 @@ from typing import IO, Any
 import numpy as np
 import scipy.sparse as sp
 import torch
-from tqdm import tqdm
 
 from dpgm.artifact import FORMATS, ReleasedMixture, load_release
 from dpgm.clustering.base import size_shares
@@ -25,6 +24,36 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.imaging import write_png_grid
 from dpgm.io import atomic_write, atomic_write_json, check_output
+from dpgm.progress import progress_scope, stage_bar
+
+#: A release gives up when, after at least MIN_DRAWS draws, fewer than MIN_ACCEPTANCE of them held
+#: ``data.min_items`` items: the draws stay within max(MIN_DRAWS, n / MIN_ACCEPTANCE) plus one chunk.
+MIN_DRAWS = 10_000
+MIN_ACCEPTANCE = 0.01
+
+
+def _draw(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
+          threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """``c`` records (uint8 [c, m]) and their parts: part by noisy size, then the part's model."""
+    parts = torch.multinomial(probs, c, replacement=True, generator=generator)
+    out = torch.empty(c, mixture.n_items, dtype=torch.uint8)
+    for j in torch.unique(parts).tolist():
+        where = (parts == j).nonzero(as_tuple=True)[0]
+        model = mixture.models[j]
+        if threshold is None:
+            out[where] = model.sample(len(where), generator).to(torch.uint8)
+        else:
+            out[where] = (model.sample_probs(len(where), generator) >= threshold).to(torch.uint8)
+    return out.numpy(), parts.numpy()
+
+
+def _check_acceptance(accepted: int, drawn: int, min_items: int) -> None:
+    """Refuse to go on drawing when the models almost never give a record of ``min_items`` items."""
+    if drawn >= MIN_DRAWS and accepted < MIN_ACCEPTANCE * drawn:
+        raise DpgmError(
+            f"only {accepted} of {drawn} synthetic records held at least data.min_items = {min_items} items "
+            f"(fewer than {MIN_ACCEPTANCE:.0%}): the models almost never draw such records; "
+            f"lower data.min_items or train longer")
 
 
 @torch.no_grad()
@@ -40,23 +69,22 @@ def sample_chunks(
 
     Each record's part is drawn with probability proportional to the NOISY part size
     (DESIGN.md 3.4), then the record from that part's model: Bernoulli draws, or
-    probabilities >= ``threshold`` when one is given.
+    probabilities >= ``threshold`` when one is given. A record with fewer than
+    ``mixture.min_items`` items (``data.min_items``) is rejected and drawn again: the mixture
+    conditioned on that public fact (post-processing); see ``_check_acceptance`` for the bound.
     """
     probs = torch.as_tensor(size_shares(mixture.noisy_sizes), dtype=torch.float64)
-    done = 0
+    done = drawn = 0
     while done < n:
-        c = min(chunk_size, n - done)
-        parts = torch.multinomial(probs, c, replacement=True, generator=generator)
-        out = torch.empty(c, mixture.n_items, dtype=torch.uint8)
-        for j in torch.unique(parts).tolist():
-            where = (parts == j).nonzero(as_tuple=True)[0]
-            model = mixture.models[j]
-            if threshold is None:
-                out[where] = model.sample(len(where), generator).to(torch.uint8)
-            else:
-                out[where] = (model.sample_probs(len(where), generator) >= threshold).to(torch.uint8)
-        done += c
-        yield out.numpy(), parts.numpy()
+        records, parts = _draw(mixture, min(chunk_size, n - done), probs, generator, threshold)
+        drawn += len(records)
+        if mixture.min_items > 0:
+            keep = records.sum(axis=1, dtype=np.int64) >= mixture.min_items
+            records, parts = records[keep], parts[keep]
+            _check_acceptance(done + len(records), drawn, mixture.min_items)
+        done += len(records)
+        if len(records):
+            yield records, parts
 
 
 def sample_dataset(run_dir: str | Path, n: int, *, seed: int | None = None) -> BinaryDataset:
@@ -122,11 +150,13 @@ def release(
     generator = torch.Generator()
     generator.manual_seed(seed if seed is not None else int(torch.seed()))
     out = Path(out)
-    bar = tqdm(total=n, unit="rec", disable=not progress or n < 50_000, desc="sampling")
+    spent = float(mixture.report["epsilon"])  # the run's; a release spends nothing more
+    with progress_scope(enabled=progress, epsilon=lambda: spent):
+        bar = stage_bar("sampling", n, unit="rec")
 
     def counted(chunks):
         for chunk in chunks:
-            bar.update(len(chunk[0]))
+            bar.advance(len(chunk[0]))
             yield chunk
 
     chunks = counted(sample_chunks(mixture, n, generator, threshold=threshold))
@@ -142,6 +172,7 @@ def release(
     bar.close()
     report = dict(mixture.report)
     report["release"] = {"records": n, "format": fmt, "sampling_seed_fixed": seed is not None,
-                         "threshold": threshold, "note": "post-processing of the trained models: no extra privacy cost"}
+                         "threshold": threshold, "min_items": mixture.min_items,
+                         "note": "post-processing of the trained models: no extra privacy cost"}
     atomic_write_json(Path(f"{out}.privacy.json"), report)
     return report

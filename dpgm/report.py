@@ -23,6 +23,19 @@ STAGES = {
 }
 
 
+def release_markdown(release: dict[str, Any]) -> str:
+    """A section on one release of synthetic records (the ``release`` entry of its privacy JSON)."""
+    rule = (f" Records with fewer than {release['min_items']} items were drawn again (data.min_items)."
+            if release.get("min_items") else "")
+    seed = "a fixed sampling seed" if release.get("sampling_seed_fixed") else "sampling noise from OS randomness"
+    return "\n".join([
+        "## This release", "",
+        (f"{release['records']} synthetic records ({release['format']}), drawn from the trained models with "
+         f"{seed}. Drawing from the released models is post-processing: it costs no privacy beyond the "
+         f"run's epsilon above.{rule}"),
+    ]) + "\n"
+
+
 def dpgm_version() -> tuple[str, str | None]:
     """dpgm's version and, in a git checkout, its commit."""
     try:

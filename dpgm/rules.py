@@ -27,10 +27,16 @@ from dpgm.privacy.events import GaussianEvent
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 1/3).
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.45
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
-RECORDS_PER_PART, MAX_PARTS = 10_000, 20
+RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
 #: A record's L2 norm is clipped to that of this many items in the noisy part means.
 MEAN_CLIP_ITEMS = 9
+#: Below this N * epsilon DP-SGD is skipped: each part's model is its noisy mean record (independent
+#: items) and the means get DP-SGD's share too. Leave-one-dataset-out (benchmarks/rules_lodo.py)
+#: chose skipping at N eps = 1e3 and training at 1e4 for every held-out dataset; 3e3 lies between.
+MIN_TRAINING_SCALE = 3_000
+#: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
+MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
 PART_BATCH, STEPS, MAX_SAMPLING_RATE = 256, 200, 0.1
 
@@ -71,21 +77,25 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
+    train = facts.records_magnitude * facts.epsilon >= MIN_TRAINING_SCALE
+    partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
+    items_share = ITEMS_SHARE if items < facts.n_items else 0.0
+    means_share = MEANS_SHARE if train else 1.0 - items_share - partition_share - MARGIN
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
-        "model.kind": "vae", "model.hidden": [128], "model.latent": 8,
-        "model.output_bias": "noisy_mean", "model.calibrate": True,
+        "model.kind": "vae" if train else "independent", "model.hidden": [128], "model.latent": 8,
+        "model.output_bias": "noisy_mean", "model.calibrate": train,
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
-        "model.mean_noise_multiplier": sigma_for_share(rho, MEANS_SHARE),
+        "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
     }
     if k == 1:
-        out.update({"partition.method": "none", "partition.noise_multiplier": sigma_for_share(rho, SINGLE_PART_SHARE)})
+        out.update({"partition.method": "none", "partition.noise_multiplier": sigma_for_share(rho, partition_share)})
     else:
         out.update({"partition.method": "lloyd", "partition.iterations": LLOYD_ITERATIONS, "partition.init": "random",
-                    "partition.noise_multiplier": sigma_for_share(rho, PARTITION_SHARE, 2 * LLOYD_ITERATIONS + 1)})
+                    "partition.noise_multiplier": sigma_for_share(rho, partition_share, 2 * LLOYD_ITERATIONS + 1)})
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out

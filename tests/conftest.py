@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -55,3 +57,13 @@ def tiny_dataset() -> BinaryDataset:
         labels=labels,
         name="tiny",
     )
+
+
+@pytest.fixture
+def progress_output() -> Iterator[io.StringIO]:
+    """Every progress bar made in the test, forced on (no TTY, no delay) and written here."""
+    from dpgm.progress import progress_scope
+
+    stream = io.StringIO()
+    with progress_scope(stream=stream, tty_only=False, delay=0):
+        yield stream

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,54 @@ def test_counting_zcdp_baseline_runs(files, capsys) -> None:
                           "--queries", "20", "--seed", "1"], capsys)
     assert code == 0, err
     assert "mwem_pgm: epsilon = 1.0000 (RDP accountant; pure epsilon n/a)" in out
+
+
+def test_report_end_to_end_written_atomically(files, capsys) -> None:
+    out = files["dir"] / "report.html"
+    out.write_text("old report")
+    bad = files["dir"] / "bad.csv"
+    bad.write_text("a,b\n0,1\n")
+    code, _, err = run(["report", "--real", str(files["real"]), "--synthetic", str(bad), "--out", str(out)], capsys)
+    assert code == 2 and "columns do not match" in err
+    assert out.read_text() == "old report"  # a failed run leaves the previous file whole
+    out = files["dir"] / "new" / "report.html"  # --mkdir: the folder is created
+    code, stdout, err = run(["report", "--real", str(files["real"]), "--synthetic", str(files["csv"]),
+                             "--out", str(out), "--queries", "20", "--no-progress", "--mkdir"], capsys)
+    assert code == 0, err
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert page.count('src="data:image/png;base64,') == 5 and "not differentially private" in page
+    assert "not private" in stdout
+    assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # no temporary file left beside it
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--real", "nowhere.txt"], "--real nowhere.txt: file not found"),
+        (["--synthetic", "nowhere.csv"], "--synthetic nowhere.csv: file not found"),
+        (["--out", "no/such/folder/report.html"], "does not exist (create it, or pass --mkdir)"),
+        (["--out", "."], "is a folder"),
+        (["--image-shape", "3x3"], "the data has 6 items"),
+        (["--max-shown", "0"], "--max-shown"),
+    ],
+)
+def test_report_bad_input_exits_2_with_one_line(files, capsys, extra, fragment) -> None:
+    argv = {"--real": str(files["real"]), "--synthetic": str(files["copy"]), "--out": str(files["dir"] / "r.html")}
+    argv.update(dict(zip(extra[::2], extra[1::2])))
+    code, _, err = run(["report", *[x for kv in argv.items() for x in kv], "--no-progress"], capsys)
+    assert code == 2
+    assert err.startswith("error:") and err.count("\n") == 1 and fragment in err, err
+
+
+def test_report_bad_path_fails_fast(files) -> None:
+    """A typo fails before the data or matplotlib load: well under a second in a fresh interpreter."""
+    argv = [sys.executable, str(ROOT / "evaluate.py"), "report", "--real", "nowhere.txt",
+            "--synthetic", str(files["copy"]), "--out", str(files["dir"] / "r.html")]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(argv, check=False, capture_output=True, text=True, cwd=ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nowhere.txt" in proc.stderr
+    # CPU seconds of the child, not wall time: a loaded machine must not fail it, importing torch would
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 1.0, f"{cpu:.2f} CPU s"

@@ -17,12 +17,14 @@ _spec.loader.exec_module(module_graph)
 LAYER = {
     "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)
+    "progress": 1,  # progress.py: the stage bar (public totals, epsilon spent so far) every stage uses
     "privacy": 2, "config": 2,
     "cli": 2,  # cli.py: one-line errors and exit codes for every command-line front
     "rules": 3, "data": 3, "features": 3, "models": 3,
     "clustering": 4, "evaluation": 4,
     "artifact": 5, "imaging": 5,
     "training": 6,
+    "quality": 6,  # the HTML quality report: evaluation statistics drawn with imaging's grids
     "release": 7,
     "audit": 8, "sketch": 8, "api": 8,
     "main": 9,  # every __main__.py: the command-line fronts

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from dpgm import release as rel
+from dpgm.cli import run_cli
 from dpgm.clustering.base import size_shares
 from dpgm.errors import DpgmError
 from dpgm.training import run as run_mod
@@ -146,3 +147,22 @@ def test_bad_paths_fail_fast_with_one_line(tmp_path):
         assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
         assert " torch" not in proc.stderr  # nothing of torch was imported
         assert elapsed < 5.0  # generous for a loaded CI machine; ~0.3 s here
+
+
+def test_generate_summary_prints_the_runs_report_and_the_release(trained_run, tmp_path, capsys):
+    from tests.test_train_cli import load_script
+
+    generate = load_script("generate")
+    out = tmp_path / "syn.csv"
+    assert run_cli(generate.main, ["--run", str(trained_run), "--n", "20", "--out", str(out), "--seed", "1",
+                                   "--summary", "--no-progress"]) == 0
+    shown = capsys.readouterr().out
+    assert (trained_run / "release" / "privacy_report.md").read_text() in shown
+    assert "## This release" in shown and "20 synthetic records (csv)" in shown and "a fixed sampling seed" in shown
+    older = tmp_path / "older"
+    shutil.copytree(trained_run / "release", older)
+    (older / "privacy_report.md").unlink()  # a run from before dpgm wrote the markdown
+    assert run_cli(generate.main, ["--run", str(older), "--n", "5", "--out", str(tmp_path / "o.csv"), "--summary",
+                                   "--no-progress"]) == 2
+    assert "no release/privacy_report.md" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()  # refused before drawing

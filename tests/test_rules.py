@@ -29,8 +29,9 @@ def test_records_magnitude() -> None:
 
 def test_small_data_gets_one_part_and_large_data_more() -> None:
     assert parts(facts(3_000)) == 1  # n = 3,000 must not fall apart into empty parts
-    assert parts(facts(30_000)) == 1
-    assert parts(facts(300_000)) == 10
+    assert parts(facts(30_000)) == 2
+    assert parts(facts(300_000)) == MAX_PARTS
+    assert parts(facts(300_000, epsilon=0.5)) == 10
     assert parts(facts(3_000_000, epsilon=4.0)) == MAX_PARTS
     assert public_defaults(facts(3_000), top_items=None)["partition.method"] == "none"
     assert public_defaults(facts(300_000), top_items=None)["partition.method"] == "lloyd"
@@ -53,7 +54,7 @@ def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
 def test_sampling_rate_and_steps() -> None:
     small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
     assert small["training.sampling_rate"] == 0.1  # capped
-    assert large["training.sampling_rate"] == pytest.approx(256 * 10 / 100_000)
+    assert large["training.sampling_rate"] == pytest.approx(256 * 20 / 100_000)
     for rules in (small, large):
         assert rules["training.epochs"] * (1 / rules["training.sampling_rate"]) == pytest.approx(200)
 
@@ -66,10 +67,10 @@ def shaped(n: int, m: int) -> BinaryDataset:
 
 def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path) -> None:
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
-                            "model": {"hidden": [16]}, "runs_dir": str(tmp_path)})
-    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+                            "model": {"hidden": [16]}, "data": {"records_magnitude": 10_000}, "runs_dir": str(tmp_path)})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)  # N declared: 1e4
     assert cfg.model.hidden == [16] and "model.hidden" not in run.ruled  # stated: kept
-    assert cfg.partition.method == "none" and cfg.model.calibrate is True
+    assert cfg.partition.method == "lloyd" and cfg.partition.k == 2 and cfg.model.calibrate is True
     run.start()
     assert run.planned_epsilon() == pytest.approx(1.0, abs=1e-6) and run.planned_epsilon() <= 1.0
 
@@ -77,3 +78,31 @@ def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path
 def test_shipped_generic_config_uses_the_rules() -> None:
     cfg = load_config(ROOT / "configs" / "transactions.yaml")
     assert cfg.rules == "public" and "partition.k" not in cfg.stated and "privacy.target_epsilon" in cfg.stated
+
+
+def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(tmp_path) -> None:
+    """N * epsilon below MIN_TRAINING_SCALE: independent items, no DP-SGD, the means get DP-SGD's share."""
+    from dpgm import rules
+
+    assert 1_000 < rules.MIN_TRAINING_SCALE <= 10_000  # n = 3,000 at epsilon 1 skips DP-SGD; 30,000 trains
+    small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
+    assert small["model.kind"] == "independent" and small["model.calibrate"] is False
+    assert large["model.kind"] == "vae"
+    f = facts(3_000)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    cost = 1 / (2 * small["partition.noise_multiplier"] ** 2) + 1 / (2 * small["model.mean_noise_multiplier"] ** 2)
+    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run.start()
+    assert run.steps == 0 and run.accountant.ledger.count("training") == 0
+    assert 0.95 < run.planned_epsilon() <= 1.0
+    run.checkpoint()
+    run.train({})
+    report = run.finish()
+    assert report["plan"]["model"] == "independent" and report["plan"]["steps_taken"] == 0
+    from dpgm.release import sample_dataset
+
+    synthetic = sample_dataset(run.run_dir, 20_000, seed=0)
+    assert abs(float(synthetic.records.mean()) - 0.2) < 0.02  # the items' frequency in shaped()

@@ -87,3 +87,16 @@ def test_bare_config_name_resolves_to_the_shipped_configs_from_anywhere(tmp_path
     code = run_cli(train_script.main, ["--config", "nosuch", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "shipped configs: " in err and "digits" in err and "transactions" in err
+
+
+def test_summary_prints_the_privacy_report_in_plain_language(tmp_path, capsys):
+    code = run_cli(train_script.main, ["--config", DIGITS, "--no-progress", "--summary", "--set", f"runs_dir={tmp_path}",
+                                       "--set", "seed=0", "--set", "training.epochs=0.2", "--set", "data.limit=300"])
+    assert code == 0
+    out = capsys.readouterr().out
+    summary = (tmp_path / "digits" / "release" / "privacy_report.md").read_text()
+    assert out.endswith(summary) and "# Privacy report" in out and "| stage | what it did |" in out
+    run_cli(train_script.main, ["--config", DIGITS, "--no-progress", "--set", f"runs_dir={tmp_path}",
+                                "--set", "name=quiet", "--set", "seed=0", "--set", "training.epochs=0.2",
+                                "--set", "data.limit=300"])
+    assert "# Privacy report" not in capsys.readouterr().out  # only when asked

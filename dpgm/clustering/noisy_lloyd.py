@@ -32,6 +32,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent, GaussianEvent
 from dpgm.privacy.mechanisms import gaussian_release, gaussian_releases
+from dpgm.progress import stage_bar
 
 Rows = np.ndarray | sp.csr_matrix
 
@@ -264,6 +265,7 @@ def noisy_lloyd(
     centres = np.asarray(init_centres, dtype=np.float64)
     sq_norms = None
     kept: list[list[int]] = []
+    bar = stage_bar("partition: noisy Lloyd", iterations, unit="iter")
     for t in range(iterations):
         centres, new_sq, _, kept_now = noisy_lloyd_step(
             rows,
@@ -278,6 +280,8 @@ def noisy_lloyd(
         )
         sq_norms = new_sq if debias else None
         kept.append(kept_now)
+        bar.advance()
+    bar.close()
     assignments = nearest_centre(rows, centres, sq_norms)
     k = centres.shape[0]
     noisy_counts = gaussian_release(  # the final parts' sizes, sensitivity 1

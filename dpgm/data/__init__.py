@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dpgm.data.csv import load_csv
-from dpgm.data.dataset import BinaryDataset
+from dpgm.data.dataset import BinaryDataset, drop_short_records
 from dpgm.data.digits import load_digits
 from dpgm.data.mnist import load_mnist
 from dpgm.data.paths import data_dir, resolve_data_path
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BinaryDataset",
     "data_dir",
+    "drop_short_records",
     "item_counts",
     "load_csv",
     "load_dataset",
@@ -41,9 +42,15 @@ __all__ = [
 def load_dataset(cfg: DataConfig) -> BinaryDataset:
     """The private records described by ``cfg`` (source, path, split, threshold, limit, ...).
 
-    A relative ``cfg.path`` is tried as given, then under ``data_dir()``. ``cfg.top_items`` is
+    A relative ``cfg.path`` is tried as given, then under ``data_dir()``. Records with fewer
+    than ``cfg.min_items`` items are dropped (``drop_short_records``). ``cfg.top_items`` is
     NOT applied here: choosing items looks at the data, so the training run does it privately.
     """
+    return drop_short_records(_load(cfg), cfg.min_items)
+
+
+def _load(cfg: DataConfig) -> BinaryDataset:
+    """The records of ``cfg``'s source, as the file holds them."""
     if cfg.source == "mnist":
         folder = None if cfg.path is None else resolve_data_path(cfg.path)
         return load_mnist(

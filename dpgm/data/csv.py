@@ -8,6 +8,7 @@ blank lines are ignored; a blank line inside the data is a ragged row.
 from __future__ import annotations
 
 import csv as _csv
+import gzip
 import math
 from pathlib import Path
 
@@ -73,6 +74,21 @@ def _parse_labels(path: Path, cells: np.ndarray, column: str) -> np.ndarray:
                 f"{path}: line {row + 2}, label column {column!r}: {token!r} is not an integer"
             ) from None
     return labels
+
+
+def csv_header(path: str | Path) -> list[str]:
+    """The column names of a CSV file's first line, read without loading the rest; [] if unreadable.
+
+    Lets a caller ask whether an optional column (a label column) is present before loading.
+    """
+    path = Path(path)
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
+            line = fh.readline()
+    except (OSError, EOFError, UnicodeDecodeError):
+        return []  # the loader itself reports the problem, with its usual message
+    return [name.strip() for name in next(_csv.reader([line]), [])] if line.strip() else []
 
 
 def load_csv(

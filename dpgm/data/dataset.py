@@ -96,3 +96,21 @@ class BinaryDataset:
     def record_lengths(self) -> np.ndarray:
         """Number of items in each record."""
         return np.asarray(self.records.sum(axis=1)).ravel().astype(np.int64)
+
+
+def drop_short_records(dataset: BinaryDataset, min_items: int) -> BinaryDataset:
+    """The records holding at least ``min_items`` items (``data.min_items``, a declared public fact).
+
+    A rule applied to each record on its own, whatever the others hold: adding or removing one
+    record adds or removes at most that record afterwards, so whatever is DP under add/remove
+    neighbours on the result is DP on the input. How many records were dropped is private: it
+    is neither returned nor shown.
+    """
+    if min_items <= 0:
+        return dataset
+    keep = np.flatnonzero(dataset.record_lengths() >= min_items)
+    if keep.size == dataset.n_records:
+        return dataset
+    if keep.size == 0:
+        raise DataError(f"{dataset.where}: no record holds data.min_items = {min_items} items")
+    return dataset.subset(keep)

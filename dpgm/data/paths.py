@@ -13,8 +13,11 @@ import zlib
 from pathlib import Path
 
 from dpgm.errors import ConfigError, DataError
+from dpgm.progress import stage_bar
 
 DATA_DIR_ENV = "DPGM_DATA_DIR"
+#: Bytes read per chunk (of the decompressed stream) between two updates of the loading bar.
+READ_CHUNK = 1 << 24
 
 
 def data_dir() -> Path:
@@ -36,16 +39,25 @@ def resolve_data_path(path: str | os.PathLike[str]) -> Path:
     return candidate if candidate.exists() else given
 
 
+def _read_with_bar(path: Path) -> bytes:
+    """Read in chunks under a loading bar over the file's size on disk (bytes of the file as
+    stored, compressed or not: the size is public, what the bytes say is not)."""
+    chunks = []
+    with open(path, "rb") as raw, stage_bar(f"loading {path.name}", path.stat().st_size, unit="B", unit_scale=True) as bar:
+        source = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+        while chunk := source.read(READ_CHUNK):
+            chunks.append(chunk)
+            bar.advance_to(raw.tell())
+    return b"".join(chunks)
+
+
 def read_bytes(path: Path) -> bytes:
     """The file's content, gunzipped when the name ends in ``.gz``; one-line DataError otherwise."""
     if not path.is_file():
         hint = f" (also looked in {data_dir()}; set {DATA_DIR_ENV} to the folder holding it)"
         raise DataError(f"{path}: file not found" + ("" if path.is_absolute() else hint))
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
+        return _read_with_bar(path)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise DataError(f"{path}: not a valid gzip file ({exc})") from None
     except OSError as exc:

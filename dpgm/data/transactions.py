@@ -2,8 +2,8 @@
 
 Format (../shared/data/*/README.md): ``NAME.txt[.gz]``, line i = record i, non-negative
 integer item ids. Every line is a record: a blank line is an empty basket, and records
-that lose all their items to ``top_items`` are kept (an empty basket is a valid record;
-dropping it would change n, which is private). An id repeated within a line counts once.
+that lose all their items to ``top_items`` are kept (an empty basket is a valid record),
+unless the user declares ``data.min_items`` (``dataset.drop_short_records``). An id repeated within a line counts once.
 Item names come from ``NAME.items.tsv[.gz]`` beside the file when present (column ``name``,
 else ``original_id``; that file also fixes the item universe). The universe is public
 information the user declares: an items file or ``n_items`` (ids 0..n_items-1). Only where

@@ -57,6 +57,7 @@ from dpgm.evaluation.pgm_common import (
     zcdp_event,
 )
 from dpgm.privacy.accountant import Accountant
+from dpgm.progress import share_bar
 
 ALPHA = 0.9  # share of each round's zCDP for the measurement (AIM: 0.9), the rest for selection
 
@@ -154,6 +155,7 @@ def aim(
     tree = JunctionTree.from_mbi(model, m)
     trace_rounds: list[PgmRound] = []
     last = False
+    bar = share_bar("aim (share of the budget spent)")
     while not last:
         eps, sigma, last = schedule.next_round(opts.force_last(timer.elapsed(), len(trace_rounds)))
         small = fitting_candidates(m, model, candidates, opts.max_model_size * schedule.used / schedule.rho)
@@ -183,6 +185,8 @@ def aim(
             chosen
         ):
             schedule.anneal()
+        bar.advance_share(schedule.used, schedule.rho)
+    bar.close()
     return PgmResult(
         tree=tree,
         item_names=list(names),

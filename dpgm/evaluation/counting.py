@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from dpgm.data.csv import load_csv
+from dpgm.data.csv import csv_header, load_csv
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.transactions import load_transactions
 from dpgm.errors import ConfigError, DataError
@@ -37,6 +37,7 @@ from dpgm.evaluation.queries import (
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent
+from dpgm.progress import epsilon_of, progress_scope
 
 BASELINES = ("mwem", "marginals", "aim", "mst", "mwem_pgm")
 Accounting = Literal["rdp", "pure"]
@@ -46,23 +47,40 @@ def is_csv(path: str | Path) -> bool:
     return str(path).lower().removesuffix(".gz").endswith(".csv")
 
 
-def load_records(path: str | Path, *, top_items: int | None = None, limit: int | None = None) -> BinaryDataset:
-    """A CSV file (``.csv[.gz]``, header of item names, 0/1 rows) or else a transactions file."""
+def present_label_column(path: str | Path, label_column: str | None) -> str | None:
+    """``label_column`` when ``path`` is a CSV file whose header names it, else None."""
+    if label_column is None or not is_csv(path):
+        return None
+    return label_column if label_column in csv_header(path) else None
+
+
+def load_records(
+    path: str | Path,
+    *,
+    top_items: int | None = None,
+    limit: int | None = None,
+    label_column: str | None = None,
+) -> BinaryDataset:
+    """A CSV file (``.csv[.gz]``, header of item names, 0/1 rows) or else a transactions file.
+
+    ``label_column``: read that CSV column as the records' labels when the header has it.
+    """
     if is_csv(path):
         if top_items is not None:
             raise ConfigError(f"{path}: --top-items applies to transaction files, not CSV")
-        return load_csv(path, limit=limit)
+        return load_csv(path, limit=limit, label_column=present_label_column(path, label_column))
     return load_transactions(path, top_items=top_items, limit=limit)
 
 
-def load_synthetic(path: str | Path, real: BinaryDataset) -> BinaryDataset:
+def load_synthetic(path: str | Path, real: BinaryDataset, *, label_column: str | None = None) -> BinaryDataset:
     """Synthetic records in the real data's item order.
 
     CSV columns are matched to the real item names (any order). Transaction ids index the
     real dataset's items as loaded (after --top-items), as ``generate.py`` writes them.
+    ``label_column``: read that CSV column as labels when the header has it (not an item).
     """
     if is_csv(path):
-        syn = load_csv(path)
+        syn = load_csv(path, label_column=present_label_column(path, label_column))
         where = {name: j for j, name in enumerate(syn.item_names)}
         missing = [name for name in real.item_names if name not in where]
         extra = sorted(set(syn.item_names) - set(real.item_names))
@@ -79,7 +97,8 @@ def load_synthetic(path: str | Path, real: BinaryDataset) -> BinaryDataset:
             [syn.records, sp.csr_matrix((syn.n_records, real.n_items - syn.n_items), dtype=np.uint8)],
             format="csr",
         )
-    return BinaryDataset(records=records, item_names=list(real.item_names), name=syn.name, source=str(path))
+    return BinaryDataset(records=records, item_names=list(real.item_names), labels=syn.labels, name=syn.name,
+                         source=str(path), image_shape=real.image_shape)
 
 
 def accountant_epsilon(events: Sequence[tuple[DpEvent, int]], delta: float) -> float:
@@ -156,35 +175,36 @@ def run_baseline(
         raise ConfigError(f"--epsilon must be > 0, got {epsilon}")
     accountant = Accountant(delta=delta, budget_epsilon=epsilon)
     report: dict[str, Any] = {"method": method, "accounting": opts.accounting}
-    if method == "mwem":
-        pure = mwem_pure_epsilon(
-            epsilon, delta, rounds=opts.rounds, n_fraction=opts.n_fraction, accounting=opts.accounting
-        )
-        model = fit_mwem(
-            real, queries, epsilon=pure, accountant=accountant, rng=rng, rounds=opts.rounds,
-            n_fraction=opts.n_fraction, repeat_updates=opts.repeat_updates, support_size=opts.support_size,
-        )
-        report.update(pure_epsilon=pure, rounds=opts.rounds, domain=type(model.domain).__name__)
-    elif method == "marginals":
-        params = marginals_parameters(epsilon, delta, mechanism=opts.mechanism, accounting=opts.accounting)
-        model = fit_marginals(
-            real, accountant=accountant, rng=rng, mechanism=opts.mechanism, max_length=opts.max_length, **params
-        )
-        pure = params.get("epsilon")
-        report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
-    elif method in ("aim", "mst", "mwem_pgm"):
-        if opts.accounting == "pure":
-            raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
-        if method == "aim":
-            model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
-        elif method == "mwem_pgm":
-            model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
-                                 options=opts.mwem_pgm)
+    with progress_scope(epsilon=epsilon_of(accountant)):  # the baseline's bars show its own epsilon
+        if method == "mwem":
+            pure = mwem_pure_epsilon(
+                epsilon, delta, rounds=opts.rounds, n_fraction=opts.n_fraction, accounting=opts.accounting
+            )
+            model = fit_mwem(
+                real, queries, epsilon=pure, accountant=accountant, rng=rng, rounds=opts.rounds,
+                n_fraction=opts.n_fraction, repeat_updates=opts.repeat_updates, support_size=opts.support_size,
+            )
+            report.update(pure_epsilon=pure, rounds=opts.rounds, domain=type(model.domain).__name__)
+        elif method == "marginals":
+            params = marginals_parameters(epsilon, delta, mechanism=opts.mechanism, accounting=opts.accounting)
+            model = fit_marginals(
+                real, accountant=accountant, rng=rng, mechanism=opts.mechanism, max_length=opts.max_length, **params
+            )
+            pure = params.get("epsilon")
+            report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
+        elif method in ("aim", "mst", "mwem_pgm"):
+            if opts.accounting == "pure":
+                raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
+            if method == "aim":
+                model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
+            elif method == "mwem_pgm":
+                model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
+                                     options=opts.mwem_pgm)
+            else:
+                model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+            report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)
         else:
-            model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
-        report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)
-    else:
-        raise ConfigError(f"unknown baseline {method!r} (choose from {', '.join(BASELINES)})")
+            raise ConfigError(f"unknown baseline {method!r} (choose from {', '.join(BASELINES)})")
     n = round(model.n_noisy) if n_synthetic is None else n_synthetic
     report.update(accountant.report())
     return model.sample(max(n, 1), rng), report

@@ -40,6 +40,7 @@ from dpgm.evaluation.queries import QuerySet, answer, as_csr, hit_chunks, record
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent, ExponentialEvent, LaplaceEvent
 from dpgm.privacy.mechanisms import floor_counts, laplace_release
+from dpgm.progress import stage_bar
 
 MAX_FULL_ITEMS = 20  # 2^20 cells (8 MiB of weights) is still cheap
 
@@ -247,6 +248,7 @@ def mwem(
     average = np.zeros(domain.size)
     measured: list[tuple[np.ndarray, float]] = []
     rounds: list[MwemRound] = []
+    bar = stage_bar("mwem", budget.rounds, unit="round")
     for _ in range(budget.rounds):
         accountant.spend(stage, ExponentialEvent(epsilon=eps))
         probs = selection_probabilities(np.abs(n_noisy * domain.answers(weights) - truth), eps)
@@ -260,6 +262,8 @@ def mwem(
                 weights = multiplicative_update(weights, mask, target)
         average += weights / budget.rounds
         rounds.append(MwemRound(k, measurement, probs if trace else None, weights.copy() if trace else None))
+        bar.advance()
+    bar.close()
     final = weights if output == "last" else average / average.sum()
     return MwemResult(weights=final, domain=domain, n_noisy=n_noisy, item_names=item_names, rounds=rounds)
 

@@ -55,6 +55,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation import pgm_common as pgm
 from dpgm.privacy.accountant import Accountant
+from dpgm.progress import share_bar
 
 ALPHA = 0.9  # share of each round's zCDP for the measurement (the authors' alpha)
 MAX_DEFAULT_ROUNDS = 60  # the default T is min(m, this): each refit compiles a new JAX program
@@ -127,6 +128,7 @@ def mwem_pgm(
     tree = pgm.JunctionTree.from_mbi(model, m)
     rounds: list[pgm.PgmRound] = []
     last = False
+    bar = share_bar("mwem_pgm (share of the budget spent)")
     while not last:
         eps, sigma, last = schedule.next_round(opts.force_last(timer.elapsed(), len(rounds)))
         limit = opts.max_model_size * schedule.used / schedule.rho
@@ -142,6 +144,8 @@ def mwem_pgm(
         tree = pgm.JunctionTree.from_mbi(model, m)
         rounds.append(pgm.PgmRound(chosen, sigma, eps, probs if trace else None,
                                    list(small) if trace else None, y if trace else None))
+        bar.advance_share(schedule.used, schedule.rho)
+    bar.close()
     return pgm.PgmResult(
         tree=tree,
         item_names=pgm.names_of(records, m, item_names),

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
+from dpgm.progress import share_bar
 
 SANITY_FRACTION = 0.001  # s = 0.1% of the real dataset size (paper section 6.3, after Xiao et al.)
 _MAX_CHUNK_CELLS = 1 << 23  # rows x queries per sparse product chunk (bounds memory)
@@ -160,9 +161,11 @@ def answer(records: Records, queries: QuerySet, weights: np.ndarray | None = Non
     x, w = _compress(x, w)
     inc = queries.incidence()
     counts = np.zeros(len(queries))
-    for start, hits in hit_chunks(x, inc):
-        row_w = np.repeat(w[start : start + hits.shape[0]], np.diff(hits.indptr))
-        counts += np.bincount(hits.indices, weights=row_w, minlength=len(queries))
+    with share_bar(f"answering {len(queries)} queries") as bar:  # a share: the number of records may be private
+        for start, hits in hit_chunks(x, inc):
+            row_w = np.repeat(w[start : start + hits.shape[0]], np.diff(hits.indptr))
+            counts += np.bincount(hits.indices, weights=row_w, minlength=len(queries))
+            bar.advance_share(start + hits.shape[0], x.shape[0])
     return counts
 
 

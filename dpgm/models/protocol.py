@@ -59,3 +59,20 @@ class GenerativeModel(DPSGDModel, Protocol):
     def output_bias(self) -> Tensor: ...
 
     def sample(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+
+
+class BernoulliSampling:
+    """``sample_probs`` and ``sample`` from a model's ``sample_logits`` (VAE and independent items)."""
+
+    def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """Bernoulli means [n, n_items] of n fresh records."""
+        return torch.sigmoid(self.sample_logits(n, generator))
+
+    @torch.no_grad()
+    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """0/1 records [n, n_items] (float), Bernoulli draws at ``sample_probs``."""
+        return torch.bernoulli(self.sample_probs(n, generator), generator=generator)

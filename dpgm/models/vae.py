@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
+from dpgm.models.protocol import BernoulliSampling
 
 
 def init_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:
@@ -38,7 +39,7 @@ def mlp(widths: Sequence[int], generator: torch.Generator | None) -> nn.Sequenti
     return nn.Sequential(*layers)
 
 
-class VAE(nn.Module):
+class VAE(BernoulliSampling, nn.Module):
     """Encoder MLP -> Gaussian q(z|x) -> decoder MLP -> Bernoulli logits (paper: 200 ReLU, 2-d latent).
 
     ``generator`` (keyword) seeds the weight initialisation; None uses torch's global RNG.
@@ -112,13 +113,3 @@ class VAE(nn.Module):
         device, dtype = self._device_dtype()
         z = torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
         return self.decoder(z)
-
-    @torch.no_grad()
-    def sample_probs(self, n: int, generator: torch.Generator | None) -> Tensor:
-        """Bernoulli means [n, n_items] of records decoded from z ~ N(0, I)."""
-        return torch.sigmoid(self.sample_logits(n, generator))
-
-    @torch.no_grad()
-    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
-        """0/1 records [n, n_items] (float) drawn from the Bernoulli decoder."""
-        return torch.bernoulli(self.sample_probs(n, generator), generator=generator)

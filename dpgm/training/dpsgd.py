@@ -90,7 +90,7 @@ class DPSGD:
         self.models, self.mechanism, self.generator = list(models), mechanism, generator
         self.expected = [positive("expected_batch_size", e) for e in expected_batch_sizes]
         self.optimizers = list(optimizers)
-        groups = stack_groups(self.models) if batched else [[j] for j in range(len(self.models))]
+        groups = stack_groups(self.models, self.expected) if batched else [[j] for j in range(len(self.models))]
         self.stacks = [ModelStack(parts, self.models) for parts in groups]
         self._slot = {
             j: (s, pos) for s, stack in enumerate(self.stacks) for pos, j in enumerate(stack.parts)

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 import yaml
-from tqdm import tqdm
 
 from dpgm.artifact import (
     CONFIG_FILE,
@@ -39,7 +38,13 @@ from dpgm.artifact import (
 from dpgm.clustering import make_partitioner
 from dpgm.clustering.base import Partition
 from dpgm.config import Config, load_config
-from dpgm.data import load_dataset, load_public_sample, noisy_top_item_ids, restrict_items
+from dpgm.data import (
+    drop_short_records,
+    load_dataset,
+    load_public_sample,
+    noisy_top_item_ids,
+    restrict_items,
+)
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError, DpgmError, PrivacyBudgetError
 from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
@@ -49,6 +54,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.progress import EpsilonSource, StageBar, nothing_spent, progress_scope, stage_bar
 from dpgm.report import dpgm_version, summary_markdown
 from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
 from dpgm.threads import set_threads
@@ -115,12 +121,14 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
     t = cfg.training
-    report["plan"] = {
-        "partition": cfg.partition.method, "k": len(partition_sizes), "schedule": t.schedule,
-        "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps,
-        "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier, "clipping": t.clipping,
-        "calibrated_to_noisy_means": cfg.model.calibrate,
-    }
+    report["plan"] = {"partition": cfg.partition.method, "k": len(partition_sizes), "model": cfg.model.kind,
+                      "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
+    if steps == 0:  # independent items: the noisy part means are the models, nothing was trained
+        return report
+    report["plan"].update({
+        "schedule": t.schedule, "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier,
+        "clipping": t.clipping, "calibrated_to_noisy_means": cfg.model.calibrate,
+    })
     if t.clipping == "adaptive":
         report["plan"]["hist_noise_multiplier"] = t.hist_noise_multiplier
     else:
@@ -149,6 +157,17 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
 
 
+def _sizes_table(sizes: np.ndarray) -> str:
+    """The released (noisy) part sizes as a markdown table, for TensorBoard's text tab."""
+    return "| part | noisy size |\n|---|---|\n" + "\n".join(f"| {j} | {s:.1f} |" for j, s in enumerate(sizes))
+
+
+def _run_accountant(cfg: Config, delta: float, ledger: PrivacyLedger | None) -> Accountant:
+    """The accountant of a run: its delta, budget and dependent-release bound, over ``ledger``."""
+    p = cfg.privacy
+    return Accountant(ledger, delta=delta, budget_epsilon=p.target_epsilon, bound=p.dependent_bound)
+
+
 @contextmanager
 def _stop_requests() -> Iterator[dict[str, int]]:
     """Turn SIGINT/SIGTERM into a flag the training loop checks between steps."""
@@ -168,14 +187,22 @@ def _stop_requests() -> Iterator[dict[str, int]]:
 class TrainingRun:
     """State of one run: data, accountant, partition, trainer; knows how to checkpoint."""
 
-    def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True) -> None:
+    accountant: Accountant | None = None  # made by ``start`` or ``resume``, after the data are loaded
+
+    def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True,
+                 spent_before: EpsilonSource | None = nothing_spent) -> None:
+        """Load the data (``data`` replaces the config's data section); ``spent_before`` is the
+        epsilon the loading bar shows: 0 for a fresh run, the checkpoint's on resume."""
         self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
-        self.data = data if data is not None else load_dataset(cfg.data)
+        self._spent_before = spent_before
+        with self.shown():
+            self.data = drop_short_records(data, cfg.data.min_items) if data is not None else load_dataset(cfg.data)
         self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
         self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
         self.public = public_inputs(cfg, self.data)
-        self.steps = steps_for_epochs(cfg.training.epochs, cfg.training.sampling_rate)
+        self.steps = 0 if cfg.model.kind == "independent" else steps_for_epochs(
+            cfg.training.epochs, cfg.training.sampling_rate)  # independent items: no DP-SGD
         self.step = 0
 
     def _apply_rules(self) -> dict[str, Any]:
@@ -189,9 +216,18 @@ class TrainingRun:
     def run_dir(self) -> Path:
         return self.layout.root
 
+    def epsilon_so_far(self) -> float | None:
+        """The run's epsilon spent so far (the ledger's: public), for the progress bars."""
+        if self.accountant is None:
+            return self._spent_before() if self._spent_before is not None else None
+        return self.accountant.spent().epsilon
+
+    def shown(self) -> Any:
+        """Scope of every bar the run shows: on unless ``progress`` is off, with its epsilon."""
+        return progress_scope(enabled=self.progress, epsilon=self.epsilon_so_far)
+
     def _accountant(self, ledger: PrivacyLedger | None) -> Accountant:
-        p = self.cfg.privacy
-        return Accountant(ledger, delta=self.delta, budget_epsilon=p.target_epsilon, bound=p.dependent_bound)
+        return _run_accountant(self.cfg, self.delta, ledger)
 
     # ---------------------------------------------------------------- stages
     def start(self) -> None:
@@ -201,7 +237,8 @@ class TrainingRun:
         self.accountant = self._accountant(None)
         self._choose_items(rng)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
-        self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
+        with self.shown():
+            self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
         self.means = None
         if cfg.model.output_bias == "noisy_mean":
             self.means = noisy_part_means(
@@ -209,7 +246,7 @@ class TrainingRun:
                 clip=cfg.model.mean_clip, noise_multiplier=cfg.model.mean_noise_multiplier,
                 accountant=self.accountant, rng=rng,
             )
-        if cfg.privacy.target_epsilon is not None:
+        if cfg.privacy.target_epsilon is not None and self.steps > 0:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
         self._build_trainer()
         atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
@@ -228,8 +265,13 @@ class TrainingRun:
         if m is not None and m < self.data.n_items:
             columns = noisy_top_item_ids(self.data, m, noise_multiplier=self.cfg.data.top_items_noise_multiplier,
                                          accountant=self.accountant, rng=rng, stage=ITEMS_STAGE)
-            self.data = restrict_items(self.data, columns)
+            self._restrict(columns)
         self.columns = columns
+
+    def _restrict(self, columns: np.ndarray) -> None:
+        """Keep the chosen items; records left with fewer than ``data.min_items`` of them are
+        dropped too (the same per-record rule as at load), so the models and the release agree."""
+        self.data = drop_short_records(restrict_items(self.data, columns), self.cfg.data.min_items)
 
     def _build_trainer(self) -> None:
         """One model per part (output biases at the noisy part means when released) and the trainer."""
@@ -254,7 +296,7 @@ class TrainingRun:
         self.accountant = self._accountant(PrivacyLedger.from_json(checkpoint["ledger"]))
         self.columns = np.asarray(checkpoint["columns"])
         if len(self.columns) < self.data.n_items:
-            self.data = restrict_items(self.data, self.columns)  # the private choice, not redone
+            self._restrict(self.columns)  # the private choice, not redone
         self.partition = Partition(assignments=checkpoint["assignments"].numpy(),
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
         means = checkpoint["noisy_means"]
@@ -275,6 +317,7 @@ class TrainingRun:
             "columns": torch.as_tensor(self.columns),
             "noisy_means": None if self.means is None else torch.as_tensor(self.means),
             "generator": self.generator.get_state(),
+            "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
         }
         with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
             torch.save(state, fh)
@@ -287,12 +330,13 @@ class TrainingRun:
         from torch.utils.tensorboard import SummaryWriter
 
         t = self.cfg.training
-        writer = SummaryWriter(str(self.layout.in_release(TENSORBOARD_DIR)), purge_step=self.step or None)
+        writer = SummaryWriter(str(self.layout.in_release(TENSORBOARD_DIR)), purge_step=self._purge_step())
         if self.step == 0:
-            for j, size in enumerate(self.partition.noisy_sizes):
-                writer.add_scalar("partition/noisy_size", float(size), j)
-        bar = tqdm(total=self.steps, initial=self.step, disable=not self.progress, desc="DP-SGD", unit="step")
-        last_save = time.monotonic()
+            writer.add_text("partition/noisy_sizes", _sizes_table(self.partition.noisy_sizes), 0)
+        # a checkpoint past step 0 came with its samples (``_save``); the first one, at step 0, did not
+        last_save, saved_at = time.monotonic(), (self.step if self.step > 0 else None)
+        with self.shown():
+            bar = stage_bar("DP-SGD", self.steps, unit="step", initial=self.step)
         try:
             while self.step < self.steps and not stop:
                 try:
@@ -301,15 +345,15 @@ class TrainingRun:
                     bar.write(f"stopping before step {self.step + 1}: {exc}")
                     break
                 self.step += 1
-                bar.update(1)
+                bar.advance()
                 if self.step % t.log_every == 0 or self.step == self.steps:
                     self._log(writer, bar, log)
                 if self.step % t.checkpoint_every == 0 or time.monotonic() - last_save > t.checkpoint_seconds:
-                    self.checkpoint()
-                    self._write_samples(writer)
-                    last_save = time.monotonic()
+                    self._save(writer)
+                    last_save, saved_at = time.monotonic(), self.step
             if stop:
-                self.checkpoint()
+                if saved_at != self.step:  # each step's samples once, even when a stop follows a checkpoint
+                    self._save(writer)
                 signum = stop["signal"]
                 raise RunInterrupted(
                     f"stopped by {signal.Signals(signum).name} after step {self.step} of {self.steps}; "
@@ -317,21 +361,37 @@ class TrainingRun:
         finally:
             bar.close()
             writer.flush()
-        self.checkpoint()
-        self._write_samples(writer)
+        if saved_at != self.step:  # the last step's samples and checkpoint, once
+            self._save(writer)
         writer.close()
 
-    def _log(self, writer: Any, bar: tqdm, log: Any) -> None:
-        """Show and log DP outputs only: epsilon spent and the released clipping thresholds."""
+    def _purge_step(self) -> int:
+        """TensorBoard's purge step: a resumed run hides what the interrupted one wrote after its checkpoint.
+
+        ``_save`` flushes every point up to step s before the checkpoint at s, so a resume from
+        s > 0 keeps steps <= s and drops later ones (it writes them again). From step 0 only the
+        partition sizes may be there, perhaps in part (the first checkpoint precedes them): all
+        go, and they are written again. So no (tag, step) shows twice and none is lost.
+        """
+        return self.step + 1 if self.step > 0 else 0
+
+    def _save(self, writer: Any) -> None:
+        """Samples and TensorBoard to disk first, then the checkpoint (see ``_purge_step``)."""
+        self._write_samples(writer)
+        writer.flush()
+        self.checkpoint()
+
+    def _log(self, writer: Any, bar: StageBar, log: Any) -> None:
+        """Show and log DP outputs only: epsilon spent (the bar shows it) and the released clipping thresholds."""
         eps = self.accountant.spent().epsilon
         clip = float(np.mean(log.clip_norms))
-        shown = {"eps": f"{eps:.3f}", "clip": f"{clip:.3g}"}
+        shown = {"clip": f"{clip:.3g}"}
         writer.add_scalar("privacy/epsilon", eps, self.step)
         writer.add_scalar("train/clip_norm", clip, self.step)
         if self.cfg.nonprivate_diagnostics:  # the mean loss on the private batch: NOT private
             shown["loss(nonprivate)"] = f"{log.loss:.2f}"
             writer.add_scalar("nonprivate/train_loss", log.loss, self.step)
-        bar.set_postfix(shown)
+        bar.show(**shown)
 
     def _write_samples(self, writer: Any) -> None:
         if self.data.image_shape is None:
@@ -358,7 +418,8 @@ class TrainingRun:
         """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
         folder = self.layout.release
         save_models(folder, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
-                    self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"))
+                    self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"),
+                    min_items=self.cfg.data.min_items)
         self.accountant.ledger.save(folder / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
         atomic_write_json(folder / REPORT_FILE, report)
@@ -404,6 +465,16 @@ def _remove_failed(layout: RunLayout, created_root: bool) -> None:
         layout.root.rmdir()
 
 
+def _checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:
+    """The epsilon a checkpoint's ledger holds, before the data are loaded again (None: its delta,
+    which may depend on n, is not known yet: a checkpoint from before dpgm stored it)."""
+    delta = checkpoint.get("delta") or cfg.privacy.delta
+    if delta is None:
+        return None
+    epsilon = _run_accountant(cfg, delta, PrivacyLedger.from_json(checkpoint["ledger"])).spent().epsilon
+    return lambda: epsilon
+
+
 def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Continue an interrupted run from its last checkpoint."""
     layout = RunLayout(Path(run_dir))
@@ -414,8 +485,9 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
         raise ConfigError(f"{run_dir}: no private/checkpoint.pt to resume from (finished, or not a run directory)")
     cfg = load_config(layout.in_release(CONFIG_FILE))
     set_threads(cfg.threads)
-    run = TrainingRun(cfg, layout.root, progress=progress)
-    run.resume(torch.load(layout.checkpoint, map_location="cpu", weights_only=True))
+    checkpoint = torch.load(layout.checkpoint, map_location="cpu", weights_only=True)
+    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=_checkpoint_epsilon(cfg, checkpoint))
+    run.resume(checkpoint)
     with _stop_requests() as stop:
         run.train(stop)
     return layout.root, run.finish()

@@ -17,6 +17,7 @@ so state_dicts and checkpoints do not depend on the stacking.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -76,11 +77,22 @@ def signature(model: nn.Module) -> Hashable:
     )
 
 
-def stack_groups(models: Sequence[nn.Module]) -> list[list[int]]:
-    """Indices of ``models`` grouped by ``signature`` (groups ordered by their first member)."""
+#: Expected batches below this many rows share a stack whatever their sizes (padding them is cheap).
+SMALL_BATCH = 64.0
+
+
+def stack_groups(models: Sequence[nn.Module], expected_sizes: Sequence[float] | None = None) -> list[list[int]]:
+    """Indices of ``models`` grouped by ``signature`` (groups ordered by their first member).
+
+    With ``expected_sizes`` (public: q times the noisy part sizes) a group is split further into
+    parts whose expected batches are within a factor 2 of each other (batches under
+    SMALL_BATCH rows all together): a stack pads every part's batch to its largest, so one big
+    part among k small ones would cost k times its own work.
+    """
     groups: dict[Hashable, list[int]] = {}
     for j, model in enumerate(models):
-        groups.setdefault(signature(model), []).append(j)
+        bucket = None if expected_sizes is None else math.floor(math.log2(max(expected_sizes[j], SMALL_BATCH)))
+        groups.setdefault((signature(model), bucket), []).append(j)
     return list(groups.values())
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpgm.data.csv import load_csv
+from dpgm.data.csv import csv_header, load_csv
 from tests.data._helpers import data_error
 
 
@@ -107,3 +107,13 @@ def test_duplicate_and_empty_header_names(tmp_path: Path) -> None:
 def test_only_label_column(tmp_path: Path) -> None:
     path = write(tmp_path / "o.csv", "y\n1\n")
     data_error(lambda: load_csv(path, label_column="y"), "o.csv", "empty dataset")
+
+
+def test_csv_header_reads_only_the_first_line(tmp_path: Path) -> None:
+    plain = tmp_path / "a.csv"
+    plain.write_text("\ufeffx, y ,label\n1,0,3\n")
+    packed = tmp_path / "a.csv.gz"
+    packed.write_bytes(gzip.compress(b"x,y\n1,0\n"))
+    assert csv_header(plain) == ["x", "y", "label"]
+    assert csv_header(packed) == ["x", "y"]
+    assert csv_header(tmp_path / "missing.csv") == []  # the loader reports it

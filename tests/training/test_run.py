@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 import torch
 
+from dpgm.cli import run_cli
 from dpgm.config import config_from_dict
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
@@ -51,6 +54,22 @@ def killed_run(cfg, monkeypatch, *, at_step: int):
         with pytest.raises(KeyboardInterrupt):
             run_mod.train(cfg, progress=False)
     return Path(cfg.runs_dir) / cfg.name
+
+
+def terminated_run(cfg, monkeypatch, *, at_step: int) -> tuple[int, Path]:
+    """Train ``cfg`` with a SIGTERM arriving during step ``at_step``; (exit code, run directory)."""
+    real_step, calls = run_mod.MixtureTrainer.step, {"n": 0}
+
+    def terminated_step(self, accountant):
+        calls["n"] += 1
+        if calls["n"] == at_step:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives mid-step; the loop stops after it
+        return real_step(self, accountant)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_mod.MixtureTrainer, "step", terminated_step)
+        code = run_cli(lambda argv: run_mod.train(cfg, progress=False))
+    return code, Path(cfg.runs_dir) / cfg.name
 
 
 def test_run_directory_and_ledger(tmp_path):

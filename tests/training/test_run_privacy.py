@@ -21,12 +21,11 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from dpgm.cli import run_cli
 from dpgm.config import config_from_dict
 from dpgm.errors import ConfigError, DataError
 from dpgm.training import run as run_mod
 from dpgm.training.mechanism import poisson_sample
-from tests.training.test_run import killed_run, tiny_config
+from tests.training.test_run import killed_run, terminated_run, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Files a finished run may leave, all under release/: each a DP output or data-independent.
@@ -39,17 +38,17 @@ def scalar_tags(run_dir: Path) -> set[str]:
     return set(acc.Tags()["scalars"])
 
 
-def test_training_loss_is_neither_shown_nor_logged(tmp_path, capsys):
+def test_training_loss_is_neither_shown_nor_logged(tmp_path, progress_output):
     run_dir, report = run_mod.train(tiny_config(tmp_path), progress=True)
-    shown = capsys.readouterr().err
+    shown = progress_output.getvalue()
     assert "eps=" in shown and "loss" not in shown
-    assert scalar_tags(run_dir) == {"privacy/epsilon", "train/clip_norm", "partition/noisy_size"}
+    assert scalar_tags(run_dir) == {"privacy/epsilon", "train/clip_norm"}  # and the noisy part sizes as text
     assert "warning" not in report
 
 
-def test_nonprivate_diagnostics_are_logged_and_reported_as_not_private(tmp_path, capsys):
+def test_nonprivate_diagnostics_are_logged_and_reported_as_not_private(tmp_path, progress_output):
     run_dir, report = run_mod.train(tiny_config(tmp_path, nonprivate_diagnostics=True), progress=True)
-    assert "loss(nonprivate)" in capsys.readouterr().err
+    assert "loss(nonprivate)" in progress_output.getvalue()
     assert "nonprivate/train_loss" in scalar_tags(run_dir)
     assert next(iter(report)) == "warning" and report["warning"].startswith("NOT DIFFERENTIALLY PRIVATE")
     from dpgm.release import release
@@ -159,19 +158,8 @@ def test_resumed_run_is_bit_identical_to_an_uninterrupted_one(tmp_path, monkeypa
 def test_sigterm_checkpoints_prints_the_resume_command_and_resumes_exactly(tmp_path, monkeypatch, capsys):
     whole, _ = run_mod.train(tiny_config(tmp_path, **{"training.epochs": 2, "name": "whole"}), progress=False)
     cfg = tiny_config(tmp_path, **{"training.epochs": 2, "name": "term", "training.checkpoint_every": 1000})
-    real_step, calls = run_mod.MixtureTrainer.step, {"n": 0}
-
-    def terminated_step(self, accountant):
-        calls["n"] += 1
-        if calls["n"] == 7:
-            os.kill(os.getpid(), signal.SIGTERM)  # arrives mid-step; the loop stops after it
-        return real_step(self, accountant)
-
-    monkeypatch.setattr(run_mod.MixtureTrainer, "step", terminated_step)
-    code = run_cli(lambda argv: run_mod.train(cfg, progress=False))
-    monkeypatch.undo()
+    code, run_dir = terminated_run(cfg, monkeypatch, at_step=7)
     err = capsys.readouterr().err
-    run_dir = Path(cfg.runs_dir) / "term"
     assert code == 128 + signal.SIGTERM
     assert f"Resume with: python train.py --resume {run_dir}" in err
     assert torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["step"] == 7

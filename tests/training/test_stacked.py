@@ -123,6 +123,13 @@ def test_models_of_one_type_and_shape_stack() -> None:
         stack_models([VAE(N_ITEMS, hidden=[24]), VAE(N_ITEMS, hidden=[16])])
 
 
+def test_parts_of_very_different_expected_batch_sizes_stack_apart() -> None:
+    """A stack pads every batch to its largest: parts within a factor 2 of each other stack together
+    (all batches under 64 rows in one stack)."""
+    models = make_models() + make_models()
+    assert stack_groups(models, [10.0, 900.0, 12.0, 1000.0, 0.3, 300.0]) == [[0, 2, 4], [1, 3], [5]]
+
+
 def test_mixed_shapes_equal_the_per_model_path() -> None:
     """Stacks of unequal size in one step give what one model at a time gives."""
     gen = torch.Generator().manual_seed(3)

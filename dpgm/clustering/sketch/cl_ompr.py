@@ -21,6 +21,8 @@ import numpy as np
 from scipy import optimize
 from threadpoolctl import threadpool_limits
 
+from dpgm.progress import StageBar, stage_bar
+
 #: Random start points scored per atom search, and how many of the best are refined.
 N_RANDOM_STARTS = 256
 N_REFINED_STARTS = 4
@@ -147,8 +149,10 @@ def _refine(
 
 
 def cl_ompr(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, rng: np.random.Generator,
-            *, candidates: np.ndarray | None = None) -> DecodeResult:
-    """CL-OMPR with replacement, 2k iterations (Keriven et al. 2017, Alg. 1); box [lower, upper]^d."""
+            *, candidates: np.ndarray | None = None, bar: StageBar | None = None) -> DecodeResult:
+    """CL-OMPR with replacement, 2k iterations (Keriven et al. 2017, Alg. 1); box [lower, upper]^d.
+
+    ``bar`` advances by one per iteration."""
     dim = op.omega.shape[0]
     lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (dim,)).copy()
     upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (dim,)).copy()
@@ -168,6 +172,8 @@ def cl_ompr(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound,
         weights = _nnls(_atoms(op, centres), zn)
         centres, weights = _refine(zn, op, centres, weights, lower, upper)
         residual = zn - weights @ _atoms(op, centres)
+        if bar is not None:
+            bar.advance()
     res = float(np.linalg.norm(residual))
     return DecodeResult(centres=centres, weights=weights * norm, residual=res)
 
@@ -175,9 +181,8 @@ def cl_ompr(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound,
 def decode(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, rng: np.random.Generator,
            *, restarts: int = 1, candidates: np.ndarray | None = None) -> DecodeResult:
     """Best of ``restarts`` CL-OMPR runs by relative residual (uses only the released sketch)."""
-    with threadpool_limits(1, user_api="blas"):  # small matmuls: threads only add overhead
-        runs = [
-            cl_ompr(z, op, k, lower, upper, rng, candidates=candidates)
-            for _ in range(max(1, restarts))
-        ]
+    restarts = max(1, restarts)
+    with threadpool_limits(1, user_api="blas"), stage_bar("partition: sketch decoder", restarts * 2 * k,
+                                                          unit="iter") as bar:  # small matmuls: threads only add overhead
+        runs = [cl_ompr(z, op, k, lower, upper, rng, candidates=candidates, bar=bar) for _ in range(restarts)]
     return min(runs, key=lambda r: r.residual)

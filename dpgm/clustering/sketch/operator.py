@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 from dpgm.clustering.sketch.frequencies import FrequencyLaw, draw_frequencies
 from dpgm.clustering.sketch.signature import C_F, GAIN, Signature, signature_parts, signature_sums
 from dpgm.errors import ConfigError, DataError
+from dpgm.progress import progress_scope, share_bar
 
 #: Entries of the (chunk x m) phase block computed at once (cache-sized): memory O(m + chunk).
 CHUNK_ENTRIES = 128_000
@@ -192,7 +193,9 @@ class SketchOperator:
         omega, dither = self.omega.astype(dtype), self.dither.astype(dtype)
         # Scratch reused by every block: fresh large temporaries per block cost page faults.
         scratch = np.empty((2, rows, self.m), dtype=dtype), np.empty((rows, self.m), dtype=np.int32)
-        with threadpool_limits(1, user_api="blas"):  # small blocks: BLAS threads only add overhead
+        total = records.shape[0] if isinstance(records, np.ndarray) or sp.issparse(records) else 0
+        with threadpool_limits(1, user_api="blas"), progress_scope(enabled=total > 0), \
+                share_bar("partition: sketch sum") as bar:  # small blocks: BLAS threads only add overhead
             for block in _chunks(records, rows):
                 if block.shape[1] != self.dim:
                     raise DataError(
@@ -203,6 +206,7 @@ class SketchOperator:
                 fr, fi = self._block_sums(theta, rng, scratch[0][1], scratch[1])
                 re += fr
                 im += fi
+                bar.advance_share(n, total)  # a share: n is private (a bar only when the total is known)
         if n == 0:
             raise DataError("no records to sketch")
         return SketchSum(re, im, n, self.fingerprint())

@@ -1,0 +1,93 @@
+"""data.min_items: a declared public fact (every record holds at least this many items).
+
+Records below it are dropped at load (a per-record rule: the privacy ledger does not change);
+the release draws again every synthetic record below it, until it has the records asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dpgm import release as rel
+from dpgm.artifact import load_release
+from dpgm.config import DataConfig, config_from_dict
+from dpgm.data import load_dataset
+from dpgm.errors import ConfigError, DataError, DpgmError
+from dpgm.training import run as run_mod
+
+N_ITEMS = 17
+
+
+def sparse_sessions(tmp_path: Path, n: int = 600) -> Path:
+    """msnbc-like records: 1-3 of 17 items each, and every 10th line empty (a blank line)."""
+    rng = np.random.default_rng(4)
+    lines = [" ".join(map(str, sorted(set(rng.integers(0, N_ITEMS, rng.integers(1, 4)).tolist()))))
+             for _ in range(n)]
+    lines[::10] = [""] * len(lines[::10])
+    path = tmp_path / "sessions.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def config(tmp_path: Path, path: Path, name: str, min_items: int):
+    return config_from_dict({
+        "name": name, "seed": 7, "runs_dir": str(tmp_path / "runs"),
+        "data": {"source": "transactions", "path": str(path), "n_items": N_ITEMS, "min_items": min_items},
+        "privacy": {"delta": 1e-4},
+        "partition": {"method": "lloyd", "k": 2, "iterations": 2, "noise_multiplier": 5.0},
+        "model": {"kind": "vae", "hidden": [8], "latent": 2, "calibrate": True},
+        "training": {"epochs": 1, "sampling_rate": 0.1, "clipping": "fixed"},
+    })
+
+
+def test_loading_drops_the_records_below_min_items(tmp_path):
+    path = sparse_sessions(tmp_path)
+    every = load_dataset(DataConfig(source="transactions", path=str(path), n_items=N_ITEMS))
+    kept = load_dataset(DataConfig(source="transactions", path=str(path), n_items=N_ITEMS, min_items=2))
+    lengths = every.record_lengths()
+    assert (lengths == 0).sum() == 60
+    assert kept.n_records == (lengths >= 2).sum() and kept.record_lengths().min() == 2
+    with pytest.raises(DataError, match="no record holds data.min_items = 18 items"):
+        load_dataset(DataConfig(source="transactions", path=str(path), n_items=N_ITEMS, min_items=18))
+    with pytest.raises(ConfigError, match="data.min_items: must be >= 0"):
+        config(tmp_path, path, "bad", -1)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[int, tuple[Path, dict]]:
+    """The same run with min_items 0 and 1, on records a tenth of which are empty."""
+    tmp = tmp_path_factory.mktemp("min_items")
+    path = sparse_sessions(tmp)
+    return {m: run_mod.train(config(tmp, path, f"min{m}", m), progress=False) for m in (0, 1)}
+
+
+def test_the_option_leaves_the_ledger_and_epsilon_unchanged(runs):
+    (dir0, report0), (dir1, report1) = runs[0], runs[1]
+    assert report1["epsilon"] == report0["epsilon"] and report1["stage_epsilons"] == report0["stage_epsilons"]
+    ledgers = [json.loads((d / "release" / "ledger.json").read_text()) for d in (dir0, dir1)]
+    assert ledgers[0] == ledgers[1]
+
+
+def test_a_release_with_min_items_has_no_empty_record(runs, tmp_path):
+    run_dir = runs[1][0]
+    out = tmp_path / "syn.txt"
+    report = rel.release(run_dir, out, 3000, fmt="transactions", seed=0, progress=False)
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3000 and all(line.strip() for line in lines)
+    assert report["release"]["min_items"] == 1
+    mixture = load_release(run_dir)  # the same models without the rule do draw empty records
+    mixture.min_items = 0
+    drawn = np.concatenate([r for r, _ in rel.sample_chunks(mixture, 3000, torch.Generator().manual_seed(0))])
+    assert (drawn.sum(axis=1) == 0).any()
+
+
+def test_a_model_that_almost_never_draws_valid_records_is_a_clear_error(runs):
+    mixture = load_release(runs[1][0])
+    mixture.min_items = N_ITEMS  # every item in one record: (almost) never drawn
+    with pytest.raises(DpgmError, match=r"fewer than 1%\): the models almost never draw such records"):
+        list(rel.sample_chunks(mixture, 50, torch.Generator().manual_seed(0), chunk_size=1000))
