@@ -170,7 +170,7 @@ def counting(args: argparse.Namespace) -> int:
         synthetic, report = run_baseline(method, real, evaluation.queries, epsilon=args.epsilon, delta=delta,
                                          rng=np.random.default_rng(seed), options=options)
         evaluation.add(method, synthetic, report)
-        pure = "n/a" if report["pure_epsilon"] is None else f"{report['pure_epsilon']:.4g}"
+        pure = "n/a" if report.get("pure_epsilon") is None else f"{report['pure_epsilon']:.4g}"  # zCDP: none
         print(f"{method}: epsilon = {report['epsilon']:.4f} (RDP accountant; pure epsilon {pure}), "
               f"delta = {report['delta']:.3g}, neighbouring = {report['neighbouring']}")
     print(f"{len(evaluation.queries)} queries on {args.real} ({real.n_records} records, {real.n_items} items, "

@@ -9,7 +9,9 @@ every method and epsilon. delta = 1/(10 n) rounded down to a power of ten (train
 default), add/remove neighbours.
 
 Methods (JSON ``method``): mwem (T = 50 rounds as in the paper's footnote; full 2^m domain
-for msnbc, a data-independent 10,000-record support otherwise), marginals (Gaussian noise on
+for msnbc, a data-independent 10,000-record support otherwise), mwem_pgm (MWEM+PGM: T = the
+number of items rounds of 2-way marginals on a graphical model, the last round started by
+``--mwem-pgm-time-limit``), aim and mst (private-pgm's), marginals (Gaussian noise on
 item counts and n), dpgm (``run_dpgm`` with ``--config``, else the dataset's file in configs/,
 which says whether it was tuned for that dataset). Baselines are calibrated so that the RDP accountant's epsilon at delta equals
 the target (``--accounting pure`` spends it as pure epsilon instead).
@@ -37,12 +39,13 @@ from dpgm.data.transactions import load_transactions
 from dpgm.evaluation.aim import AimOptions
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
 from dpgm.evaluation.marginal_tvd import marginal_tvd
+from dpgm.evaluation.mwem_pgm import MwemPgmOptions
 from dpgm.privacy.calibrate import default_delta
 
 DATASETS = ("msnbc", "retail", "gowalla")
 TOP_ITEMS = {"msnbc": None, "retail": 100, "gowalla": 100}
 EPSILONS = (1.0, 2.0)
-METHODS = ("dpgm", "aim", "mst", "mwem", "marginals")
+METHODS = ("dpgm", "aim", "mst", "mwem_pgm", "mwem", "marginals")
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -102,6 +105,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--aim-rounds", type=int, default=None, help="AIM's T (default: min(16 d, d + 40))")
     p.add_argument("--aim-time-limit", type=float, default=600.0, help="AIM's last round starts after this")
     p.add_argument("--rounds", type=int, default=50, help="MWEM rounds T")
+    p.add_argument("--mwem-pgm-rounds", type=int, default=None, help="MWEM+PGM's T (default: min(items, 60))")
+    p.add_argument("--mwem-pgm-time-limit", type=float, default=240.0,
+                   help="MWEM+PGM's last round starts after this (seconds)")
     p.add_argument("--accounting", choices=("rdp", "pure"), default="rdp")
     p.add_argument("--config", type=Path, default=None,
                    help="dpgm config file used on every dataset (default: configs/<dataset>.yaml)")
@@ -147,7 +153,7 @@ def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[floa
 
     fig, axes = plt.subplots(len(datasets), len(epsilons), figsize=(4 * len(epsilons), 3 * len(datasets)),
                              squeeze=False)
-    markers = {"dpgm": "o", "aim": "D", "mst": "v", "mwem": "s", "marginals": "^"}
+    markers = {"dpgm": "o", "aim": "D", "mst": "v", "mwem_pgm": "P", "mwem": "s", "marginals": "^"}
     for i, ds in enumerate(datasets):
         for j, eps in enumerate(epsilons):
             ax = axes[i][j]
@@ -175,7 +181,9 @@ def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[floa
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     options = BaselineOptions(accounting=args.accounting, rounds=args.rounds,
-                              aim=AimOptions(rounds=args.aim_rounds, time_limit=args.aim_time_limit))
+                              aim=AimOptions(rounds=args.aim_rounds, time_limit=args.aim_time_limit),
+                              mwem_pgm=MwemPgmOptions(rounds=args.mwem_pgm_rounds,
+                                                      time_limit=args.mwem_pgm_time_limit))
     results, runs = [], []
     for name in args.datasets:
         data = load(name, args)

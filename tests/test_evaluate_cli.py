@@ -120,6 +120,14 @@ def test_marginals_tvd(files, capsys) -> None:
     assert 0 < other["oneway"] < 1 and 0 < other["threeway"] <= 1
 
 
+def test_counting_zcdp_baseline_runs(files, capsys) -> None:
+    pytest.importorskip("mbi")
+    code, out, err = run(["counting", "--real", str(files["real"]), "--baseline", "mwem_pgm", "--epsilon", "1",
+                          "--queries", "20", "--seed", "1"], capsys)
+    assert code == 0, err
+    assert "mwem_pgm: epsilon = 1.0000 (RDP accountant; pure epsilon n/a)" in out
+
+
 def test_report_end_to_end_written_atomically(files, capsys) -> None:
     out = files["dir"] / "report.html"
     out.write_text("old report")

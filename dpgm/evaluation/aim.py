@@ -26,7 +26,6 @@ costs one mbi refit, dominated by JAX compiling the new clique structure (second
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -38,21 +37,26 @@ from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm_common import (
     Clique,
     JunctionTree,
+    PgmOptions,
     PgmResult,
     PgmRound,
     Timer,
     TrueMarginals,
+    at_epsilon,
     check_plan,
     fit_model,
+    fitting_candidates,
+    l1_errors,
     measure,
     measurement,
-    model_size_mb,
-    rho_for_epsilon,
-    select_index,
+    names_of,
+    powerset,
+    select_and_measure,
+    split_round,
+    workload_cliques,
     zcdp_event,
 )
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import ExponentialEvent
 from dpgm.progress import share_bar
 
 ALPHA = 0.9  # share of each round's zCDP for the measurement (AIM: 0.9), the rest for selection
@@ -64,18 +68,8 @@ def default_rounds(n_items: int) -> int:
 
 
 @dataclass(frozen=True)
-class AimOptions:
-    """Settings: workload (all ``degree``-way marginals, optionally ``max_workload`` of them at
-    random, weight 1), T = ``rounds``, model size cap in MB, mirror-descent iterations per
-    refit, and the caps ``time_limit`` (seconds) and ``max_rounds`` (see the module docstring)."""
-
-    degree: int = 2
-    max_workload: int | None = None
-    rounds: int | None = None
-    max_model_size: float = 80.0
-    max_iters: int = 250
-    time_limit: float | None = None
-    max_rounds: int | None = None
+class AimOptions(PgmOptions):
+    """AIM's settings (``PgmOptions``; workload weight 1, the paper's 80 MB model size cap)."""
 
 
 class AimSchedule:
@@ -87,8 +81,7 @@ class AimSchedule:
                 f"aim: need rho > 0, rounds >= 1, items >= 1 (got {rho}, {rounds}, {n_items})"
             )
         self.rho = float(rho)
-        self.sigma = math.sqrt(rounds / (2 * ALPHA * rho))
-        self.epsilon = math.sqrt(8 * (1 - ALPHA) * rho / rounds)
+        self.epsilon, self.sigma = split_round(rho / rounds, ALPHA)
         self.initial_sigma = self.sigma
         self.used = n_items * 0.5 / self.sigma**2
         if self.used >= self.rho:
@@ -101,19 +94,13 @@ class AimSchedule:
         """(epsilon_t, sigma_t, last): the last round takes all the budget left."""
         last = force_last or self.rho - self.used < 2 * (0.5 / self.sigma**2 + self.epsilon**2 / 8)
         if last:
-            remaining = self.rho - self.used
-            self.sigma = math.sqrt(1 / (2 * ALPHA * remaining))
-            self.epsilon = math.sqrt(8 * (1 - ALPHA) * remaining)
+            self.epsilon, self.sigma = split_round(self.rho - self.used, ALPHA)
         self.used += self.epsilon**2 / 8 + 0.5 / self.sigma**2
         return self.epsilon, self.sigma, last
 
     def anneal(self) -> None:
         self.sigma /= 2
         self.epsilon *= 2
-
-
-def powerset(clique: Clique) -> list[Clique]:
-    return [c for r in range(1, len(clique) + 1) for c in itertools.combinations(clique, r)]
 
 
 def compile_workload(workload: dict[Clique, float]) -> dict[Clique, float]:
@@ -126,13 +113,7 @@ def make_workload(
     n_items: int, degree: int, max_workload: int | None, rng: np.random.Generator
 ) -> dict[Clique, float]:
     """All ``degree``-way marginals (weight 1), or ``max_workload`` of them (public, by ``rng``)."""
-    if not 1 <= degree <= n_items:
-        raise ConfigError(f"aim: degree must be in 1..{n_items}, got {degree}")
-    cliques = list(itertools.combinations(range(n_items), degree))
-    if max_workload is not None and max_workload < len(cliques):
-        keep = np.sort(rng.choice(len(cliques), size=max_workload, replace=False))
-        cliques = [cliques[i] for i in keep]
-    return {c: 1.0 for c in cliques}
+    return {c: 1.0 for c in workload_cliques(n_items, degree, max_workload, rng, "aim")}
 
 
 def aim(
@@ -157,9 +138,7 @@ def aim(
     opts = options or AimOptions()
     truth = TrueMarginals(records)
     m = truth.n_items
-    names = item_names or (
-        records.item_names if isinstance(records, BinaryDataset) else [str(j) for j in range(m)]
-    )
+    names = names_of(records, m, item_names)
     rounds = opts.rounds if opts.rounds is not None else default_rounds(m)
     schedule = AimSchedule(rho, rounds, m)
     check_plan(accountant, [(zcdp_event(rho), 1)], "aim")  # the whole run costs at most rho
@@ -178,34 +157,14 @@ def aim(
     last = False
     bar = share_bar("aim (share of the budget spent)")
     while not last:
-        force = (opts.time_limit is not None and timer.elapsed() > opts.time_limit) or (
-            opts.max_rounds is not None and len(trace_rounds) + 1 >= opts.max_rounds
+        eps, sigma, last = schedule.next_round(opts.force_last(timer.elapsed(), len(trace_rounds)))
+        small = fitting_candidates(m, model, candidates, opts.max_model_size * schedule.used / schedule.rho)
+        weights = np.array([candidates[c] for c in small])
+        bias = math.sqrt(2 / math.pi) * sigma * np.array([2 ** len(c) for c in small])
+        chosen, y, probs = select_and_measure(
+            accountant, stage, rng, truth, small, weights * (l1_errors(truth, tree, small) - bias),
+            epsilon=eps, sensitivity=float(np.abs(weights).max()), sigma=sigma,
         )
-        eps, sigma, last = schedule.next_round(force_last=force)
-        size_limit = opts.max_model_size * schedule.used / schedule.rho
-        model_cliques = [tuple(sorted(int(a) for a in cl)) for cl in model.cliques]
-        free = {c for cl in model_cliques for c in powerset(cl)}
-        edges = {e for cl in model_cliques for e in itertools.combinations(cl, 2)}
-        fits_now = model_size_mb(m, model_cliques) <= size_limit
-        small = [
-            c
-            for c in candidates
-            if c in free
-            or (fits_now and edges.issuperset(itertools.combinations(c, 2)))  # same graph
-            or model_size_mb(m, [*model_cliques, c]) <= size_limit
-        ]
-        bias = math.sqrt(2 / math.pi) * sigma
-        scores = np.array(
-            [
-                candidates[c] * (np.abs(truth(c) - tree.marginal(c)).sum() - bias * 2 ** len(c))
-                for c in small
-            ]
-        )
-        sensitivity = max(abs(candidates[c]) for c in small)
-        accountant.spend(stage, ExponentialEvent(epsilon=eps))
-        k, probs = select_index(scores, eps, sensitivity, rng.random())
-        chosen = small[k]
-        (y,) = measure(accountant, stage, rng, sigma, [truth(chosen)])
         measurements.append(measurement(chosen, y, sigma))
         measured.append(chosen)
         before = tree.marginal(chosen)
@@ -250,7 +209,6 @@ def fit_aim(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float
             rng: np.random.Generator, accountant: Accountant | None = None, options: AimOptions | None = None,
             stage: str = "aim") -> PgmResult:
     """AIM at (epsilon, delta): rho calibrated on dpgm's accountant (budget = epsilon)."""
-    rho = rho_for_epsilon(epsilon, delta)
-    acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
-    return aim(records, rho=rho, accountant=acc, rng=rng, options=options, stage=stage)
+    return at_epsilon(aim, records, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
+                      options=options, stage=stage)
 

@@ -26,6 +26,7 @@ from dpgm.evaluation.aim import AimOptions, fit_aim
 from dpgm.evaluation.marginals import Mechanism, fit_marginals, marginals_event
 from dpgm.evaluation.mst import fit_mst
 from dpgm.evaluation.mwem import MwemBudget, fit_mwem
+from dpgm.evaluation.mwem_pgm import MwemPgmOptions, fit_mwem_pgm
 from dpgm.evaluation.queries import (
     QuerySet,
     answer,
@@ -38,7 +39,7 @@ from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilo
 from dpgm.privacy.events import DpEvent
 from dpgm.progress import epsilon_of, progress_scope
 
-BASELINES = ("mwem", "marginals", "aim", "mst")
+BASELINES = ("mwem", "marginals", "aim", "mst", "mwem_pgm")
 Accounting = Literal["rdp", "pure"]
 
 
@@ -150,6 +151,7 @@ class BaselineOptions:
     mechanism: Mechanism = "gaussian"
     max_length: int | None = None
     aim: AimOptions = field(default_factory=AimOptions)
+    mwem_pgm: MwemPgmOptions = field(default_factory=MwemPgmOptions)
 
 
 def run_baseline(
@@ -163,7 +165,7 @@ def run_baseline(
     options: BaselineOptions | None = None,
     n_synthetic: int | None = None,
 ) -> tuple[BinaryDataset, dict[str, Any]]:
-    """Fit ``method`` (mwem, marginals, aim or mst) at (epsilon, delta) and sample a synthetic dataset.
+    """Fit ``method`` (mwem, marginals, aim, mst or mwem_pgm) at (epsilon, delta) and sample a synthetic dataset.
 
     Returns the synthetic records (``n_synthetic``, default the released noisy n) and the
     privacy report of the baseline's own accountant (budget = epsilon, enforced per charge).
@@ -190,11 +192,14 @@ def run_baseline(
             )
             pure = params.get("epsilon")
             report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
-        elif method in ("aim", "mst"):
+        elif method in ("aim", "mst", "mwem_pgm"):
             if opts.accounting == "pure":
                 raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
             if method == "aim":
                 model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
+            elif method == "mwem_pgm":
+                model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
+                                     options=opts.mwem_pgm)
             else:
                 model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
             report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)

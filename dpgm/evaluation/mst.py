@@ -102,9 +102,7 @@ def mst(
     """
     truth = pgm.TrueMarginals(records)
     m = truth.n_items
-    names = item_names or (
-        records.item_names if isinstance(records, BinaryDataset) else [str(j) for j in range(m)]
-    )
+    names = pgm.names_of(records, m, item_names)
     s1, s2, eps = mst_parameters(rho, m)
     pgm.check_plan(accountant, mst_events(rho, m), "mst")
     timer = pgm.Timer()

@@ -1,4 +1,4 @@
-"""Shared machinery of the AIM and MST baselines (private-pgm's mechanisms on top of ``mbi``).
+"""Shared machinery of the AIM, MST and MWEM+PGM baselines (private-pgm's mechanisms on top of ``mbi``).
 
 Binary items are 2-valued attributes named "0".."m-1"; a clique is a sorted tuple of item
 indices and its marginal a flat count vector in C order (first item = most significant bit),
@@ -21,6 +21,7 @@ NumPy's global random state, whereas dpgm passes one Generator around.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,7 +35,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_epsilon
-from dpgm.privacy.events import DpEvent, GaussianEvent
+from dpgm.privacy.events import DpEvent, ExponentialEvent, GaussianEvent
 from dpgm.privacy.mechanisms import gaussian_releases
 
 Clique = tuple[int, ...]
@@ -53,7 +54,7 @@ def import_mbi() -> Any:
         import mbi
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ConfigError(
-            f"AIM/MST need the optional package mbi ({exc}): pip install -e '.[peers]'"
+            f"AIM/MST/MWEM+PGM need the optional package mbi ({exc}): pip install -e '.[peers]'"
         ) from exc
     return mbi
 
@@ -458,9 +459,146 @@ def select_index(
     return select(probs, u), probs
 
 
+def split_round(rho_round: float, alpha: float) -> tuple[float, float]:
+    """(epsilon, sigma) of one select-then-measure round costing ``rho_round`` in zCDP: a share
+    ``alpha`` for the Gaussian (1 / (2 sigma^2)), the rest for the selection (epsilon^2 / 8)."""
+    return math.sqrt(8 * (1 - alpha) * rho_round), math.sqrt(1 / (2 * alpha * rho_round))
+
+
+def powerset(clique: Clique) -> list[Clique]:
+    """The non-empty subsets of ``clique`` (by size, then lexicographic)."""
+    return [c for r in range(1, len(clique) + 1) for c in itertools.combinations(clique, r)]
+
+
+def workload_cliques(
+    n_items: int, degree: int, max_workload: int | None, rng: np.random.Generator, what: str
+) -> list[Clique]:
+    """All ``degree``-way cliques (lexicographic), or ``max_workload`` of them drawn without
+    replacement by ``rng`` (public randomness), in the same order."""
+    if not 1 <= degree <= n_items:
+        raise ConfigError(f"{what}: degree must be in 1..{n_items}, got {degree}")
+    cliques = list(itertools.combinations(range(n_items), degree))
+    if max_workload is not None and max_workload < len(cliques):
+        keep = np.sort(rng.choice(len(cliques), size=max_workload, replace=False))
+        cliques = [cliques[i] for i in keep]
+    return cliques
+
+
+def model_cliques(model: Any) -> list[Clique]:
+    return [tuple(sorted(int(a) for a in cl)) for cl in model.cliques]
+
+
+def size_filter(n_items: int, model: Any, size_limit: float) -> Callable[[Clique], bool]:
+    """Whether a candidate keeps the junction tree at most ``size_limit`` MB: it is in a clique
+    the model holds, or the model fits and already has its edges (same graph), or the model
+    with it added fits (``model_size_mb``): private-pgm's filter, in AIM and MWEM+PGM."""
+    cliques = model_cliques(model)
+    free = {c for cl in cliques for c in powerset(cl)}
+    edges = {e for cl in cliques for e in itertools.combinations(cl, 2)}
+    fits_now = model_size_mb(n_items, cliques) <= size_limit
+    return lambda c: (
+        c in free
+        or (fits_now and edges.issuperset(itertools.combinations(c, 2)))
+        or model_size_mb(n_items, [*cliques, c]) <= size_limit
+    )
+
+
+def fitting_candidates(
+    n_items: int, model: Any, candidates: Iterable[Clique], size_limit: float
+) -> list[Clique]:
+    """The candidates (in their order) that pass ``size_filter``."""
+    fits = size_filter(n_items, model, size_limit)
+    return [c for c in candidates if fits(c)]
+
+
+def l1_errors(truth: TrueMarginals, tree: JunctionTree, cliques: Sequence[Clique]) -> np.ndarray:
+    """||M_c(D) - M_c(model)||_1 for each clique (counts; NOT private: a selection score)."""
+    return np.array([np.abs(truth(c) - tree.marginal(c)).sum() for c in cliques])
+
+
+#: Draws of the unrestricted mechanism ``select_fitting`` tries before it filters every candidate.
+MAX_TRIES = 64
+
+
+def select_fitting(
+    scores: np.ndarray, epsilon: float, sensitivity: float, rng: np.random.Generator,
+    fits: Callable[[int], bool], tries: int = MAX_TRIES,
+) -> int:
+    """The exponential mechanism over the candidates i with ``fits(i)`` (a predicate that does not
+    look at the data), without evaluating it on every candidate: up to ``tries`` draws over all
+    candidates (one uniform each, ``select_index``) until one fits, else one draw over those
+    that fit. The output has exactly the restricted mechanism's distribution: with P the
+    mechanism over all, F the mass P gives the fitting ones and P_F the restricted mechanism,
+    P(k) = F P_F(k), so a fitting k comes out with probability
+    sum_{j < tries} (1 - F)^j F P_F(k) + (1 - F)^tries P_F(k) = P_F(k).
+    """
+    from dpgm.evaluation.mwem import select, selection_probabilities
+
+    probs = selection_probabilities(np.asarray(scores, dtype=np.float64) / sensitivity, epsilon)
+    for _ in range(tries):
+        k = select(probs, rng.random())
+        if fits(k):
+            return k
+    keep = np.array([i for i in range(len(probs)) if fits(i)], dtype=np.int64)
+    if keep.size == 0:
+        raise ConfigError("no candidate marginal fits the model size limit")
+    return int(keep[select(probs[keep], rng.random())])
+
+
+def select_and_measure(
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+    truth: TrueMarginals,
+    candidates: Sequence[Clique],
+    scores: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
+    sigma: float,
+    fits: Callable[[Clique], bool] | None = None,
+) -> tuple[Clique, np.ndarray, np.ndarray | None]:
+    """One round: an ``epsilon`` exponential mechanism over ``candidates`` (one uniform; or, with
+    ``fits``, over those that pass it, by ``select_fitting``), then a Gaussian measurement of the
+    chosen marginal (noise ``sigma``), each charged before it is made. Returns (chosen clique,
+    noisy marginal, selection probabilities; None with ``fits``)."""
+    if not len(candidates):
+        raise ConfigError(f"{stage}: no candidate marginal fits the model size limit")
+    accountant.spend(stage, ExponentialEvent(epsilon=epsilon))
+    if fits is None:
+        k, probs = select_index(scores, epsilon, sensitivity, rng.random())
+    else:
+        k, probs = select_fitting(scores, epsilon, sensitivity, rng, lambda i: fits(candidates[i])), None
+    (y,) = measure(accountant, stage, rng, sigma, [truth(candidates[k])])
+    return candidates[k], y, probs
+
+
+@dataclass(frozen=True)
+class PgmOptions:
+    """Settings of AIM and MWEM+PGM: workload (all ``degree``-way marginals, optionally
+    ``max_workload`` of them at random), T = ``rounds`` (None: the mechanism's default), model
+    size cap in MB, mirror-descent iterations per refit, and the caps ``time_limit`` (seconds)
+    and ``max_rounds`` after which the next round is the last one and spends what is left."""
+
+    degree: int = 2
+    max_workload: int | None = None
+    rounds: int | None = None
+    max_model_size: float = 80.0
+    max_iters: int = 250
+    time_limit: float | None = None
+    max_rounds: int | None = None
+
+    def force_last(self, elapsed: float, rounds_done: int) -> bool:
+        """Whether the next round must be the last one (a cap is reached)."""
+        return (self.time_limit is not None and elapsed > self.time_limit) or (
+            self.max_rounds is not None and rounds_done + 1 >= self.max_rounds
+        )
+
+
 @dataclass
 class PgmRound:
-    """One AIM round or MST selection: the chosen clique, its noise (probabilities: traced only)."""
+    """One AIM or MWEM+PGM round or MST selection: the chosen clique, its noise (probabilities:
+    traced only)."""
 
     clique: Clique
     sigma: float
@@ -505,10 +643,32 @@ def synthesize(
     n_out: int | None = None,
     **options: Any,
 ) -> np.ndarray:
-    """Synthetic records of ``fit`` (fit_aim, fit_mst) as a dense 0/1 uint8 matrix (``n_out`` rows,
+    """Synthetic records of ``fit`` (fit_aim, fit_mst, fit_mwem_pgm) as a dense 0/1 uint8 matrix (``n_out`` rows,
     default the noisy n); ``options`` go to ``fit``."""
     result = fit(records, epsilon=epsilon, delta=delta, rng=rng, **options)
     return result.tree.sample(default_n_out(result) if n_out is None else n_out, rng)
+
+
+def at_epsilon(mechanism: Callable[..., PgmResult], records: np.ndarray | sp.spmatrix | BinaryDataset, *,
+               epsilon: float, delta: float, rng: np.random.Generator, accountant: Accountant | None = None,
+               **options: Any) -> PgmResult:
+    """A zCDP ``mechanism`` (aim, mwem_pgm: its whole run costs at most rho, whatever it adapts
+    to) at (epsilon, delta): rho calibrated on dpgm's accountant (``rho_for_epsilon``); a fresh
+    accountant with budget epsilon unless one is given."""
+    rho = rho_for_epsilon(epsilon, delta)
+    acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
+    return mechanism(records, rho=rho, accountant=acc, rng=rng, **options)
+
+
+def names_of(
+    records: np.ndarray | sp.spmatrix | BinaryDataset, n_items: int, item_names: list[str] | None
+) -> list[str]:
+    """``item_names``, else the dataset's, else "0".."m-1"."""
+    if item_names:
+        return list(item_names)
+    if isinstance(records, BinaryDataset):
+        return list(records.item_names)
+    return [str(j) for j in range(n_items)]
 
 
 def default_n_out(result: PgmResult) -> int:
