@@ -75,8 +75,8 @@ def test_transactions_and_png_and_threshold(trained_run, tmp_path):
     [(records, _)] = list(rel.sample_chunks(mixture, 16, g, threshold=0.5))
     np.testing.assert_array_equal(records, rows)
     grid = matplotlib.image.imread(png)[..., 0]
-    assert grid.shape == (4 * 9 - 1, 4 * 9 - 1)  # 4 x 4 images of 8 x 8 with 1-pixel gaps
-    np.testing.assert_allclose(grid[:8, :8], rows[0].reshape(8, 8), atol=1e-6)
+    assert grid.shape == (4 * 33 - 1, 4 * 33 - 1)  # 4 x 4 images of 8 x 8, scaled 4 times, 1-pixel gaps
+    np.testing.assert_allclose(grid[:32:4, :32:4], rows[0].reshape(8, 8), atol=1e-6)
 
 
 def test_killed_release_leaves_no_partial_file(trained_run, tmp_path, monkeypatch):

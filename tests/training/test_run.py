@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import matplotlib.image
 import pytest
 import torch
 
@@ -92,6 +93,8 @@ def test_run_directory_and_ledger(tmp_path):
     assert saved["epsilon"] == pytest.approx(saved["epsilon_by_bound"]["joint"])
     payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
     assert len(payload["state_dicts"]) == 2
+    # one row of 8 samples per part, each 8x8 digit scaled 4 times (32 x 32), 1-pixel separators
+    assert matplotlib.image.imread(run_dir / "release" / "samples.png").shape[:2] == (2 * 33 - 1, 8 * 33 - 1)
 
 
 def test_alternate_schedule_and_rbm(tmp_path):
