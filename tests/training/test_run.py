@@ -184,3 +184,13 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
     release(run_dir, tmp_path / "syn.txt", 200, fmt="transactions", seed=0, progress=False)
     written = {int(t) for line in (tmp_path / "syn.txt").read_text().splitlines() for t in line.split()}
     assert written and written <= set(chosen) and max(written) > 19
+
+
+def test_a_run_by_label_releases_each_parts_label(tmp_path):
+    """Part j holds label j; a CSV source keeps its own label column's name for the release."""
+    assert run_mod.part_labels(tiny_config(tmp_path)) is None  # k-means parts are not labels
+    by_label = run_mod.part_labels(tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3}))
+    assert by_label.labels == (0, 1, 2) and by_label.column == "label"
+    csv = tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3, "data.source": "csv",
+                                   "data.path": "x.csv", "data.label_column": "digit"})
+    assert run_mod.part_labels(csv).column == "digit"
