@@ -45,7 +45,7 @@ def _labels_sentence(release: dict[str, Any]) -> str:
     how = (f"{release['per_label']} records of each" if release.get("per_label")
            else "in proportion to the noisy label histogram (the run's noisy part sizes)")
     column = f" The label is the last column, {drawn['column']!r}." if drawn.get("column") else ""
-    return f" Labels {names}, {how}.{column}"
+    return f" Labels {names}: {how}.{column}"
 
 
 def dpgm_version() -> tuple[str, str | None]:

@@ -266,5 +266,5 @@ def test_generate_cli_per_label_and_summary(labelled_run, tmp_path, capsys):
                                    str(out), "--seed", "1", "--summary", "--no-progress"]) == 0
     shown = capsys.readouterr().out
     assert "wrote 8 records" in shown
-    assert "Labels 2, 5, 4 records of each. The label is the last column, 'label'." in shown
+    assert "Labels 2, 5: 4 records of each. The label is the last column, 'label'." in shown
     assert np.bincount(csv_labels(out)[1]).tolist() == [0, 0, 4, 0, 0, 4]
