@@ -77,10 +77,11 @@ def sample_chunks(
     """Yield (records uint8 [c, m], parts [c]) chunks totalling ``n`` synthetic records.
 
     Each record's part is drawn with probability proportional to the NOISY part size
-    (DESIGN.md 3.4), or by ``shares`` when given (see ``draw_plan``), then the record from that part's model: Bernoulli draws, or
-    probabilities >= ``threshold`` when one is given. A record with fewer than
-    ``mixture.min_items`` items (``data.min_items``) is rejected and drawn again: the mixture
-    conditioned on that public fact (post-processing); see ``_check_acceptance`` for the bound.
+    (DESIGN.md 3.4), or by ``shares`` when given (see ``draw_plan``), then the record from
+    that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
+    A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
+    drawn again: the mixture conditioned on that public fact (post-processing); see
+    ``_check_acceptance`` for the bound.
     """
     probs = torch.as_tensor(size_shares(mixture.noisy_sizes) if shares is None else shares, dtype=torch.float64)
     done = drawn = 0

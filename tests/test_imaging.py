@@ -6,7 +6,14 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from dpgm.imaging import BACKGROUND, PNG_SCALE, image_grid, image_rows, write_png_grid, write_png_rows
+from dpgm.imaging import (
+    BACKGROUND,
+    PNG_SCALE,
+    image_grid,
+    image_rows,
+    write_png_grid,
+    write_png_rows,
+)
 
 
 def test_a_scaled_grid_blows_each_pixel_up_to_a_block():
