@@ -1,7 +1,7 @@
 """A run directory on disk: what training writes and the release reads (DESIGN.md section 2).
 
     runs/<name>/release/   DP outputs only, safe to share: config.yaml, models.pt (weights,
-                           noisy part sizes), ledger.json, privacy_report.json, samples.png
+                           noisy part sizes, each part's label when parts are labels), ledger.json, privacy_report.json, samples.png
                            for images, tensorboard/ (epsilon, released thresholds and sizes)
     runs/<name>/private/   checkpoint.pt (per-record part assignments, generator state):
                            directory 0700, files 0600, deleted when the run completes unless kept
@@ -102,6 +102,29 @@ def check_release(path: str | Path) -> Path:
     return folder
 
 
+#: Name of the release's label column when the data declare none (MNIST, digits).
+LABEL_COLUMN = "label"
+
+
+@dataclass(frozen=True)
+class PartLabels:
+    """The label of each part when the run partitioned by label (part j holds label ``labels[j]``).
+
+    ``labels`` is the declared (public) label set, ``column`` the name of the label column a
+    CSV release writes (the data's own label column, so a release loads like its source).
+    """
+
+    labels: tuple[int, ...]
+    column: str = LABEL_COLUMN
+
+    def part_of(self, label: int) -> int:
+        """The part holding ``label``; a label outside the declared set is a one-line error."""
+        if label not in self.labels:
+            declared = ",".join(map(str, self.labels))
+            raise DpgmError(f"--labels: {label} is not a declared label (this run's labels: {declared})")
+        return self.labels.index(label)
+
+
 @dataclass
 class ReleasedMixture:
     """The k trained models with the released (noisy) part sizes and the data's shape."""
@@ -113,6 +136,7 @@ class ReleasedMixture:
     report: dict[str, Any]
     item_ids: list[int]  # each column's id in the source file's item universe (transactions output)
     min_items: int = 0  # data.min_items: the release draws again every record with fewer items
+    part_labels: PartLabels | None = None  # each part's label when the run partitioned by label
 
     @property
     def n_items(self) -> int:
@@ -129,9 +153,11 @@ def save_models(
     item_ids: list[int] | None = None,
     *,
     min_items: int = 0,
+    part_labels: PartLabels | None = None,
 ) -> None:
     """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data,
-    ``min_items`` is the declared least number of items per record (``data.min_items``)."""
+    ``min_items`` is the declared least number of items per record (``data.min_items``),
+    ``part_labels`` each part's label when the parts are labels."""
     import torch
 
     payload = {
@@ -144,6 +170,8 @@ def save_models(
         "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,
         "min_items": int(min_items),
+        "part_labels": None if part_labels is None else {"labels": [int(x) for x in part_labels.labels],
+                                                         "column": part_labels.column},
     }
     with atomic_write(folder / MODELS_FILE, "wb") as fh:
         torch.save(payload, fh)
@@ -181,4 +209,10 @@ def load_release(path: str | Path) -> ReleasedMixture:
         report=report,
         item_ids=list(payload.get("item_ids", range(n_items))),
         min_items=int(payload.get("min_items", 0)),
+        part_labels=_part_labels(payload.get("part_labels")),
     )
+
+
+def _part_labels(saved: dict[str, Any] | None) -> PartLabels | None:
+    """The ``part_labels`` entry of models.pt (absent in releases made before dpgm wrote it)."""
+    return None if saved is None else PartLabels(labels=tuple(saved["labels"]), column=saved["column"])

@@ -1,8 +1,14 @@
-"""Image grids as PNG: sample grids of a run and of a release (post-processing only)."""
+"""Image grids as PNG: sample grids of a run and of a release (post-processing only).
+
+A PNG grid is scaled up by an integer factor (nearest neighbour, ``PNG_SCALE``) so that a
+person can see each image: an 8x8 digit is a 32x32 block, a 28x28 one 112x112, with a thin
+grey separator between cells.
+"""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,29 +17,59 @@ from torch import nn
 
 from dpgm.io import atomic_write
 
+#: Nearest-neighbour scale factor of every PNG grid dpgm writes.
+PNG_SCALE = 4
+#: Grey level of the separators between cells and of empty cells.
+BACKGROUND = 0.5
 
-def image_grid(images: np.ndarray, nrow: int) -> np.ndarray:
-    """Tile images [n, h, w] into one [rows*(h+1)-1, nrow*(w+1)-1] array with 1-pixel gaps."""
-    n, h, w = images.shape
-    rows = -(-n // nrow)
-    grid = np.full((rows * (h + 1) - 1, nrow * (w + 1) - 1), 0.5, dtype=np.float32)
-    for i, img in enumerate(images):
-        r, c = divmod(i, nrow)
-        grid[r * (h + 1): r * (h + 1) + h, c * (w + 1): c * (w + 1) + w] = img
+
+def image_rows(rows: Sequence[np.ndarray], *, scale: int = 1, gap: int = 1) -> np.ndarray:
+    """Tile rows of images (each [n_r, h, w], rows may differ in length or be empty) into one array.
+
+    Every image is scaled ``scale`` times (nearest neighbour); cells are ``gap`` pixels apart;
+    short rows are padded with the background, so row r of the grid is ``rows[r]``.
+    """
+    if scale < 1 or gap < 0:
+        raise ValueError(f"scale must be >= 1 and gap >= 0, got {scale}, {gap}")
+    if not rows:
+        raise ValueError("image_rows: no rows to draw")
+    h, w = (s * scale for s in rows[0].shape[1:])
+    ncol = max(1, max(len(row) for row in rows))
+    grid = np.full((len(rows) * (h + gap) - gap, ncol * (w + gap) - gap), BACKGROUND, dtype=np.float32)
+    for r, row in enumerate(rows):
+        for c, img in enumerate(np.asarray(row, dtype=np.float32)):
+            top, left = r * (h + gap), c * (w + gap)
+            grid[top: top + h, left: left + w] = img.repeat(scale, axis=0).repeat(scale, axis=1)
     return grid
 
 
-def write_png_grid(path: Path, images: np.ndarray, nrow: int) -> None:
-    """Save a grid of images (values in [0, 1]) as a PNG, atomically."""
+def image_grid(images: np.ndarray, nrow: int, *, scale: int = 1, gap: int = 1) -> np.ndarray:
+    """Tile images [n, h, w], ``nrow`` to a row, into one array (see ``image_rows``)."""
+    images = np.asarray(images, dtype=np.float32)
+    return image_rows([images[i: i + nrow] for i in range(0, len(images), nrow)], scale=scale, gap=gap)
+
+
+def save_png(path: Path, grid: np.ndarray) -> None:
+    """Save a grey-level array (values in [0, 1]) as a PNG, atomically."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    plt.imsave(buf, image_grid(np.asarray(images, dtype=np.float32), nrow), cmap="gray", vmin=0, vmax=1, format="png")
+    plt.imsave(buf, grid, cmap="gray", vmin=0, vmax=1, format="png")
     with atomic_write(path, "wb") as fh:
         fh.write(buf.getvalue())
+
+
+def write_png_grid(path: Path, images: np.ndarray, nrow: int, *, scale: int = PNG_SCALE) -> None:
+    """Save a grid of images (values in [0, 1]), ``nrow`` to a row, scaled ``scale`` times, as a PNG."""
+    save_png(path, image_grid(images, nrow, scale=scale))
+
+
+def write_png_rows(path: Path, rows: Sequence[np.ndarray], *, scale: int = PNG_SCALE) -> None:
+    """Save one grid row per entry of ``rows`` (e.g. one per label), scaled ``scale`` times, as a PNG."""
+    save_png(path, image_rows(rows, scale=scale))
 
 
 @torch.no_grad()

@@ -3,6 +3,11 @@
 Pure post-processing: reads only a run's release/ folder (model weights, noisy part sizes,
 item names, privacy report; see artifact.py), never the training data or the run's private/
 folder, and writes nothing to the ledger. Every output file is written atomically and streamed in chunks.
+
+When the run partitioned by label (artifact.PartLabels), each part is one declared label: a
+record's label is its part's, so the labels of a release follow the noisy label histogram (the
+noisy part sizes, already on the ledger). A label request (``labels``, ``per_label``) only
+changes which parts are drawn: still post-processing.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,11 +23,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from dpgm.artifact import FORMATS, ReleasedMixture, load_release
+from dpgm.artifact import FORMATS, PartLabels, ReleasedMixture, load_release
 from dpgm.clustering.base import size_shares
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
-from dpgm.imaging import write_png_grid
+from dpgm.imaging import write_png_grid, write_png_rows
 from dpgm.io import atomic_write, atomic_write_json, check_output
 from dpgm.progress import progress_scope, stage_bar
 
@@ -30,6 +35,9 @@ from dpgm.progress import progress_scope, stage_bar
 #: ``data.min_items`` items: the draws stay within max(MIN_DRAWS, n / MIN_ACCEPTANCE) plus one chunk.
 MIN_DRAWS = 10_000
 MIN_ACCEPTANCE = 0.01
+
+#: One step of a release: (shares over the parts, number of records drawn with them).
+Draw = tuple[np.ndarray, int]
 
 
 def _draw(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
@@ -64,16 +72,18 @@ def sample_chunks(
     *,
     chunk_size: int = 10_000,
     threshold: float | None = None,
+    shares: np.ndarray | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (records uint8 [c, m], parts [c]) chunks totalling ``n`` synthetic records.
 
     Each record's part is drawn with probability proportional to the NOISY part size
-    (DESIGN.md 3.4), then the record from that part's model: Bernoulli draws, or
-    probabilities >= ``threshold`` when one is given. A record with fewer than
-    ``mixture.min_items`` items (``data.min_items``) is rejected and drawn again: the mixture
-    conditioned on that public fact (post-processing); see ``_check_acceptance`` for the bound.
+    (DESIGN.md 3.4), or by ``shares`` when given (see ``draw_plan``), then the record from
+    that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
+    A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
+    drawn again: the mixture conditioned on that public fact (post-processing); see
+    ``_check_acceptance`` for the bound.
     """
-    probs = torch.as_tensor(size_shares(mixture.noisy_sizes), dtype=torch.float64)
+    probs = torch.as_tensor(size_shares(mixture.noisy_sizes) if shares is None else shares, dtype=torch.float64)
     done = drawn = 0
     while done < n:
         records, parts = _draw(mixture, min(chunk_size, n - done), probs, generator, threshold)
@@ -85,6 +95,51 @@ def sample_chunks(
         done += len(records)
         if len(records):
             yield records, parts
+
+
+def _label_parts(mixture: ReleasedMixture, labels: Sequence[int] | None) -> list[int]:
+    """The parts of the requested labels, in the order asked (default: every declared label)."""
+    if mixture.part_labels is None:
+        raise DpgmError("--labels and --per-label need a run partitioned by label (partition.method: label); "
+                        "this run's parts are not labels")
+    wanted = mixture.part_labels.labels if labels is None else dict.fromkeys(labels)
+    return [mixture.part_labels.part_of(int(label)) for label in wanted]
+
+
+def _restricted_shares(shares: np.ndarray, parts: list[int]) -> np.ndarray:
+    """``shares`` kept on ``parts`` and renormalised: the release conditioned on its label being one of
+    them (equal shares when the noisy histogram gives them none)."""
+    kept = np.zeros_like(shares)
+    kept[parts] = shares[parts]
+    total = kept.sum()
+    if total > 0:
+        return kept / total
+    kept[parts] = 1.0 / len(parts)
+    return kept
+
+
+def draw_plan(mixture: ReleasedMixture, n: int | None, *, labels: Sequence[int] | None = None,
+              per_label: int | None = None) -> list[Draw]:
+    """What a release draws, in turn, as (part shares, records) pairs.
+
+    No label request: ``n`` records, parts by noisy size. ``labels``: ``n`` records of those
+    labels, the noisy label histogram renormalised over them. ``per_label``: exactly that many
+    records of each requested label (every declared label by default), in the order asked.
+    """
+    shares = size_shares(mixture.noisy_sizes)
+    if labels is None and per_label is None:
+        return [(shares, n)]
+    parts = _label_parts(mixture, labels)
+    if per_label is None:
+        return [(_restricted_shares(shares, parts), n)]
+    return [(np.eye(len(shares))[j], per_label) for j in parts]
+
+
+def plan_chunks(mixture: ReleasedMixture, plan: list[Draw], generator: torch.Generator, *,
+                threshold: float | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The (records, parts) chunks of every step of ``plan`` in turn (see ``sample_chunks``)."""
+    for shares, count in plan:
+        yield from sample_chunks(mixture, count, generator, threshold=threshold, shares=shares)
 
 
 def sample_dataset(run_dir: str | Path, n: int, *, seed: int | None = None) -> BinaryDataset:
@@ -109,10 +164,25 @@ def _text_stream(raw: IO[bytes], *, gzipped: bool) -> Iterator[io.TextIOBase]:
         target.close()  # writes the gzip trailer; ``raw`` stays open for the atomic rename
 
 
-def _write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], names: list[str]) -> None:
-    fh.write(",".join(names) + "\n")
-    for records, _ in chunks:
-        np.savetxt(fh, records, fmt="%d", delimiter=",")
+def _write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], names: list[str],
+               labels: PartLabels | None) -> None:
+    """Header and 0/1 rows; with label parts, the record's label as the LAST column."""
+    fh.write(",".join(names + ([labels.column] if labels else [])) + "\n")
+    part_label = None if labels is None else np.asarray(labels.labels)
+    for records, parts in chunks:
+        rows = records if part_label is None else np.column_stack((records, part_label[parts]))
+        np.savetxt(fh, rows, fmt="%d", delimiter=",")
+
+
+def _write_png(out: Path, chunks: Iterator[tuple[np.ndarray, np.ndarray]], image_shape: tuple[int, int],
+               rows: list[int] | None) -> None:
+    """An image grid: one row per part in ``rows`` (the requested labels' parts), else a square."""
+    records, parts = (np.concatenate(x) for x in zip(*chunks))
+    images = records.astype(np.float32).reshape(-1, *image_shape)
+    if rows is None:
+        write_png_grid(out, images, nrow=int(np.ceil(np.sqrt(len(images)))))
+    else:
+        write_png_rows(out, [images[parts == j] for j in rows])
 
 
 def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], ids: list[int]) -> None:
@@ -122,57 +192,82 @@ def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np
         fh.writelines(" ".join(map(str, ids_array[np.flatnonzero(row)])) + "\n" for row in records)
 
 
-def release(
-    run_dir: str | Path,
-    out: str | Path,
-    n: int,
-    *,
-    fmt: str = "csv",
-    seed: int | None = None,
-    threshold: float | None = None,
-    progress: bool = True,
-    mkdir: bool = False,
-) -> dict[str, Any]:
-    """Draw ``n`` records from a run's mixture into ``out`` and put the privacy report beside it.
-
-    ``out`` ending in .gz is gzip-compressed; its folder must exist unless ``mkdir``.
-    """
-    if n < 1:
+def _check_request(n: int | None, per_label: int | None, fmt: str, threshold: float | None) -> None:
+    """One-line errors for a request that makes no sense, before anything is loaded."""
+    if (n is None) == (per_label is None):
+        raise DpgmError("give either --n (records in all) or --per-label (records of each label), not both"
+                        if n is not None else "--n is required (or --per-label N for N records of each label)")
+    if n is not None and n < 1:
         raise DpgmError(f"--n must be >= 1, got {n}")
+    if per_label is not None and per_label < 1:
+        raise DpgmError(f"--per-label must be >= 1, got {per_label}")
     if fmt not in FORMATS:
         raise DpgmError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if threshold is not None and not 0 < threshold < 1:
         raise DpgmError(f"--threshold must be in (0, 1), got {threshold}")
+
+
+def release(
+    run_dir: str | Path,
+    out: str | Path,
+    n: int | None,
+    *,
+    fmt: str = "csv",
+    seed: int | None = None,
+    threshold: float | None = None,
+    labels: Sequence[int] | None = None,
+    per_label: int | None = None,
+    progress: bool = True,
+    mkdir: bool = False,
+) -> dict[str, Any]:
+    """Draw records from a run's mixture into ``out`` and put the privacy report beside it.
+
+    ``n`` records in all, or ``per_label`` of each label (see ``draw_plan``; ``labels`` picks
+    the labels of a run partitioned by label). ``out`` ending in .gz is gzip-compressed; its
+    folder must exist unless ``mkdir``.
+    """
+    _check_request(n, per_label, fmt, threshold)
     check_output(Path(out), mkdir=mkdir)
     mixture = load_release(run_dir)
     if fmt == "png" and mixture.image_shape is None:
         raise DpgmError("--format png needs image data; this run's records are not images")
+    plan = draw_plan(mixture, n, labels=labels, per_label=per_label)
+    rows = None if mixture.part_labels is None else _label_parts(mixture, labels)
+    total = sum(count for _, count in plan)
     generator = torch.Generator()
     generator.manual_seed(seed if seed is not None else int(torch.seed()))
     out = Path(out)
     spent = float(mixture.report["epsilon"])  # the run's; a release spends nothing more
     with progress_scope(enabled=progress, epsilon=lambda: spent):
-        bar = stage_bar("sampling", n, unit="rec")
+        bar = stage_bar("sampling", total, unit="rec")
 
     def counted(chunks):
         for chunk in chunks:
             bar.advance(len(chunk[0]))
             yield chunk
 
-    chunks = counted(sample_chunks(mixture, n, generator, threshold=threshold))
+    chunks = counted(plan_chunks(mixture, plan, generator, threshold=threshold))
     if fmt == "png":
-        records = np.concatenate([r for r, _ in chunks]).astype(np.float32)
-        write_png_grid(out, records.reshape(-1, *mixture.image_shape), nrow=int(np.ceil(np.sqrt(n))))
+        _write_png(out, chunks, mixture.image_shape, rows)
     else:
         with atomic_write(out, "wb") as raw, _text_stream(raw, gzipped=out.name.endswith(".gz")) as fh:
             if fmt == "csv":
-                _write_csv(fh, chunks, mixture.item_names)
+                _write_csv(fh, chunks, mixture.item_names, mixture.part_labels)
             else:
                 _write_transactions(fh, chunks, mixture.item_ids)
     bar.close()
     report = dict(mixture.report)
-    report["release"] = {"records": n, "format": fmt, "sampling_seed_fixed": seed is not None,
+    report["release"] = {"records": total, "format": fmt, "sampling_seed_fixed": seed is not None,
                          "threshold": threshold, "min_items": mixture.min_items,
+                         "labels": _released_labels(mixture, rows, fmt), "per_label": per_label,
                          "note": "post-processing of the trained models: no extra privacy cost"}
     atomic_write_json(Path(f"{out}.privacy.json"), report)
     return report
+
+
+def _released_labels(mixture: ReleasedMixture, rows: list[int] | None, fmt: str) -> dict[str, Any] | None:
+    """The release's labels for its report: the labels drawn and, for csv, the label column."""
+    if rows is None:
+        return None
+    return {"labels": [mixture.part_labels.labels[j] for j in rows],
+            "column": mixture.part_labels.column if fmt == "csv" else None}

@@ -32,8 +32,20 @@ def release_markdown(release: dict[str, Any]) -> str:
         "## This release", "",
         (f"{release['records']} synthetic records ({release['format']}), drawn from the trained models with "
          f"{seed}. Drawing from the released models is post-processing: it costs no privacy beyond the "
-         f"run's epsilon above.{rule}"),
+         f"run's epsilon above.{rule}{_labels_sentence(release)}"),
     ]) + "\n"
+
+
+def _labels_sentence(release: dict[str, Any]) -> str:
+    """What a release by label says about its labels (empty for a run not partitioned by label)."""
+    drawn = release.get("labels")
+    if not drawn:
+        return ""
+    names = ", ".join(map(str, drawn["labels"]))
+    how = (f"{release['per_label']} records of each" if release.get("per_label")
+           else "in proportion to the noisy label histogram (the run's noisy part sizes)")
+    column = f" The label is the last column, {drawn['column']!r}." if drawn.get("column") else ""
+    return f" Labels {names}: {how}.{column}"
 
 
 def dpgm_version() -> tuple[str, str | None]:

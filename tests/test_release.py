@@ -75,8 +75,8 @@ def test_transactions_and_png_and_threshold(trained_run, tmp_path):
     [(records, _)] = list(rel.sample_chunks(mixture, 16, g, threshold=0.5))
     np.testing.assert_array_equal(records, rows)
     grid = matplotlib.image.imread(png)[..., 0]
-    assert grid.shape == (4 * 9 - 1, 4 * 9 - 1)  # 4 x 4 images of 8 x 8 with 1-pixel gaps
-    np.testing.assert_allclose(grid[:8, :8], rows[0].reshape(8, 8), atol=1e-6)
+    assert grid.shape == (4 * 33 - 1, 4 * 33 - 1)  # 4 x 4 images of 8 x 8, scaled 4 times, 1-pixel gaps
+    np.testing.assert_allclose(grid[:32:4, :32:4], rows[0].reshape(8, 8), atol=1e-6)
 
 
 def test_killed_release_leaves_no_partial_file(trained_run, tmp_path, monkeypatch):
@@ -166,3 +166,105 @@ def test_generate_summary_prints_the_runs_report_and_the_release(trained_run, tm
                                    "--no-progress"]) == 2
     assert "no release/privacy_report.md" in capsys.readouterr().err
     assert not (tmp_path / "o.csv").exists()  # refused before drawing
+
+
+# ---------------------------------------------------------------- runs partitioned by label
+
+
+@pytest.fixture(scope="module")
+def labelled_run(tmp_path_factory):
+    """A tiny digits run with one part (and one VAE) per label 0..9."""
+    tmp = tmp_path_factory.mktemp("labelled")
+    cfg = tiny_config(tmp, **{"name": "labels", "partition.method": "label", "partition.k": 10,
+                              "partition.noise_multiplier": 2.0})
+    run_dir, _ = run_mod.train(cfg, progress=False)
+    return run_dir
+
+
+def csv_labels(path: Path) -> tuple[list[str], np.ndarray]:
+    """The header and the label column (the last) of a labelled CSV release."""
+    header = path.read_text().split("\n", 1)[0].split(",")
+    return header, np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64)[:, -1]
+
+
+def test_labelled_csv_release_follows_the_noisy_label_histogram(labelled_run, tmp_path):
+    """20,000 records: the label column is last, holds declared labels only, and its shares are the
+    released noisy label histogram's (the noisy part sizes of the release, as the report shows them)."""
+    out = tmp_path / "syn.csv"
+    report = rel.release(labelled_run, out, 20_000, seed=0, progress=False)
+    header, labels = csv_labels(out)
+    assert header[-1] == "label" and header[:-1] == [f"px{j}" for j in range(64)]
+    assert set(np.unique(labels)) <= set(range(10)) and len(labels) == 20_000
+    noisy = rel.load_release(labelled_run).noisy_sizes
+    assert noisy.tolist() == report["noisy_part_sizes"]
+    assert np.bincount(labels, minlength=10) / len(labels) == pytest.approx(size_shares(noisy), abs=0.015)
+    assert report["release"]["labels"] == {"labels": list(range(10)), "column": "label"}
+
+
+def test_labels_restrict_the_release_and_renormalise_the_histogram(labelled_run, tmp_path):
+    out = tmp_path / "syn.csv"
+    rel.release(labelled_run, out, 6000, seed=1, labels=[7, 0, 3], progress=False)
+    _, labels = csv_labels(out)
+    shares = size_shares(rel.load_release(labelled_run).noisy_sizes)[[0, 3, 7]]
+    observed = np.bincount(labels, minlength=10)
+    assert observed.sum() == observed[[0, 3, 7]].sum() == 6000
+    assert observed[[0, 3, 7]] / 6000 == pytest.approx(shares / shares.sum(), abs=0.025)
+
+
+def test_per_label_draws_exactly_n_of_each_label(labelled_run, tmp_path):
+    out = tmp_path / "syn.csv"
+    report = rel.release(labelled_run, out, None, seed=2, labels=[3, 1], per_label=7, progress=False)
+    _, labels = csv_labels(out)
+    assert labels.tolist() == [3] * 7 + [1] * 7  # in the order asked
+    assert report["release"]["records"] == 14 and report["release"]["per_label"] == 7
+    rel.release(labelled_run, out, None, seed=2, per_label=3, progress=False)
+    assert np.bincount(csv_labels(out)[1]).tolist() == [3] * 10  # every declared label
+
+
+def test_labelled_png_has_one_scaled_row_per_label(labelled_run, tmp_path):
+    """Each row holds the samples of one label; an 8x8 digit is a 32x32 cell, 1-pixel separators."""
+    png = tmp_path / "grid.png"
+    rel.release(labelled_run, png, None, fmt="png", seed=3, labels=[0, 3, 7], per_label=5, progress=False)
+    grid = matplotlib.image.imread(png)[..., 0]
+    assert grid.shape == (3 * 33 - 1, 5 * 33 - 1)
+    csv = tmp_path / "same.csv"
+    rel.release(labelled_run, csv, None, seed=3, labels=[0, 3, 7], per_label=5, progress=False)
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1)
+    second_row_first_digit = rows[5, :64].reshape(8, 8)  # label 3's first sample
+    np.testing.assert_allclose(grid[33:65:4, 0:32:4], second_row_first_digit, atol=1e-6)
+    rel.release(labelled_run, png, 30, fmt="png", seed=3, progress=False)  # following the histogram: ten rows
+    assert matplotlib.image.imread(png).shape[0] == 10 * 33 - 1
+
+
+def test_label_requests_are_one_line_errors(labelled_run, trained_run, tmp_path, capsys):
+    from tests.test_train_cli import load_script
+
+    generate = load_script("generate")
+    out = tmp_path / "syn.csv"
+    cases = [
+        ([labelled_run, "--n", "10", "--labels", "0,12"], "12 is not a declared label (this run's labels: 0,1,2,3,4,5,6,7,8,9)"),
+        ([labelled_run, "--n", "10", "--labels", "zero"], "comma-separated integer labels"),
+        ([labelled_run, "--n", "10", "--per-label", "3"], "not both"),
+        ([labelled_run], "--n is required"),
+        ([labelled_run, "--per-label", "0"], "--per-label must be >= 1"),
+        ([trained_run, "--n", "10", "--labels", "1"], "need a run partitioned by label"),
+        ([trained_run, "--per-label", "2"], "need a run partitioned by label"),
+    ]
+    for (run, *args), message in cases:
+        code = run_cli(generate.main, ["--run", str(run), *args, "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error:") and message in err and err.count("\n") == 1, err
+        assert not out.exists()
+
+
+def test_generate_cli_per_label_and_summary(labelled_run, tmp_path, capsys):
+    from tests.test_train_cli import load_script
+
+    generate = load_script("generate")
+    out = tmp_path / "syn.csv"
+    assert run_cli(generate.main, ["--run", str(labelled_run), "--per-label", "4", "--labels", "2,5", "--out",
+                                   str(out), "--seed", "1", "--summary", "--no-progress"]) == 0
+    shown = capsys.readouterr().out
+    assert "wrote 8 records" in shown
+    assert "Labels 2, 5: 4 records of each. The label is the last column, 'label'." in shown
+    assert np.bincount(csv_labels(out)[1]).tolist() == [0, 0, 4, 0, 0, 4]

@@ -25,6 +25,7 @@ import yaml
 
 from dpgm.artifact import (
     CONFIG_FILE,
+    LABEL_COLUMN,
     LEDGER_FILE,
     MODELS_FILE,
     NOT_PRIVATE,
@@ -32,6 +33,7 @@ from dpgm.artifact import (
     SAMPLES_FILE,
     SUMMARY_FILE,
     TENSORBOARD_DIR,
+    PartLabels,
     RunLayout,
     save_models,
 )
@@ -155,6 +157,15 @@ def _calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -
             f"privacy.target_epsilon = {cfg.privacy.target_epsilon} cannot cover {steps} training steps "
             f"after the partition stage ({exc}); with adaptive clipping the DPNorm histogram alone may "
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
+
+
+def part_labels(cfg: Config) -> PartLabels | None:
+    """Each part's label when the parts are labels (partition.method 'label': part j holds label
+    j, the declared set 0..k-1), else None; the CSV label column keeps the data's name for it."""
+    if cfg.partition.method != "label":
+        return None
+    column = cfg.data.label_column if cfg.data.source == "csv" and cfg.data.label_column else LABEL_COLUMN
+    return PartLabels(labels=tuple(range(cfg.partition.k)), column=column)
 
 
 def _sizes_table(sizes: np.ndarray) -> str:
@@ -419,7 +430,7 @@ class TrainingRun:
         folder = self.layout.release
         save_models(folder, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
                     self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"),
-                    min_items=self.cfg.data.min_items)
+                    min_items=self.cfg.data.min_items, part_labels=part_labels(self.cfg))
         self.accountant.ledger.save(folder / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
         atomic_write_json(folder / REPORT_FILE, report)

@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import matplotlib.image
 import pytest
 import torch
 
@@ -92,6 +93,8 @@ def test_run_directory_and_ledger(tmp_path):
     assert saved["epsilon"] == pytest.approx(saved["epsilon_by_bound"]["joint"])
     payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
     assert len(payload["state_dicts"]) == 2
+    # one row of 8 samples per part, each 8x8 digit scaled 4 times (32 x 32), 1-pixel separators
+    assert matplotlib.image.imread(run_dir / "release" / "samples.png").shape[:2] == (2 * 33 - 1, 8 * 33 - 1)
 
 
 def test_alternate_schedule_and_rbm(tmp_path):
@@ -181,3 +184,13 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
     release(run_dir, tmp_path / "syn.txt", 200, fmt="transactions", seed=0, progress=False)
     written = {int(t) for line in (tmp_path / "syn.txt").read_text().splitlines() for t in line.split()}
     assert written and written <= set(chosen) and max(written) > 19
+
+
+def test_a_run_by_label_releases_each_parts_label(tmp_path):
+    """Part j holds label j; a CSV source keeps its own label column's name for the release."""
+    assert run_mod.part_labels(tiny_config(tmp_path)) is None  # k-means parts are not labels
+    by_label = run_mod.part_labels(tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3}))
+    assert by_label.labels == (0, 1, 2) and by_label.column == "label"
+    csv = tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3, "data.source": "csv",
+                                   "data.path": "x.csv", "data.label_column": "digit"})
+    assert run_mod.part_labels(csv).column == "digit"
