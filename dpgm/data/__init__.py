@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dpgm.data.csv import load_csv
-from dpgm.data.dataset import BinaryDataset, drop_short_records
+from dpgm.data.dataset import BinaryDataset, drop_short_records, drop_undeclared_labels
 from dpgm.data.digits import load_digits
 from dpgm.data.mnist import load_mnist
 from dpgm.data.paths import data_dir, resolve_data_path
@@ -25,6 +25,7 @@ __all__ = [
     "BinaryDataset",
     "data_dir",
     "drop_short_records",
+    "drop_undeclared_labels",
     "item_counts",
     "load_csv",
     "load_dataset",

@@ -114,3 +114,17 @@ def drop_short_records(dataset: BinaryDataset, min_items: int) -> BinaryDataset:
     if keep.size == 0:
         raise DataError(f"{dataset.where}: no record holds data.min_items = {min_items} items")
     return dataset.subset(keep)
+
+
+def drop_undeclared_labels(dataset: BinaryDataset, k: int) -> BinaryDataset:
+    """The records whose label lies in the declared set 0..k-1 (``partition.k`` labels).
+
+    Like ``drop_short_records``, a rule applied to each record alone (DP under add/remove is
+    kept), and the number dropped is never shown: an error naming an undeclared label would
+    tell whoever reads it something about the private records.
+    """
+    if dataset.labels is None:
+        return dataset
+    labels = np.asarray(dataset.labels)
+    keep = np.flatnonzero((labels >= 0) & (labels < k))
+    return dataset if keep.size == dataset.n_records else dataset.subset(keep)

@@ -42,6 +42,7 @@ from dpgm.clustering.base import Partition
 from dpgm.config import Config, load_config
 from dpgm.data import (
     drop_short_records,
+    drop_undeclared_labels,
     load_dataset,
     load_public_sample,
     noisy_top_item_ids,
@@ -208,6 +209,8 @@ class TrainingRun:
         self._spent_before = spent_before
         with self.shown():
             self.data = drop_short_records(data, cfg.data.min_items) if data is not None else load_dataset(cfg.data)
+            if cfg.partition.method == "label":  # records outside the declared label set: out of the domain
+                self.data = drop_undeclared_labels(self.data, cfg.partition.k)
         self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
         self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
