@@ -1,7 +1,7 @@
 """Leave-one-dataset-out (LODO) check of the generic rules (issue 17): choose without X, test on X.
 
 A candidate is a patch of ``dpgm.rules`` constants (the budget shares, records per part, steps,
-...). For each dataset, fit size and candidate, ``configs/transactions.yaml`` (``rules: public``)
+...) over BASE, the rules before the search. For each dataset, fit size and candidate, ``configs/transactions.yaml`` (``rules: public``)
 is trained on records drawn from a random half of the dataset (all of that half, or a subsample
 of ``--sizes`` records) and answers ``--queries`` counting queries on the OTHER half, next to
 independent marginals fitted on the same records at the same (epsilon, delta). A candidate's
@@ -36,7 +36,9 @@ from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
 from dpgm.training.run import train
 
-#: Candidates: patches of dpgm.rules constants ({} is the shipped rules).
+#: The rules before this search (session 5); every candidate patches them.
+BASE: dict[str, Any] = {"RECORDS_PER_PART": 10_000, "MIN_TRAINING_SCALE": 0, "LENGTHS_SHARE": 0.0}
+#: Candidates: patches of BASE ("default" is BASE itself).
 CANDIDATES: dict[str, dict[str, Any]] = {
     "default": {},
     "steps600": {"STEPS": 600},
@@ -46,6 +48,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "steps600_parts5k": {"STEPS": 600, "RECORDS_PER_PART": 5_000},
     "indep1e4": {"MIN_TRAINING_SCALE": 10_000},  # N eps < 1e4: independent items, no DP-SGD
     "parts5k_indep1e4": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000},
+    # the release follows a noisy record-length histogram (5% of rho, from DP-SGD's or the means' share)
+    "parts5k_indep1e4_lengths5": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000, "LENGTHS_SHARE": 0.05},
 }
 
 
@@ -74,7 +78,7 @@ def run_setting(name: str, size: int | None, args: argparse.Namespace, rows: lis
                               rng=np.random.default_rng([seed, 2]), options=BaselineOptions())
         evaluation.add(key, syn)
         for cand in args.candidates:
-            old = patched(CANDIDATES[cand])
+            old = patched({**BASE, **CANDIDATES[cand]})
             start = time.perf_counter()
             try:
                 with tempfile.TemporaryDirectory() as tmp:

@@ -120,6 +120,7 @@ class ModelConfig:
     output_bias: Literal["noisy_mean", "default"] = opt("noisy_mean", "initial output bias of each part's model (VAE decoder, RBM visible units): noisy_mean = logit of the part's noisy mean record (one Gaussian release, ledger stage part_means; Hinton 2010 sec. 8.1); default = the layer's usual initialisation, no privacy cost")
     mean_noise_multiplier: float = opt(20.0, "noisy_mean: noise std / L2 sensitivity of the per-part record sums")
     mean_clip: float | None = opt(None, "noisy_mean: L2 bound on each record in the sums (a public bound, e.g. 12 for MNIST digits; null: sqrt(number of items), never clips)")
+    length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths (Gaussian with this multiplier, L2 sensitivity 1; ledger stage record_lengths) and draw synthetic records so that their lengths follow it (post-processing); null: off")
     calibrate: bool = opt(False, "noisy_mean: after training, shift each part's output bias so that its model's expected item frequencies equal the part's noisy mean (post-processing, no privacy cost; good for sparse records, where DP-SGD noise makes item frequencies drift; leave off for images, where zero-mean pixels have noisy means)")
 
     def validate(self) -> None:
@@ -130,6 +131,8 @@ class ModelConfig:
         _require(self.chains >= 1, "model", "chains", "must be >= 1")
         _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
         _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
+        _require(self.length_noise_multiplier is None or self.length_noise_multiplier > 0, "model",
+                 "length_noise_multiplier", "must be > 0")
         _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
         _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",

@@ -36,6 +36,9 @@ from dpgm.progress import progress_scope, stage_bar
 MIN_DRAWS = 10_000
 MIN_ACCEPTANCE = 0.01
 
+#: Rounds of draws, at most, to fill each length's share when the release follows a record-length histogram.
+LENGTH_ROUNDS = 5
+
 #: One step of a release: (shares over the parts, number of records drawn with them).
 Draw = tuple[np.ndarray, int]
 
@@ -81,20 +84,77 @@ def sample_chunks(
     that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
     drawn again: the mixture conditioned on that public fact (post-processing); see
-    ``_check_acceptance`` for the bound.
+    ``_check_acceptance`` for the bound. When the run released a record-length histogram
+    (``model.length_noise_multiplier``), the kept records follow it (``_draw_following``).
     """
     probs = torch.as_tensor(size_shares(mixture.noisy_sizes) if shares is None else shares, dtype=torch.float64)
+    lengths = _length_targets(mixture)
     done = drawn = 0
     while done < n:
-        records, parts = _draw(mixture, min(chunk_size, n - done), probs, generator, threshold)
-        drawn += len(records)
+        c = min(chunk_size, n - done)
+        if lengths is None:
+            records, parts = _draw(mixture, c, probs, generator, threshold)
+            drawn += len(records)
+            if mixture.min_items > 0:
+                keep = records.sum(axis=1, dtype=np.int64) >= mixture.min_items
+                records, parts = records[keep], parts[keep]
+        else:
+            records, parts, tried = _draw_following(mixture, c, probs, generator, threshold, lengths)
+            drawn += tried
         if mixture.min_items > 0:
-            keep = records.sum(axis=1, dtype=np.int64) >= mixture.min_items
-            records, parts = records[keep], parts[keep]
             _check_acceptance(done + len(records), drawn, mixture.min_items)
         done += len(records)
         if len(records):
             yield records, parts
+
+
+def _length_targets(mixture: ReleasedMixture) -> torch.Tensor | None:
+    """The noisy record-length shares the release follows (none below ``min_items``), or None."""
+    if mixture.length_shares is None:
+        return None
+    shares = torch.as_tensor(mixture.length_shares, dtype=torch.float64).clone()
+    shares[: mixture.min_items] = 0.0
+    return shares / shares.sum() if float(shares.sum()) > 0 else None
+
+
+def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
+                    threshold: float | None, shares: torch.Tensor) -> tuple[np.ndarray, np.ndarray, int]:
+    """Up to ``c`` records whose lengths follow ``shares``, their parts, and how many were drawn.
+
+    Each of the c slots draws a length from ``shares``. Rounds of c draws fill each length's slots
+    with drawn records of that length, in draw order (the draws are independent, so these are
+    random ones), for at most LENGTH_ROUNDS rounds; slots still open then take the last round's
+    unused records of at least ``min_items`` items. The result is shuffled, so the output order
+    says nothing about lengths. Post-processing of the models and of the released histogram.
+    """
+    want = torch.bincount(torch.multinomial(shares, c, replacement=True, generator=generator),
+                          minlength=len(shares)).numpy()
+    kept: list[tuple[np.ndarray, np.ndarray]] = []
+    rounds = 0
+    while rounds < LENGTH_ROUNDS and want.any():
+        rounds += 1
+        records, parts = _draw(mixture, c, probs, generator, threshold)
+        lengths = records.sum(axis=1, dtype=np.int64)
+        pick = take_lengths(lengths, want)
+        want -= np.bincount(lengths[pick], minlength=len(want))
+        kept.append((records[pick], parts[pick]))
+    if want.any():  # the models rarely draw some lengths: fill with what they do draw
+        unused = np.setdiff1d(np.flatnonzero(lengths >= mixture.min_items), pick, assume_unique=True)
+        fill = unused[: int(want.sum())]
+        kept.append((records[fill], parts[fill]))
+    records, parts = np.concatenate([r for r, _ in kept]), np.concatenate([p for _, p in kept])
+    order = torch.randperm(len(records), generator=generator).numpy()
+    return records[order], parts[order], c * rounds
+
+
+def take_lengths(lengths: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Indices of the first want[l] records of each length l (fewer where there are fewer), in draw order."""
+    order = np.argsort(lengths, kind="stable")
+    starts = np.searchsorted(lengths[order], np.arange(len(want)))
+    have = np.bincount(lengths, minlength=len(want))[: len(want)]
+    take = np.minimum(want, have)
+    parts = [order[s: s + t] for s, t in zip(starts, take) if t]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _label_parts(mixture: ReleasedMixture, labels: Sequence[int] | None) -> list[int]:

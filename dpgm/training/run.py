@@ -64,6 +64,7 @@ from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 from dpgm.training.part_means import calibrate_to_means, noisy_part_means, start_at_means
+from dpgm.training.record_lengths import noisy_length_shares
 
 ITEMS_STAGE = "items"
 
@@ -260,6 +261,10 @@ class TrainingRun:
                 clip=cfg.model.mean_clip, noise_multiplier=cfg.model.mean_noise_multiplier,
                 accountant=self.accountant, rng=rng,
             )
+        self.length_shares = None
+        if cfg.model.length_noise_multiplier is not None:
+            self.length_shares = noisy_length_shares(self.data.records, noise_multiplier=cfg.model.length_noise_multiplier,
+                                                     accountant=self.accountant, rng=rng)
         if cfg.privacy.target_epsilon is not None and self.steps > 0:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
         self._build_trainer()
@@ -315,6 +320,8 @@ class TrainingRun:
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
         means = checkpoint["noisy_means"]
         self.means = None if means is None else means.numpy()
+        lengths = checkpoint.get("length_shares")
+        self.length_shares = None if lengths is None else lengths.numpy()
         self.step = int(checkpoint["step"])
         self._build_trainer()
         self.trainer.load_state_dict(checkpoint["trainer"])
@@ -330,6 +337,7 @@ class TrainingRun:
             "noisy_sizes": torch.as_tensor(self.partition.noisy_sizes),
             "columns": torch.as_tensor(self.columns),
             "noisy_means": None if self.means is None else torch.as_tensor(self.means),
+            "length_shares": None if self.length_shares is None else torch.as_tensor(self.length_shares),
             "generator": self.generator.get_state(),
             "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
         }
@@ -433,7 +441,8 @@ class TrainingRun:
         folder = self.layout.release
         save_models(folder, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
                     self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"),
-                    min_items=self.cfg.data.min_items, part_labels=part_labels(self.cfg))
+                    min_items=self.cfg.data.min_items, part_labels=part_labels(self.cfg),
+                    length_shares=self.length_shares)
         self.accountant.ledger.save(folder / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
         atomic_write_json(folder / REPORT_FILE, report)

@@ -1,0 +1,42 @@
+"""Noisy histogram of record lengths (one release): the release draws records to follow it.
+
+A generative model gives every item a small probability, so its records' lengths (number of
+items) drift from the data's: sparse data get empty records that no real record matches, and
+queries over many items ("holds any of these items") undercount. The histogram of lengths
+0..n_items is one Gaussian mechanism of L2 sensitivity 1 (adding or removing a record changes
+one bin by one), charged before the noise is drawn; its noisy counts are projected onto
+non-negative ones with the same total (no mass added) and normalised. The release then keeps,
+from a surplus of drawn records, as many of each length as the histogram asks (post-processing,
+dpgm/release.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.mechanisms import gaussian_release, project_to_total
+
+#: Ledger stage of this release.
+STAGE = "record_lengths"
+
+
+def record_lengths(records: Any) -> np.ndarray:
+    """Number of items of each record [n]."""
+    if sp.issparse(records):
+        return np.asarray((records != 0).sum(axis=1)).ravel().astype(np.int64)
+    return (np.asarray(records) != 0).sum(axis=1).astype(np.int64)
+
+
+def noisy_length_shares(records: Any, *, noise_multiplier: float, accountant: Accountant,
+                        rng: np.random.Generator) -> np.ndarray:
+    """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release."""
+    n_items = records.shape[1]
+    counts = np.bincount(record_lengths(records), minlength=n_items + 1).astype(np.float64)
+    noisy = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
+                             accountant=accountant, stage=STAGE, rng=rng)
+    kept = project_to_total(noisy, max(float(noisy.sum()), 1.0))
+    return kept / kept.sum()
