@@ -1,0 +1,67 @@
+"""benchmarks/train_on_synthetic.py (issue 14): it refuses to select on the test set, and a tiny run works."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "train_on_synthetic.py"
+
+
+def _load_benchmark():
+    """The script as a module (benchmarks import provenance by its plain name, so the folder goes on the path)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("train_on_synthetic", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_selecting_on_the_test_set_is_refused_before_any_data_is_loaded(tmp_path):
+    env = {**os.environ, "DPGM_DATA_DIR": str(tmp_path / "absent"), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(SCRIPT), "--select-on", "test", "--json", str(tmp_path / "x.json")],
+                         check=False, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert out.stderr.startswith("selecting on the test set is not allowed: ")
+    assert out.stderr.count("\n") == 1
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_the_classifier_itself_refuses_the_test_set():
+    import numpy as np
+    import pytest
+
+    tos = _load_benchmark()
+    with pytest.raises(tos.Refused, match="test set"):
+        tos.train_classifier(np.zeros((4, 64)), np.zeros(4, dtype=int), (8, 8), epochs=1, seed=0, select_on="test")
+
+
+def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys):
+    tos = _load_benchmark()
+    path, png = tmp_path / "tos.json", tmp_path / "tos.png"
+    code = tos.main(["--dataset", "digits", "--epsilons", "10", "--seeds", "1", "--release", "500",
+                     "--classifier-epochs", "2", "--select-on", "validation", "--json", str(path), "--png", str(png)])
+    assert code == 0
+    payload = json.loads(path.read_text())
+    results = payload["results"]
+    assert sorted(r["method"] for r in results) == ["dpgm", "nonprivate", "real"]
+    for r in results:
+        assert {"epsilon", "seed", "method", "accuracy", "seconds"} <= set(r)
+        assert 0.0 <= r["accuracy"] <= 1.0
+        assert r["seconds"] > 0
+        assert r["seed"] == 0
+    assert next(r for r in results if r["method"] == "dpgm")["epsilon"] == 10.0
+    spent = next(p for p in payload["privacy"] if p["method"] == "dpgm")
+    assert spent["epsilon_spent"] <= 10.0 + 1e-6 and spent["delta"] == 1e-5
+    assert payload["provenance"]["torch_threads"] == 1
+    assert png.stat().st_size > 0
+    assert "threads: 1" in capsys.readouterr().out
