@@ -77,9 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_release(args.run)  # paths first: a bad one fails in well under a second, before torch loads
     check_output(Path(args.out), mkdir=args.mkdir)
     summary = read_summary(args.run) if args.summary else None  # before the work: a missing one fails fast
-    from dpgm.release import release
+    from dpgm.api import write_release
 
-    report = release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
+    report = write_release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
                      threshold=args.threshold, labels=labels, per_label=args.per_label,
                      progress=not args.no_progress, mkdir=args.mkdir)
     if "warning" in report:

@@ -13,8 +13,8 @@ import json
 import sys
 from collections.abc import Sequence
 
+from dpgm.api import resume, train
 from dpgm.cli import run_cli
-from dpgm.config import load_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -48,19 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.overrides:
             print("error: --set cannot change a run being resumed", file=sys.stderr)
             return 2
-        from dpgm.training.run import (
-            resume,  # after the argument checks: torch takes seconds to load
-        )
-
-        run_dir, report = resume(args.resume, progress=not args.no_progress)
+        run_dir, report = resume(args.resume, progress=not args.no_progress)  # torch loads only now
     else:
         flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download,
                  "keep_private=true": args.keep_private, "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
         overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
-        cfg = load_config(args.config, overrides)  # a bad config fails before torch loads
-        from dpgm.training.run import train
-
-        run_dir, report = train(cfg, progress=not args.no_progress)
+        run_dir, report = train(args.config, overrides=overrides, progress=not args.no_progress)  # config checked first
     if "warning" in report:
         print(report["warning"])
     print(f"release (safe to share): {run_dir}/release; privacy report for people: {run_dir}/release/privacy_report.md")

@@ -1,6 +1,8 @@
 """The Python API: ``dpgm.fit(data, ...) -> Release``, ``Release.sample``, ``Release.save``, ``dpgm.load``.
 
-In the style of scikit-learn and smartnoise-synth; the CLIs run the same pipeline. ``fit``
+In the style of scikit-learn and smartnoise-synth. The command-line fronts are thin layers over
+``train``, ``resume`` and ``write_release`` below (run directories with checkpoints, as
+train.py and generate.py need them); ``fit`` runs the same pipeline in a temporary directory. ``fit``
 trains one run (partition, part means, DP-SGD, all charged to one ledger) and returns its
 release: the only thing a user may share. Data: a dense 0/1 array, a scipy sparse matrix, a
 pandas DataFrame of 0/1 columns (its column names become the item names) or a BinaryDataset.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +75,31 @@ class Release:
             raise ConfigError(f"save: {target} already exists")
         shutil.copytree(self.folder, target)
         return target
+
+
+def train(config: str | Path, *, overrides: Sequence[str] = (), progress: bool = True) -> tuple[Path, dict[str, Any]]:
+    """Train a run from a config file or shipped name (``--set`` style ``overrides``) into
+    runs_dir/name; returns the run directory and its privacy report. The config is checked
+    before torch loads, so a bad one fails at once."""
+    cfg = load_config(config, list(overrides))
+    from dpgm.training.run import train as train_run
+
+    return train_run(cfg, progress=progress)
+
+
+def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
+    """Continue an interrupted run from its last checkpoint; returns its directory and privacy report."""
+    from dpgm.training.run import resume as resume_run
+
+    return resume_run(run_dir, progress=progress)
+
+
+def write_release(run: str | Path, out: str | Path, n: int | None, **options: Any) -> dict[str, Any]:
+    """Draw synthetic records from a run's release into the file ``out`` (``dpgm.release.release``'s
+    options: fmt, seed, threshold, labels, per_label, progress, mkdir); returns the release's report."""
+    from dpgm.release import release
+
+    return release(run, out, n, **options)
 
 
 def load(directory: str | Path) -> Release:
