@@ -12,11 +12,9 @@ dpgm/release.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-import scipy.sparse as sp
 
+from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release, project_to_total
 
@@ -24,18 +22,10 @@ from dpgm.privacy.mechanisms import gaussian_release, project_to_total
 STAGE = "record_lengths"
 
 
-def record_lengths(records: Any) -> np.ndarray:
-    """Number of items of each record [n]."""
-    if sp.issparse(records):
-        return np.asarray((records != 0).sum(axis=1)).ravel().astype(np.int64)
-    return (np.asarray(records) != 0).sum(axis=1).astype(np.int64)
-
-
-def noisy_length_shares(records: Any, *, noise_multiplier: float, accountant: Accountant,
+def noisy_length_shares(data: BinaryDataset, *, noise_multiplier: float, accountant: Accountant,
                         rng: np.random.Generator) -> np.ndarray:
     """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release."""
-    n_items = records.shape[1]
-    counts = np.bincount(record_lengths(records), minlength=n_items + 1).astype(np.float64)
+    counts = np.bincount(data.record_lengths(), minlength=data.n_items + 1).astype(np.float64)
     noisy = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
                              accountant=accountant, stage=STAGE, rng=rng)
     kept = project_to_total(noisy, max(float(noisy.sum()), 1.0))

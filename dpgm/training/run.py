@@ -263,7 +263,7 @@ class TrainingRun:
             )
         self.length_shares = None
         if cfg.model.length_noise_multiplier is not None:
-            self.length_shares = noisy_length_shares(self.data.records, noise_multiplier=cfg.model.length_noise_multiplier,
+            self.length_shares = noisy_length_shares(self.data, noise_multiplier=cfg.model.length_noise_multiplier,
                                                      accountant=self.accountant, rng=rng)
         if cfg.privacy.target_epsilon is not None and self.steps > 0:
             _calibrate_training_noise(cfg, self.accountant, self.steps)

@@ -6,28 +6,24 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
 from dpgm.release import take_lengths
-from dpgm.training.record_lengths import STAGE, noisy_length_shares, record_lengths
-
-
-def test_lengths_of_dense_and_sparse_records() -> None:
-    x = np.array([[1, 0, 1], [0, 0, 0], [1, 1, 1]], dtype=np.uint8)
-    assert record_lengths(x).tolist() == [2, 0, 3]
-    assert record_lengths(sp.csr_matrix(x)).tolist() == [2, 0, 3]
+from dpgm.training.record_lengths import STAGE, noisy_length_shares
 
 
 def test_one_gaussian_release_of_sensitivity_one_and_shares_without_added_mass() -> None:
     rng = np.random.default_rng(0)
     x = (rng.random((20_000, 6)) < 0.3).astype(np.uint8)
     acc = Accountant(delta=1e-6)
-    shares = noisy_length_shares(x, noise_multiplier=5.0, accountant=acc, rng=rng)
+    data = BinaryDataset(records=sp.csr_matrix(x), item_names=[str(j) for j in range(6)], name="t")
+    shares = noisy_length_shares(data, noise_multiplier=5.0, accountant=acc, rng=rng)
     assert acc.ledger.count(STAGE) == 1
     want = Accountant(delta=1e-6)
     want.spend(STAGE, GaussianEvent(noise_multiplier=5.0))
     assert acc.spent().epsilon == pytest.approx(want.spent().epsilon)
-    truth = np.bincount(record_lengths(x), minlength=7) / len(x)
+    truth = np.bincount(x.sum(axis=1), minlength=7) / len(x)
     assert shares.shape == (7,) and shares.min() >= 0 and shares.sum() == pytest.approx(1.0)
     assert np.abs(shares - truth).max() < 0.005  # noise std 5 on 20,000 records
 
@@ -42,7 +38,6 @@ def test_take_lengths_takes_the_first_records_of_each_length_up_to_the_want() ->
 def test_a_run_releases_the_histogram_and_its_release_follows_it(tmp_path) -> None:
     """Records of 1 or 5 items: independent items alone would give binomial lengths."""
     from dpgm.config import config_from_dict
-    from dpgm.data.dataset import BinaryDataset
     from dpgm.release import sample_dataset
     from dpgm.training.run import train
 
@@ -57,6 +52,6 @@ def test_a_run_releases_the_histogram_and_its_release_follows_it(tmp_path) -> No
                                       "length_noise_multiplier": 5.0}})
     run_dir, report = train(cfg, data=data, progress=False)
     assert STAGE in report["stage_epsilons"]
-    lengths = record_lengths(sample_dataset(run_dir, 20_000, seed=0).records)
+    lengths = sample_dataset(run_dir, 20_000, seed=0).record_lengths()
     got = np.bincount(lengths, minlength=11) / len(lengths)
     assert got[1] == pytest.approx(0.5, abs=0.03) and got[5] == pytest.approx(0.5, abs=0.03)
