@@ -17,7 +17,7 @@ from dpgm import release as rel
 from dpgm.artifact import load_release
 from dpgm.config import DataConfig, config_from_dict
 from dpgm.data import load_dataset
-from dpgm.errors import ConfigError, DataError, DpgmError
+from dpgm.errors import ConfigError, DpgmError
 from dpgm.training import run as run_mod
 
 N_ITEMS = 17
@@ -52,8 +52,9 @@ def test_loading_drops_the_records_below_min_items(tmp_path):
     lengths = every.record_lengths()
     assert (lengths == 0).sum() == 60
     assert kept.n_records == (lengths >= 2).sum() and kept.record_lengths().min() == 2
-    with pytest.raises(DataError, match="no record holds data.min_items = 18 items"):
-        load_dataset(DataConfig(source="transactions", path=str(path), n_items=N_ITEMS, min_items=18))
+    # No record holds 18 items: the result is empty, not an error (an error would be a release of
+    # one bit about the private records, outside the ledger).
+    assert load_dataset(DataConfig(source="transactions", path=str(path), n_items=N_ITEMS, min_items=18)).n_records == 0
     with pytest.raises(ConfigError, match="data.min_items: must be >= 0"):
         config(tmp_path, path, "bad", -1)
 
@@ -91,3 +92,11 @@ def test_a_model_that_almost_never_draws_valid_records_is_a_clear_error(runs):
     mixture.min_items = N_ITEMS  # every item in one record: (almost) never drawn
     with pytest.raises(DpgmError, match=r"fewer than 1%\): the models almost never draw such records"):
         list(rel.sample_chunks(mixture, 50, torch.Generator().manual_seed(0), chunk_size=1000))
+
+
+def test_a_run_whose_every_record_is_below_min_items_still_runs(runs, tmp_path):
+    """Nothing is refused because of what the records hold: the run goes on with no records and
+    spends exactly what the same plan spends on any data."""
+    run_dir, report = run_mod.train(config(tmp_path, sparse_sessions(tmp_path), "none_left", N_ITEMS + 1), progress=False)
+    assert report["epsilon"] == runs[0][1]["epsilon"]
+    assert (run_dir / "release" / "models.pt").is_file()

@@ -45,7 +45,6 @@ def test_train_cli_runs_digits_config_quickly(tmp_path):
     [
         (["--set", "training.sampling_rate=3"], "training.sampling_rate"),
         (["--set", "partition.kk=3"], "unknown key 'kk'"),
-        (["--set", "partition.k=5000"], "more than the number of records"),
         (["--set", "privacy.target_epsilon=0.001"], "budget"),
         (["--set", "data.source=csv", "--set", "data.path=missing.csv"], "missing.csv"),
     ],

@@ -47,7 +47,7 @@ class BinaryDataset:
                 raise DataError(f"{self.where}: records must be a 2-d array, got shape {arr.shape}")
             values = arr
             self.records = arr
-        if self.records.shape[0] == 0 or self.records.shape[1] == 0:
+        if self.records.shape[1] == 0:
             raise DataError(f"{self.where}: empty dataset (shape {self.records.shape})")
         if values.dtype.kind == "f" and np.isnan(values).any():
             raise DataError(f"{self.where}: records contain NaN")
@@ -111,8 +111,6 @@ def drop_short_records(dataset: BinaryDataset, min_items: int) -> BinaryDataset:
     keep = np.flatnonzero(dataset.record_lengths() >= min_items)
     if keep.size == dataset.n_records:
         return dataset
-    if keep.size == 0:
-        raise DataError(f"{dataset.where}: no record holds data.min_items = {min_items} items")
     return dataset.subset(keep)
 
 

@@ -194,3 +194,13 @@ def test_a_run_by_label_releases_each_parts_label(tmp_path):
     csv = tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3, "data.source": "csv",
                                    "data.path": "x.csv", "data.label_column": "digit"})
     assert run_mod.part_labels(csv).column == "digit"
+
+
+def test_more_parts_than_records_runs_like_any_other_plan(tmp_path):
+    """k > n is not refused: an error would tell its reader one bit about n outside the ledger.
+    The run spends what the same plan spends on more data; the extra parts are noise."""
+    few = tiny_config(tmp_path, **{"data.limit": 3, "partition.k": 5, "name": "few", "model.kind": "independent"})
+    many = tiny_config(tmp_path, **{"data.limit": 300, "partition.k": 5, "name": "many", "model.kind": "independent"})
+    (few_dir, few_report), (_, many_report) = run_mod.train(few, progress=False), run_mod.train(many, progress=False)
+    assert few_report["epsilon"] == many_report["epsilon"]
+    assert len(torch.load(few_dir / "release" / "models.pt", weights_only=True)["state_dicts"]) == 5

@@ -207,8 +207,6 @@ class SketchOperator:
                 re += fr
                 im += fi
                 bar.advance_share(n, total)  # a share: n is private (a bar only when the total is known)
-        if n == 0:
-            raise DataError("no records to sketch")
         return SketchSum(re, im, n, self.fingerprint())
 
     def _block_sums(
