@@ -65,3 +65,26 @@ def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys)
     assert payload["provenance"]["torch_threads"] == 1
     assert png.stat().st_size > 0
     assert "threads: 1" in capsys.readouterr().out
+
+
+def test_evaluating_on_validation_holds_out_the_last_training_images_and_never_loads_test(monkeypatch):
+    tos = _load_benchmark()
+    args = tos.parse_args(["--dataset", "mnist", "--evaluate-on", "validation"])
+    loaded = []
+
+    def fake_mnist(split, threshold, directory):
+        import numpy as np
+
+        from dpgm.data.dataset import BinaryDataset
+
+        loaded.append(split)
+        n = 12_000
+        return BinaryDataset(records=np.zeros((n, 4), np.uint8), item_names=list("abcd"),
+                             labels=np.arange(n) % 10, image_shape=(2, 2))
+
+    monkeypatch.setattr("dpgm.data.load_mnist", fake_mnist)
+    monkeypatch.setattr("dpgm.data.data_dir", lambda: Path("/nowhere"))
+    train, held = tos.load_data(args, 0.5)
+    assert loaded == ["train"]
+    assert (train.n_records, held.n_records) == (2_000, tos.HOLDOUT["mnist"])
+    assert held.labels[0] == 2_000 % 10  # the tail of the training set, in order
