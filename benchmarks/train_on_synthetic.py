@@ -44,7 +44,7 @@ JSON (``--json``, through provenance.write_json): ``settings``, ``classifier`` (
 and schedule above) and ``results``, one object per (epsilon, seed, method) with ``epsilon``
 (null for real and nonprivate), ``seed``, ``method`` (dpgm, nonprivate, real), ``accuracy`` (on
 the real test set), ``seconds`` (dpgm + classifier), ``dpgm_seconds`` (partition, training and
-release; null for real) and ``classifier_seconds``; ``privacy`` lists each dpgm run's epsilon and delta from its privacy report
+release; null for real), ``classifier_seconds`` and ``threshold`` (null: Bernoulli pixels); ``privacy`` lists each dpgm run's epsilon and delta from its privacy report
 (``epsilon_spent``). ``--png``: one row per label, left to right
 ``--png-per`` images of each dpgm epsilon, then nonprivate, then real (first seed), grey gaps.
 
@@ -210,15 +210,12 @@ def dpgm_config(args: argparse.Namespace) -> dict[str, Any]:
     return yaml.safe_load(resolve_config_path(args.config or CONFIGS[args.dataset]).read_text())
 
 
-def synthesize(config: dict[str, Any], train: Any, epsilon: float | None, seed: int, n: int,
-               threads: int, overrides: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Train dpgm on ``train`` at ``epsilon`` (None: the nonprivate run) and release ``n`` labelled
-    images: (images uint8 [n, m], labels [n], privacy report). ``overrides``: ``--set``."""
-    import torch
-
+def synthesize(config: dict[str, Any], train: Any, epsilon: float | None, seed: int,
+               threads: int, overrides: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
+    """Train dpgm on ``train`` at ``epsilon`` (None: the nonprivate run): (its released mixture,
+    privacy report). ``overrides``: ``--set``."""
     from dpgm.artifact import load_release
     from dpgm.config import config_from_dict
-    from dpgm.release import sample_chunks
     from dpgm.training.run import train as train_dpgm
 
     with tempfile.TemporaryDirectory(prefix="dpgm-tos-") as tmp:
@@ -234,12 +231,21 @@ def synthesize(config: dict[str, Any], train: Any, epsilon: float | None, seed: 
             raise Refused(f"the dpgm config must partition by label (partition.method: label), "
                           f"not {cfg.partition.method}: the release needs labels")
         run_dir, report = train_dpgm(cfg, data=train, progress=False)
-        mixture = load_release(run_dir)
+        return load_release(run_dir), report
+
+
+def draw(mixture: Any, n: int, seed: int, threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` labelled images from a released mixture: (images uint8 [n, m], labels [n]); pixels are
+    Bernoulli draws, or the decoder's probabilities >= ``threshold`` (generate.py --threshold)."""
+    import torch
+
+    from dpgm.release import sample_chunks
+
     generator = torch.Generator().manual_seed(seed)
-    chunks = list(sample_chunks(mixture, n, generator))
+    chunks = list(sample_chunks(mixture, n, generator, threshold=threshold))
     images = np.concatenate([records for records, _ in chunks])
     labels = np.asarray(mixture.part_labels.labels)[np.concatenate([parts for _, parts in chunks])]
-    return images, labels, report
+    return images, labels
 
 
 # ---------------------------------------------------------------- the benchmark
@@ -263,6 +269,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--select-on", choices=("none", "validation", "test"), default="none",
                    help="model selection: none (the last epoch) or validation (a split of the classifier's "
                    "own training set); test is refused")
+    p.add_argument("--thresholds", nargs="+", type=_threshold, default=[None], metavar="T",
+                   help="how dpgm's images are drawn: bernoulli (default) or a threshold T in (0, 1) on the "
+                   "decoder's probabilities (generate.py --threshold); several: each from the same trained models")
     p.add_argument("--evaluate-on", choices=("test", "validation"), default="test",
                    help="test: the real test set; validation: the last training images (10,000 for MNIST), "
                    "held out from dpgm and the classifier, for choosing dpgm configs")
@@ -274,6 +283,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--png", default=None, metavar="PATH", help="grid of samples, one row per label")
     p.add_argument("--png-per", type=int, default=8, help="images of each method in a row of the PNG")
     return p.parse_args(argv)
+
+
+def _threshold(text: str) -> float | None:
+    if text == "bernoulli":
+        return None
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a threshold must be in (0, 1) or 'bernoulli', got {text}")
+    return value
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -295,12 +313,13 @@ def table(results: list[dict[str, Any]]) -> str:
     """Mean +- sd accuracy over seeds and mean seconds, per (method, epsilon)."""
     cells: dict[tuple[str, Any], list[dict[str, Any]]] = {}
     for r in results:
-        cells.setdefault((r["method"], r["epsilon"]), []).append(r)
-    lines = [f"{'method':>10} {'epsilon':>8} {'seeds':>5} {'accuracy':>17} {'dpgm s':>8} {'classifier s':>12}"]
-    for (method, eps), rows in cells.items():
+        cells.setdefault((r["method"], r["epsilon"], r.get("threshold")), []).append(r)
+    lines = [f"{'method':>10} {'epsilon':>8} {'draw':>9} {'seeds':>5} {'accuracy':>17} {'dpgm s':>8} {'classifier s':>12}"]
+    for (method, eps, threshold), rows in cells.items():
         acc = np.array([r["accuracy"] for r in rows])
         dp = [r["dpgm_seconds"] for r in rows if r["dpgm_seconds"] is not None]
-        lines.append(f"{method:>10} {'-' if eps is None else format(eps, 'g'):>8} {len(rows):>5} "
+        drawn = "bernoulli" if threshold is None else f">= {threshold:g}"
+        lines.append(f"{method:>10} {'-' if eps is None else format(eps, 'g'):>8} {drawn:>9} {len(rows):>5} "
                      f"{acc.mean():>8.4f} +- {acc.std(ddof=1) if len(acc) > 1 else 0.0:.4f} "
                      f"{np.mean(dp) if dp else 0.0:>8.1f} {np.mean([r['classifier_seconds'] for r in rows]):>12.1f}")
     return "\n".join(lines)
@@ -338,15 +357,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     shown: list[tuple[np.ndarray, np.ndarray]] = []
 
     def measure(method: str, epsilon: float | None, seed: int, images: np.ndarray, labels: np.ndarray,
-                dpgm_seconds: float | None) -> None:
+                dpgm_seconds: float | None, threshold: float | None = None) -> None:
         start = time.perf_counter()
         model = train_classifier(images, labels, shape, epochs=epochs, seed=seed, select_on=args.select_on)
         acc = accuracy(model, test_x, test_y, shape)
         seconds = time.perf_counter() - start
         results.append({"epsilon": epsilon, "seed": seed, "method": method, "accuracy": acc,
                         "seconds": seconds + (dpgm_seconds or 0.0), "dpgm_seconds": dpgm_seconds,
-                        "classifier_seconds": seconds})
-        where = "" if epsilon is None else f" at epsilon {epsilon:g}"
+                        "classifier_seconds": seconds, "threshold": threshold})
+        where = ("" if epsilon is None else f" at epsilon {epsilon:g}") + ("" if threshold is None else f", threshold {threshold:g}")
         dp = "" if dpgm_seconds is None else f", dpgm {dpgm_seconds:.1f} s"
         print(f"  seed {seed} {method}{where}: accuracy {acc:.4f}{dp}, classifier {seconds:.1f} s", flush=True)
         if args.json:  # after every run, so that a stopped run keeps what it measured
@@ -356,12 +375,16 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         runs = [(eps, "dpgm") for eps in args.epsilons] + ([] if args.no_nonprivate else [(None, "nonprivate")])
         for eps, method in runs:
             start = time.perf_counter()
-            images, labels, report = synthesize(config, train, eps, seed, n_release, threads, args.sets)
+            mixture, report = synthesize(config, train, eps, seed, threads, args.sets)
+            trained = time.perf_counter() - start
             spent.append({"method": method, "epsilon": eps, "seed": seed, "epsilon_spent": report["epsilon"],
                           "delta": report["delta"]})
-            measure(method, eps, seed, images, labels, time.perf_counter() - start)
-            if seed == args.seed:
-                shown.append((images, labels))
+            for threshold in args.thresholds:
+                start = time.perf_counter()
+                images, labels = draw(mixture, n_release, seed, threshold)
+                measure(method, eps, seed, images, labels, trained + time.perf_counter() - start, threshold)
+                if seed == args.seed and threshold == args.thresholds[0]:
+                    shown.append((images, labels))
         if not args.no_real:
             measure("real", None, seed, real_x, real_y, None)
             if seed == args.seed:
