@@ -39,7 +39,6 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from dpgm.cli import run_cli
 from dpgm.config import Config, config_from_dict, load_config
@@ -52,6 +51,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.one_run_audit import AuditOutcome, audit_scores
+from dpgm.progress import progress_scope, stage_bar
 from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
@@ -236,13 +236,11 @@ def run_audit(
     )
     accountant = Accountant(delta=delta, bound=cfg.privacy.dependent_bound)
     charged: Accountant | _Unaccounted = _Unaccounted() if plan.leak else accountant
-    for _ in tqdm(
-        range(steps),
-        desc="audit: DP-SGD" + (" (LEAK: noise off)" if plan.leak else ""),
-        disable=not progress,
-        leave=False,
-    ):
-        trainer.step(charged)  # type: ignore[arg-type]
+    desc = "audit: DP-SGD" + (" (LEAK: noise off)" if plan.leak else "")
+    with progress_scope(enabled=progress), stage_bar(desc, steps, unit="step") as bar:  # terminal only
+        for _ in range(steps):
+            trainer.step(charged)  # type: ignore[arg-type]
+            bar.advance()
     if plan.leak:  # the claim stays that of the configured plan, for exactly the steps trained
         accountant.spend(STAGE, _plan_event(cfg), count=steps)
     released = trainer.released_models()[0]
