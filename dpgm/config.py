@@ -7,6 +7,8 @@ range-checked; ``--set section.key=value`` overrides (the value is parsed as YAM
 
 from __future__ import annotations
 
+import copy
+
 import dataclasses
 import math
 import types
@@ -291,8 +293,9 @@ def _apply_override(data: dict[str, Any], assignment: str) -> None:
 
 
 def config_from_dict(data: dict[str, Any], overrides: Sequence[str] = ()) -> Config:
-    """Build and validate a Config from a mapping plus ``section.key=value`` overrides."""
-    data = dict(data or {})
+    """Build and validate a Config from a mapping plus ``section.key=value`` overrides (applied
+    to a deep copy: the caller's mapping, nested sections included, is left as it was)."""
+    data = copy.deepcopy(dict(data or {}))
     for assignment in overrides:
         _apply_override(data, assignment)
     cfg = _build(Config, data, "config")

@@ -21,6 +21,16 @@ def test_override_sets_nested_value_with_yaml_typing():
     assert cfg.model.hidden == [64, 32]
 
 
+
+def test_overrides_leave_the_callers_mapping_alone():
+    """A benchmark builds many configs from one mapping: one run's overrides (e.g. the nonprivate
+    run's tiny noise multipliers) must not leak into the next run's config."""
+    data = {"partition": {"noise_multiplier": 5.0}, "training": {"epochs": 2}}
+    noisy = config_from_dict(data, ["partition.noise_multiplier=1e-6", "model.latent=3"])
+    assert noisy.partition.noise_multiplier == 1e-6
+    assert data == {"partition": {"noise_multiplier": 5.0}, "training": {"epochs": 2}}
+    assert config_from_dict(data).partition.noise_multiplier == 5.0
+
 @pytest.mark.parametrize(
     "data, message",
     [
