@@ -216,5 +216,6 @@ def steps_for_budget(
 
 
 def default_delta(n: int) -> float:
-    """1/(10 n) rounded DOWN to a power of ten: only n's order of magnitude is treated as public."""
-    return 10.0 ** math.floor(math.log10(1.0 / (10.0 * n)))
+    """1/(10 n) rounded DOWN to a power of ten: only n's order of magnitude is treated as public.
+    n = 0 (every record dropped by a declared rule) counts as 1, so such a run goes on."""
+    return 10.0 ** math.floor(math.log10(1.0 / (10.0 * max(n, 1))))

@@ -113,3 +113,4 @@ def test_default_delta_is_a_power_of_ten_below_one_over_ten_n():
     assert default_delta(60_000) == pytest.approx(1e-6)
     assert default_delta(1_797) == pytest.approx(1e-5)
     assert default_delta(1_000) <= 1 / 10_000
+    assert default_delta(0) == default_delta(1) == pytest.approx(0.1)  # no record left: no crash
