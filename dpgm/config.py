@@ -8,7 +8,6 @@ range-checked; ``--set section.key=value`` overrides (the value is parsed as YAM
 from __future__ import annotations
 
 import copy
-
 import dataclasses
 import math
 import types
