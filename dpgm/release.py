@@ -44,18 +44,41 @@ Draw = tuple[np.ndarray, int]
 
 
 def _draw(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
-          threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """``c`` records (uint8 [c, m]) and their parts: part by noisy size, then the part's model."""
+          threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """``c`` records (uint8 [c, m]), their parts and how many were drawn: part by noisy size, then
+    the part's model, redrawing from the same part every record of fewer than ``min_items`` items."""
     parts = torch.multinomial(probs, c, replacement=True, generator=generator)
     out = torch.empty(c, mixture.n_items, dtype=torch.uint8)
+    drawn = 0
     for j in torch.unique(parts).tolist():
         where = (parts == j).nonzero(as_tuple=True)[0]
-        model = mixture.models[j]
+        out[where], tried = _part_records(mixture.models[j], len(where), generator, threshold, min_items)
+        drawn += tried
+    return out.numpy(), parts.numpy(), drawn
+
+
+def _part_records(model: torch.nn.Module, count: int, generator: torch.Generator, threshold: float | None,
+                  min_items: int) -> tuple[torch.Tensor, int]:
+    """``count`` records of one part's model holding >= ``min_items`` items, and how many were drawn.
+
+    Rejected records are redrawn from the SAME part: each part's model is conditioned on the public
+    fact, and its share stays its noisy size, which counts real records that all hold the fact.
+    """
+    kept: list[torch.Tensor] = []
+    have = drawn = 0
+    while have < count:
+        want = count - have
         if threshold is None:
-            out[where] = model.sample(len(where), generator).to(torch.uint8)
+            records = model.sample(want, generator).to(torch.uint8)
         else:
-            out[where] = (model.sample_probs(len(where), generator) >= threshold).to(torch.uint8)
-    return out.numpy(), parts.numpy()
+            records = (model.sample_probs(want, generator) >= threshold).to(torch.uint8)
+        drawn += want
+        if min_items > 0:
+            records = records[records.sum(dim=1) >= min_items]
+            _check_acceptance(have + len(records), drawn, min_items)
+        kept.append(records)
+        have += len(records)
+    return torch.cat(kept), drawn
 
 
 def _check_acceptance(accepted: int, drawn: int, min_items: int) -> None:
@@ -83,8 +106,8 @@ def sample_chunks(
     (DESIGN.md 3.4), or by ``shares`` when given (see ``draw_plan``), then the record from
     that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
-    drawn again: the mixture conditioned on that public fact (post-processing); see
-    ``_check_acceptance`` for the bound. When the run released a record-length histogram
+    drawn again from its part: each part's model conditioned on that public fact (post-processing,
+    ``_part_records``); see ``_check_acceptance`` for the bound. When the run released a record-length histogram
     (``model.length_noise_multiplier``), the kept records follow it (``_draw_following``).
     """
     probs = torch.as_tensor(size_shares(mixture.noisy_sizes) if shares is None else shares, dtype=torch.float64)
@@ -93,11 +116,8 @@ def sample_chunks(
     while done < n:
         c = min(chunk_size, n - done)
         if lengths is None:
-            records, parts = _draw(mixture, c, probs, generator, threshold)
-            drawn += len(records)
-            if mixture.min_items > 0:
-                keep = records.sum(axis=1, dtype=np.int64) >= mixture.min_items
-                records, parts = records[keep], parts[keep]
+            records, parts, tried = _draw(mixture, c, probs, generator, threshold, mixture.min_items)
+            drawn += tried
         else:
             records, parts, tried = _draw_following(mixture, c, probs, generator, threshold, lengths)
             drawn += tried
@@ -133,7 +153,7 @@ def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, gener
     rounds = 0
     while rounds < LENGTH_ROUNDS and want.any():
         rounds += 1
-        records, parts = _draw(mixture, c, probs, generator, threshold)
+        records, parts, _ = _draw(mixture, c, probs, generator, threshold)
         lengths = records.sum(axis=1, dtype=np.int64)
         pick = take_lengths(lengths, want)
         want -= np.bincount(lengths[pick], minlength=len(want))

@@ -88,7 +88,9 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
         "model.kind": "vae" if train else "independent", "model.hidden": [128], "model.latent": 8,
-        "model.output_bias": "noisy_mean", "model.calibrate": train,
+        # calibrate: a trained model's item frequencies drift from the noisy means; an independent
+        # one's do not, but with data.min_items the redraw would raise them (part_means.py)
+        "model.output_bias": "noisy_mean", "model.calibrate": True,
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,

@@ -14,10 +14,11 @@ import pytest
 import torch
 
 from dpgm import release as rel
-from dpgm.artifact import load_release
+from dpgm.artifact import ReleasedMixture, load_release
 from dpgm.config import DataConfig, config_from_dict
 from dpgm.data import load_dataset
 from dpgm.errors import ConfigError, DpgmError
+from dpgm.models.independent import Independent
 from dpgm.training import run as run_mod
 
 N_ITEMS = 17
@@ -100,3 +101,19 @@ def test_a_run_whose_every_record_is_below_min_items_still_runs(runs, tmp_path):
     run_dir, report = run_mod.train(config(tmp_path, sparse_sessions(tmp_path), "none_left", N_ITEMS + 1), progress=False)
     assert report["epsilon"] == runs[0][1]["epsilon"]
     assert (run_dir / "release" / "models.pt").is_file()
+
+
+def test_redrawn_records_keep_their_part_so_part_shares_follow_the_noisy_sizes():
+    """Part 0's model draws an empty record half the time, part 1's never: with min_items 1 each
+    part still gives half the release (redrawing across parts would give part 0 a third)."""
+    models = [Independent(3), Independent(3)]
+    with torch.no_grad():
+        models[0].output_bias().copy_(torch.tensor([0.0, -30.0, -30.0]))  # item 0 with p = 0.5, else empty
+        models[1].output_bias().copy_(torch.tensor([-30.0, 30.0, -30.0]))  # always item 1
+    mixture = ReleasedMixture(models=models, noisy_sizes=np.array([100.0, 100.0]), item_names=["a", "b", "c"],
+                              image_shape=None, report={}, item_ids=[0, 1, 2], min_items=1)
+    chunks = list(rel.sample_chunks(mixture, 20_000, torch.Generator().manual_seed(0), chunk_size=5000))
+    records = np.concatenate([r for r, _ in chunks])
+    parts = np.concatenate([p for _, p in chunks])
+    assert len(records) == 20_000 and (records.sum(axis=1) >= 1).all()
+    assert abs((parts == 0).mean() - 0.5) < 0.02 and (records[parts == 0, 0] == 1).all()

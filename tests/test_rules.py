@@ -87,7 +87,7 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
 
     assert 1_000 < rules.MIN_TRAINING_SCALE <= 10_000  # n = 3,000 at epsilon 1 skips DP-SGD; 30,000 trains
     small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
-    assert small["model.kind"] == "independent" and small["model.calibrate"] is False
+    assert small["model.kind"] == "independent" and small["model.calibrate"] is True  # matters with min_items
     assert large["model.kind"] == "vae"
     f = facts(3_000)
     rho = zcdp_rho(f.epsilon, f.delta)

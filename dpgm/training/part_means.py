@@ -12,7 +12,9 @@ k sums are ONE Gaussian mechanism with L2 sensitivity ``clip`` (add/remove a rec
 Calibration (``model.calibrate``) uses the same release once more, as post-processing: after
 training, each part's output bias is shifted so that the model's expected item frequencies equal
 the part's noisy mean. DP-SGD noise makes a trained model's item frequencies drift far more than
-the noise of the means does, while its correlations between items survive the shift.
+the noise of the means does, while its correlations between items survive the shift. When the
+release redraws records with fewer than ``data.min_items`` items, the frequencies matched are
+those of the records it keeps (``accepted_frequencies``), so the redraw adds no bias.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ FLOOR = 1e-5
 CALIBRATION_SAMPLES = 20_000
 CALIBRATION_ROUNDS = 10
 CALIBRATION_TOLERANCE = 1e-3
+#: Calibration with data.min_items: logit steps at most (``_accepted_shift``).
+ACCEPTED_STEPS = 50
 
 
 def noisy_part_means(
@@ -74,11 +78,13 @@ def start_at_means(model: nn.Module, probs: Any) -> None:
     bias.copy_(torch.logit(torch.as_tensor(probs, dtype=bias.dtype)))
 
 
-def bias_shift(logits: Tensor, target: Tensor, *, iterations: int = 60) -> Tensor:
+def bias_shift(logits: Tensor, target: Tensor, *, min_items: int = 0, iterations: int = 60) -> Tensor:
     """Per item, the shift d with mean over rows of sigmoid(logits + d) = target (bisection).
 
     The mean is increasing in d and runs from 0 to 1; the bracket puts every row's logit below
     -20 (mean < 3e-9) and above 20 (mean > 1 - 3e-9), around any target in [FLOOR, 1 - FLOOR].
+    With ``min_items`` > 0 the frequencies are those among rows' records of at least that many
+    items (``accepted_frequencies``): from the plain solution, logit steps until they match.
     """
     lo = -logits.max(dim=0).values - 20.0
     hi = -logits.min(dim=0).values + 20.0
@@ -87,16 +93,78 @@ def bias_shift(logits: Tensor, target: Tensor, *, iterations: int = 60) -> Tenso
         above = torch.sigmoid(logits + mid).mean(dim=0) > target
         hi = torch.where(above, mid, hi)
         lo = torch.where(above, lo, mid)
-    return (lo + hi) / 2
+    shift = (lo + hi) / 2
+    if min_items > 0:
+        shift = _accepted_shift(logits, target, shift, min_items)
+    return shift
+
+
+def _accepted_shift(logits: Tensor, target: Tensor, shift: Tensor, min_items: int) -> Tensor:
+    """Fixed-point steps shift += logit(target) - logit(accepted frequency), at most ACCEPTED_STEPS.
+
+    Each item's accepted frequency rises with its own shift; the steps stop when the largest is
+    below CALIBRATION_TOLERANCE or a step stops shrinking the error (targets no model of this
+    family reaches: say, noisy means summing to fewer than ``min_items`` items).
+    """
+    goal = torch.logit(target)
+    worst = math.inf
+    for _ in range(ACCEPTED_STEPS):
+        step = goal - torch.logit(accepted_frequencies(logits + shift, min_items).clamp(FLOOR / 10, 1 - FLOOR / 10))
+        largest = float(step.abs().max())
+        if largest < CALIBRATION_TOLERANCE or largest >= worst:
+            break
+        worst = largest
+        shift = shift + step
+    return shift
+
+
+def accepted_frequencies(logits: Tensor, min_items: int) -> Tensor:
+    """Per item, P(item | record holds >= ``min_items`` items), records drawn item by item from
+    Bernoulli(sigmoid(logits)) rows [R, n]: the frequencies of the records a release keeps.
+
+    Exact: P(x_i = 1, len >= m) = p_i P(other items >= m - 1) and P(len >= m) come from the counts'
+    distribution (Poisson binomial), kept below m only, items added one at a time from the left
+    (prefix) and from the right (suffix); item i's others are its prefix and suffix convolved.
+    """
+    p = torch.sigmoid(logits.double())
+    if min_items <= 0:
+        return p.mean(dim=0).to(logits.dtype)
+    rows, n = p.shape
+    m = min_items
+    if m == 1:  # P(x_i = 1, len >= 1) = p_i
+        accept = 1.0 - torch.prod(1.0 - p, dim=1)
+        return (p.mean(dim=0) / accept.mean().clamp_min(1e-300)).to(logits.dtype)
+    prefix = torch.zeros(n + 1, rows, m, dtype=p.dtype)
+    suffix = torch.zeros(n + 1, rows, m, dtype=p.dtype)
+    prefix[0, :, 0] = 1.0
+    suffix[n, :, 0] = 1.0
+    for i in range(n):  # P(count of items < i = c), and of items > n - 1 - i, for c < m
+        prefix[i + 1] = _add_item(prefix[i], p[:, i])
+        suffix[n - 1 - i] = _add_item(suffix[n - i], p[:, n - 1 - i])
+    accept = 1.0 - prefix[n].sum(dim=-1)  # [R]: P(len >= m)
+    below = torch.zeros(rows, n, dtype=p.dtype)  # P(others < m - 1)
+    for c in range(m - 1):
+        for a in range(c + 1):
+            below += prefix[:n, :, a].T * suffix[1:, :, c - a].T
+    joint = (p * (1.0 - below)).mean(dim=0)
+    return (joint / accept.mean().clamp_min(1e-300)).to(logits.dtype)
+
+
+def _add_item(counts: Tensor, p: Tensor) -> Tensor:
+    """Counts' distribution [R, m] (truncated below m) after one more Bernoulli(p) item [R]."""
+    out = counts * (1.0 - p).unsqueeze(-1)
+    out[:, 1:] += counts[:, :-1] * p.unsqueeze(-1)
+    return out
 
 
 @torch.no_grad()
-def calibrate_to_means(model: nn.Module, probs: Any, *, seed: int = 0) -> float:
+def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed: int = 0) -> float:
     """Shift the output bias until the model's expected item frequencies equal ``probs``; post-processing.
 
     A VAE's logits move by exactly the shift, so the second round finds nothing left to do; an
     RBM's Gibbs chains respond to the shift, so rounds repeat until it is below the tolerance.
-    Every round draws from the same seeded stream, so the rounds solve one fixed problem.
+    Every round draws from the same seeded stream, so the rounds solve one fixed problem. With
+    ``min_items`` > 0 the frequencies matched are those of the records the release keeps.
     Returns the last round's largest shift, in logits.
     """
     bias = model.output_bias()
@@ -105,7 +173,7 @@ def calibrate_to_means(model: nn.Module, probs: Any, *, seed: int = 0) -> float:
     largest = math.inf
     for _ in range(CALIBRATION_ROUNDS):
         generator.manual_seed(seed)
-        shift = bias_shift(model.sample_logits(CALIBRATION_SAMPLES, generator), target)
+        shift = bias_shift(model.sample_logits(CALIBRATION_SAMPLES, generator), target, min_items=min_items)
         bias += shift
         largest = float(shift.abs().max())
         if largest < CALIBRATION_TOLERANCE:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from dpgm.training import run as run_mod
 from dpgm.training.part_means import (
     FLOOR,
     STAGE,
+    accepted_frequencies,
     bias_shift,
     calibrate_to_means,
     noisy_part_means,
@@ -158,3 +160,32 @@ def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch
 def test_calibration_needs_the_noisy_means():
     with pytest.raises(ConfigError, match="model.calibrate"):
         tiny_config(Path("."), **{"model.calibrate": "true", "model.output_bias": "default"})
+
+
+@pytest.mark.parametrize("min_items", [0, 1, 2, 3])
+def test_accepted_frequencies_match_brute_force_enumeration(min_items):
+    logits = torch.randn(7, 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 2
+    p = torch.sigmoid(logits)
+    joint, accept = torch.zeros(5, dtype=torch.float64), 0.0
+    for bits in itertools.product([0, 1], repeat=5):
+        x = torch.tensor(bits, dtype=torch.float64)
+        prob = torch.prod(p * x + (1 - p) * (1 - x), dim=1).mean()  # mixture over the 7 rows
+        if x.sum() >= min_items:
+            joint += prob * x
+            accept += float(prob)
+    assert torch.allclose(accepted_frequencies(logits, min_items), joint / accept, atol=1e-12)
+
+
+@pytest.mark.parametrize("min_items", [1, 2])
+def test_calibration_with_min_items_matches_the_kept_records(min_items):
+    model = VAE(6, hidden=[8], latent=2, generator=torch.Generator().manual_seed(4))
+    target = torch.tensor([0.05, 0.1, 0.2, 0.3, 0.5, 0.9])
+    calibrate_to_means(model, target, min_items=min_items)
+    g = torch.Generator().manual_seed(98)
+    records = model.sample(80_000, g)
+    error = (records[records.sum(dim=1) >= min_items].mean(0) - target).abs().max()
+    assert error < 0.008  # Monte Carlo error only (std <= 0.002)
+    plain = VAE(6, hidden=[8], latent=2, generator=torch.Generator().manual_seed(4))
+    calibrate_to_means(plain, target)  # matched before the redraw: biased after it
+    records = plain.sample(80_000, torch.Generator().manual_seed(98))
+    assert (records[records.sum(dim=1) >= min_items].mean(0) - target).abs().max() > max(0.015, 2 * error)
