@@ -138,6 +138,7 @@ class ReleasedMixture:
     min_items: int = 0  # data.min_items: the release draws again every record with fewer items
     part_labels: PartLabels | None = None  # each part's label when the run partitioned by label
     length_shares: np.ndarray | None = None  # noisy shares of records of each length 0..m (drawn to follow)
+    empty_size: float | None = None  # noisy count of empty records, a part of their own (after the k models)
 
     @property
     def n_items(self) -> int:
@@ -156,11 +157,13 @@ def save_models(
     min_items: int = 0,
     part_labels: PartLabels | None = None,
     length_shares: np.ndarray | None = None,
+    empty_size: float | None = None,
 ) -> None:
     """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data,
     ``min_items`` is the declared least number of items per record (``data.min_items``),
     ``part_labels`` each part's label when the parts are labels, ``length_shares`` the noisy
-    record-length histogram the release follows (``model.length_noise_multiplier``)."""
+    record-length histogram the release follows (``model.length_noise_multiplier``), ``empty_size``
+    the noisy count of empty records (``partition.empty_part_noise_multiplier``)."""
     import torch
 
     payload = {
@@ -173,6 +176,7 @@ def save_models(
         "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,
         "min_items": int(min_items),
+        "empty_size": None if empty_size is None else float(empty_size),
         "length_shares": None if length_shares is None else torch.as_tensor(np.asarray(length_shares, dtype=np.float64)),
         "part_labels": None if part_labels is None else {"labels": [int(x) for x in part_labels.labels],
                                                          "column": part_labels.column},
@@ -215,6 +219,7 @@ def load_release(path: str | Path) -> ReleasedMixture:
         min_items=int(payload.get("min_items", 0)),
         part_labels=_part_labels(payload.get("part_labels")),
         length_shares=None if payload.get("length_shares") is None else payload["length_shares"].numpy(),
+        empty_size=payload.get("empty_size"),
     )
 
 

@@ -94,6 +94,7 @@ class PartitionConfig:
     sketch_frequencies: Literal["adapted_radius", "gaussian"] = opt("adapted_radius", "sketch: frequency law, adapted radius (Keriven et al.) or N(0, I / sigma^2)")
     sketch_projection: int | None = opt(10, "sketch: records with more items are decoded in this many public dimensions (top principal directions of the public sample, else a random orthonormal basis); null: never project")
     sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins (post-processing)")
+    empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released as a noisy count (Gaussian with this multiplier, L2 sensitivity 1; ledger stage empty_records); the partition and the models see the other records only and the release conditions them on holding at least one item (dpgm/training/empty_records.py); null: off")
 
     def validate(self) -> None:
         _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
@@ -108,6 +109,10 @@ class PartitionConfig:
         _require(self.sketch_sigma2 is None or self.sketch_sigma2 > 0, "partition", "sketch_sigma2", "must be > 0")
         _require(self.sketch_decodes >= 1, "partition", "sketch_decodes", "must be >= 1")
         _require(self.sketch_projection is None or self.sketch_projection >= 1, "partition", "sketch_projection", "must be >= 1")
+        _require(self.empty_part_noise_multiplier is None or self.empty_part_noise_multiplier > 0, "partition",
+                 "empty_part_noise_multiplier", "must be > 0")
+        _require(self.empty_part_noise_multiplier is None or self.method != "label", "partition",
+                 "empty_part_noise_multiplier", "does not go with method: label (an empty part has no label)")
 
 
 @dataclass
@@ -196,6 +201,9 @@ class Config:
         _require(self.threads is None or self.threads >= 1, "config", "threads", "must be >= 1")
         _require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
                  "public rules need the budget: set privacy.target_epsilon")
+        _require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
+                 "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
+                 "how many empty records the release holds)")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if hasattr(value, "validate"):

@@ -48,10 +48,13 @@ def _draw(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torc
     """``c`` records (uint8 [c, m]), their parts and how many were drawn: part by noisy size, then
     the part's model, redrawing from the same part every record of fewer than ``min_items`` items."""
     parts = torch.multinomial(probs, c, replacement=True, generator=generator)
-    out = torch.empty(c, mixture.n_items, dtype=torch.uint8)
+    out = torch.zeros(c, mixture.n_items, dtype=torch.uint8)
     drawn = 0
     for j in torch.unique(parts).tolist():
         where = (parts == j).nonzero(as_tuple=True)[0]
+        if j == len(mixture.models):  # the part of empty records (``mixture_shares``): all zeros
+            drawn += len(where)
+            continue
         out[where], tried = _part_records(mixture.models[j], len(where), generator, threshold, min_items)
         drawn += tried
     return out.numpy(), parts.numpy(), drawn
@@ -81,6 +84,15 @@ def _part_records(model: torch.nn.Module, count: int, generator: torch.Generator
     return torch.cat(kept), drawn
 
 
+def mixture_shares(mixture: ReleasedMixture) -> np.ndarray:
+    """Each part's share of the release: the noisy part sizes, then the noisy count of empty records
+    as part k when the run set them aside (``partition.empty_part_noise_multiplier``), projected
+    together onto non-negative shares (``size_shares``: no mass added)."""
+    if mixture.empty_size is None:
+        return size_shares(mixture.noisy_sizes)
+    return size_shares(np.append(np.asarray(mixture.noisy_sizes, dtype=np.float64), mixture.empty_size))
+
+
 def _check_acceptance(accepted: int, drawn: int, min_items: int) -> None:
     """Refuse to go on drawing when the models almost never give a record of ``min_items`` items."""
     if drawn >= MIN_DRAWS and accepted < MIN_ACCEPTANCE * drawn:
@@ -103,14 +115,14 @@ def sample_chunks(
     """Yield (records uint8 [c, m], parts [c]) chunks totalling ``n`` synthetic records.
 
     Each record's part is drawn with probability proportional to the NOISY part size
-    (DESIGN.md 3.4), or by ``shares`` when given (see ``draw_plan``), then the record from
+    (DESIGN.md 3.4; ``mixture_shares``), or by ``shares`` when given (see ``draw_plan``), then the record from
     that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
     drawn again from its part: each part's model conditioned on that public fact (post-processing,
     ``_part_records``); see ``_check_acceptance`` for the bound. When the run released a record-length histogram
     (``model.length_noise_multiplier``), the kept records follow it (``_draw_following``).
     """
-    probs = torch.as_tensor(size_shares(mixture.noisy_sizes) if shares is None else shares, dtype=torch.float64)
+    probs = torch.as_tensor(mixture_shares(mixture) if shares is None else shares, dtype=torch.float64)
     lengths = _length_targets(mixture)
     done = drawn = 0
     while done < n:
@@ -206,7 +218,7 @@ def draw_plan(mixture: ReleasedMixture, n: int | None, *, labels: Sequence[int] 
     labels, the noisy label histogram renormalised over them. ``per_label``: exactly that many
     records of each requested label (every declared label by default), in the order asked.
     """
-    shares = size_shares(mixture.noisy_sizes)
+    shares = mixture_shares(mixture)
     if labels is None and per_label is None:
         return [(shares, n)]
     parts = _label_parts(mixture, labels)

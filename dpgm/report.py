@@ -19,6 +19,8 @@ STAGES = {
     "items": "choose the most frequent items from noisy item counts",
     "partition": "split the records into {k} groups ({method})",
     "part_means": "measure each group's noisy mean record",
+    "record_lengths": "count the records of each length (noisy histogram)",
+    "empty_records": "count the records holding no item (noisy count; they form a group of their own)",
     "training": "train one generative model per group by DP-SGD ({steps} steps)",
 }
 

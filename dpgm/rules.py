@@ -29,6 +29,10 @@ ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02,
 #: Share of the noisy record-length histogram the release follows (0: none). Off: leave-one-dataset-out
 #: preferred no histogram (5% of rho for it lost on retail and gowalla, won only on msnbc at 3,000).
 LENGTHS_SHARE = 0.0
+#: Share of the noisy count of empty records, which then form a part of their own
+#: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (no record
+#: is empty). Leave-one-dataset-out (session 8) chose it on every held-out dataset and size.
+EMPTY_SHARE = 0.01
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
@@ -52,6 +56,7 @@ class PublicFacts:
     records_magnitude: int  # N: a power of ten with N <= n < 10 N
     epsilon: float
     delta: float
+    min_items: int = 0  # data.min_items, declared
 
 
 def records_magnitude(n: int) -> int:
@@ -83,7 +88,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
     train = facts.records_magnitude * facts.epsilon >= MIN_TRAINING_SCALE
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
-    means_share = MEANS_SHARE if train else 1.0 - items_share - partition_share - LENGTHS_SHARE - MARGIN
+    empty_share = EMPTY_SHARE if facts.min_items == 0 else 0.0
+    means_share = MEANS_SHARE if train else 1.0 - items_share - partition_share - LENGTHS_SHARE - empty_share - MARGIN
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
@@ -94,6 +100,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
+        "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
     }

@@ -38,15 +38,16 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
 
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
-    """items 5%, partition 15% (2T + 1 releases), means 45% (no record-length histogram): a
-    Gaussian of multiplier s costs 1/(2 s^2)."""
+    """items 5%, partition 15% (2T + 1 releases), empty records 1%, means 45% (no record-length
+    histogram): a Gaussian of multiplier s costs 1/(2 s^2)."""
     f = facts(300_000)
     rho = zcdp_rho(f.epsilon, f.delta)
     rules = public_defaults(f, top_items=100)
     cost = (1 / (2 * rules["data.top_items_noise_multiplier"] ** 2)
             + 21 / (2 * rules["partition.noise_multiplier"] ** 2)
+            + 1 / (2 * rules["partition.empty_part_noise_multiplier"] ** 2)
             + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2))
-    assert cost == pytest.approx(0.65 * rho) and rules["model.length_noise_multiplier"] is None
+    assert cost == pytest.approx(0.66 * rho) and rules["model.length_noise_multiplier"] is None
     acc = Accountant(delta=f.delta)  # rho is the largest zCDP budget the accountant fits in epsilon
     acc.spend("x", GaussianEvent(noise_multiplier=1 / math.sqrt(2 * rho)))
     assert acc.spent().epsilon == pytest.approx(f.epsilon, rel=1e-5) and acc.spent().epsilon <= f.epsilon
@@ -91,7 +92,8 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
     assert large["model.kind"] == "vae"
     f = facts(3_000)
     rho = zcdp_rho(f.epsilon, f.delta)
-    cost = sum(1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier"))
+    cost = sum(1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
+                                                      "partition.empty_part_noise_multiplier"))
     assert cost == pytest.approx((1 - rules.MARGIN) * rho)
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "runs_dir": str(tmp_path), "seed": 0})
@@ -107,3 +109,25 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
 
     synthetic = sample_dataset(run.run_dir, 20_000, seed=0)
     assert abs(float(synthetic.records.mean()) - 0.2) < 0.02  # the items' frequency in shaped()
+
+
+def test_empty_records_are_a_part_unless_the_user_declares_none_can_be() -> None:
+    """data.min_items = 0: the empty records' noisy count takes EMPTY_SHARE of rho; >= 1: no count."""
+    from dpgm import rules
+
+    f = facts(300_000)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    split = public_defaults(f, top_items=None)["partition.empty_part_noise_multiplier"]
+    assert 1 / (2 * split**2) == pytest.approx(rules.EMPTY_SHARE * rho) and rules.EMPTY_SHARE > 0
+    declared = PublicFacts(n_items=17, records_magnitude=100_000, epsilon=1.0, delta=1e-6, min_items=1)
+    assert public_defaults(declared, top_items=None)["partition.empty_part_noise_multiplier"] is None
+
+
+def test_a_generic_run_with_min_items_spends_nothing_on_empty_records(tmp_path) -> None:
+    for min_items, expected in ((0, 1), (1, 0)):
+        cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                                "data": {"min_items": min_items}, "runs_dir": str(tmp_path), "seed": 0})
+        run = TrainingRun(cfg, tmp_path / f"r{min_items}", data=shaped(3_000, 17), progress=False)
+        run.start()
+        assert run.accountant.ledger.count("empty_records") == expected
+        assert run.release_min_items == 1

@@ -62,6 +62,7 @@ from dpgm.report import dpgm_version, summary_markdown
 from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
 from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
+from dpgm.training.empty_records import noisy_empty_count
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 from dpgm.training.part_means import calibrate_to_means, noisy_part_means, start_at_means
 from dpgm.training.record_lengths import noisy_length_shares
@@ -224,7 +225,8 @@ class TrainingRun:
         """``rules: public``: the options the config leaves open, from public quantities (rules.py)."""
         magnitude = self.cfg.data.records_magnitude or records_magnitude(self.data.n_records)
         facts = PublicFacts(n_items=self.data.n_items, records_magnitude=magnitude,
-                            epsilon=float(self.cfg.privacy.target_epsilon), delta=self.delta)
+                            epsilon=float(self.cfg.privacy.target_epsilon), delta=self.delta,
+                            min_items=self.cfg.data.min_items)
         return apply_public_rules(self.cfg, facts, self.cfg.stated)
 
     @property
@@ -251,6 +253,7 @@ class TrainingRun:
         rng, self.generator = _generators(cfg.seed)
         self.accountant = self._accountant(None)
         self._choose_items(rng)
+        self._set_empty_records_aside(rng)
         public = load_public_sample(cfg.data) if cfg.partition.init == "public" else None
         with self.shown():
             self.partition: Partition = make_partitioner(cfg.partition, public=public).fit(self.data, self.accountant, rng)
@@ -287,6 +290,20 @@ class TrainingRun:
             self._restrict(columns)
         self.columns = columns
 
+    def _set_empty_records_aside(self, rng: np.random.Generator) -> None:
+        """``partition.empty_part_noise_multiplier``: count the empty records (charged) and keep the others."""
+        self.empty_size = None
+        sigma = self.cfg.partition.empty_part_noise_multiplier
+        if sigma is not None:
+            self.empty_size = noisy_empty_count(self.data, noise_multiplier=sigma, accountant=self.accountant, rng=rng)
+            self.data = drop_short_records(self.data, 1)
+
+    @property
+    def release_min_items(self) -> int:
+        """Fewest items of a released record: ``data.min_items``, at least 1 when the empty records are a part."""
+        split = self.cfg.partition.empty_part_noise_multiplier is not None
+        return max(self.cfg.data.min_items, 1) if split else self.cfg.data.min_items
+
     def _restrict(self, columns: np.ndarray) -> None:
         """Keep the chosen items; records left with fewer than ``data.min_items`` of them are
         dropped too (the same per-record rule as at load), so the models and the release agree."""
@@ -316,6 +333,9 @@ class TrainingRun:
         self.columns = np.asarray(checkpoint["columns"])
         if len(self.columns) < self.data.n_items:
             self._restrict(self.columns)  # the private choice, not redone
+        self.empty_size = checkpoint.get("empty_size")
+        if self.empty_size is not None:
+            self.data = drop_short_records(self.data, 1)  # the count is not redone
         self.partition = Partition(assignments=checkpoint["assignments"].numpy(),
                                    noisy_sizes=checkpoint["noisy_sizes"].numpy())
         means = checkpoint["noisy_means"]
@@ -338,6 +358,7 @@ class TrainingRun:
             "columns": torch.as_tensor(self.columns),
             "noisy_means": None if self.means is None else torch.as_tensor(self.means),
             "length_shares": None if self.length_shares is None else torch.as_tensor(self.length_shares),
+            "empty_size": self.empty_size,
             "generator": self.generator.get_state(),
             "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
         }
@@ -433,7 +454,7 @@ class TrainingRun:
             raise ConfigError(f"{self.run_dir}: model.calibrate is set but the checkpoint holds no noisy part means")
         models = copy.deepcopy(models)  # the trainer's state (and the checkpoint) stay uncalibrated
         for model, probs in zip(models, self.means):
-            calibrate_to_means(model, probs, min_items=self.cfg.data.min_items)
+            calibrate_to_means(model, probs, min_items=self.release_min_items)
         return models
 
     def finish(self) -> dict[str, Any]:
@@ -441,8 +462,8 @@ class TrainingRun:
         folder = self.layout.release
         save_models(folder, self.released_models(), self.partition.noisy_sizes, self.cfg.model,
                     self.data.item_names, self.data.image_shape, self.data.meta.get("item_ids"),
-                    min_items=self.cfg.data.min_items, part_labels=part_labels(self.cfg),
-                    length_shares=self.length_shares)
+                    min_items=self.release_min_items, part_labels=part_labels(self.cfg),
+                    length_shares=self.length_shares, empty_size=self.empty_size)
         self.accountant.ledger.save(folder / LEDGER_FILE)
         report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
         atomic_write_json(folder / REPORT_FILE, report)

@@ -1,0 +1,114 @@
+"""partition.empty_part_noise_multiplier: empty records as a part of their own, sized by one noisy count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dpgm import release as rel
+from dpgm.artifact import ReleasedMixture, load_release
+from dpgm.config import config_from_dict
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.models.independent import Independent
+from dpgm.privacy.accountant import Accountant
+from dpgm.training import run as run_mod
+from dpgm.training.empty_records import STAGE, noisy_empty_count
+
+from .test_run import killed_run
+
+N_ITEMS = 12
+
+
+def sessions(tmp_path: Path, n: int = 800) -> Path:
+    """Sparse records of 1-3 items each, 40% of the lines empty."""
+    rng = np.random.default_rng(5)
+    lines = [" ".join(map(str, sorted(set(rng.integers(0, N_ITEMS, rng.integers(1, 4)).tolist()))))
+             for _ in range(n)]
+    for i in np.flatnonzero(rng.random(n) < 0.4):
+        lines[i] = ""
+    path = tmp_path / "sessions.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def config(tmp_path: Path, name: str, sigma: float | None = 2.0, **over):
+    return config_from_dict({
+        "name": name, "seed": 11, "runs_dir": str(tmp_path / "runs"),
+        "data": {"source": "transactions", "path": str(sessions(tmp_path)), "n_items": N_ITEMS},
+        "privacy": {"delta": 1e-4},
+        "partition": {"method": "lloyd", "k": 2, "iterations": 2, "noise_multiplier": 5.0,
+                      "empty_part_noise_multiplier": sigma},
+        "model": {"kind": "vae", "hidden": [8], "latent": 2, "calibrate": True},
+        "training": {"epochs": 1, "sampling_rate": 0.1, "clipping": "fixed", "checkpoint_every": 2},
+    }, [f"{k}={v}" for k, v in over.items()])
+
+
+def test_the_count_is_one_charged_gaussian_release_of_the_empty_records():
+    records = np.zeros((50, 4), dtype=np.uint8)
+    records[:30, 0] = 1  # 20 empty records
+    data = BinaryDataset(records=records, item_names=list("abcd"))
+    accountant = Accountant(delta=1e-5)
+    draws = [noisy_empty_count(data, noise_multiplier=3.0, accountant=Accountant(delta=1e-5),
+                               rng=np.random.default_rng(s)) for s in range(2000)]
+    assert np.mean(draws) == pytest.approx(20.0, abs=0.3) and np.std(draws) == pytest.approx(3.0, rel=0.1)
+    noisy_empty_count(data, noise_multiplier=3.0, accountant=accountant, rng=np.random.default_rng(0))
+    assert accountant.ledger.count(STAGE) == 1
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("empty")
+    return run_mod.train(config(tmp, "split"), progress=False)
+
+
+def test_a_run_with_an_empty_part_charges_the_count_and_releases_its_share(run, tmp_path):
+    run_dir, report = run
+    assert report["stage_epsilons"][STAGE] > 0
+    mixture = load_release(run_dir)
+    assert mixture.empty_size is not None and mixture.min_items == 1  # the other parts hold >= 1 item
+    share = rel.mixture_shares(mixture)[-1]
+    assert 0.3 < share < 0.5  # 40% of the records are empty, the count's noise is small
+    records = np.concatenate([r for r, _ in rel.sample_chunks(mixture, 20_000, torch.Generator().manual_seed(1))])
+    assert (records.sum(axis=1) == 0).mean() == pytest.approx(share, abs=0.015)
+    assert sum(mixture.noisy_sizes) == pytest.approx(800 * 0.6, rel=0.15)  # the parts hold the other records
+
+
+def test_resumed_run_keeps_the_count_and_releases_the_same(tmp_path, monkeypatch, run):
+    cfg = config(tmp_path, "split")
+    run_dir = killed_run(cfg, monkeypatch, at_step=3)
+    state = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
+    assert state["empty_size"] is not None
+    resumed_dir, _ = run_mod.resume(run_dir, progress=False)
+    resumed, whole = load_release(resumed_dir), load_release(run[0])  # the same seed, uninterrupted
+    assert resumed.empty_size == whole.empty_size and list(resumed.noisy_sizes) == list(whole.noisy_sizes)
+    for a, b in zip(resumed.models, whole.models):
+        assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_empty_part_draws_all_zero_records_and_no_other_part_does():
+    models = [Independent(3)]
+    with torch.no_grad():
+        models[0].output_bias().fill_(-1.0)  # often empty on its own: redrawn (min_items 1)
+    mixture = ReleasedMixture(models=models, noisy_sizes=np.array([300.0]), item_names=list("abc"), image_shape=None,
+                              report={}, item_ids=[0, 1, 2], min_items=1, empty_size=100.0)
+    assert rel.mixture_shares(mixture) == pytest.approx([0.75, 0.25])
+    chunks = list(rel.sample_chunks(mixture, 8000, torch.Generator().manual_seed(2)))
+    records, parts = (np.concatenate(x) for x in zip(*chunks))
+    assert (records[parts == 1].sum(axis=1) == 0).all() and (records[parts == 0].sum(axis=1) >= 1).all()
+    assert (parts == 1).mean() == pytest.approx(0.25, abs=0.015)
+    mixture.empty_size = -50.0  # a negative noisy count: projected with the sizes, no mass added
+    assert rel.mixture_shares(mixture) == pytest.approx([1.0, 0.0])
+
+
+@pytest.mark.parametrize(("over", "match"), [
+    ({"partition.method": "label"}, "does not go with method: label"),
+    ({"model.length_noise_multiplier": 5.0}, "does not go with model.length_noise_multiplier"),
+    ({"partition.empty_part_noise_multiplier": 0}, "must be > 0"),
+])
+def test_options_that_do_not_go_with_an_empty_part_are_clear_errors(tmp_path, over, match):
+    with pytest.raises(ConfigError, match=match):
+        config(tmp_path, "bad", **over)
