@@ -44,9 +44,6 @@ from dpgm.privacy.calibrate import default_delta
 
 DATASETS = ("msnbc", "retail", "gowalla")
 TOP_ITEMS = {"msnbc": None, "retail": 100, "gowalla": 100}
-#: data.min_items as a user declares it, from each dataset's README: every msnbc session holds at
-#: least one page category; retail and gowalla records may hold none of their 100 kept items.
-MIN_ITEMS = {"msnbc": 1, "retail": 0, "gowalla": 0}
 EPSILONS = (1.0, 2.0)
 METHODS = ("dpgm", "aim", "mst", "mwem_pgm", "mwem", "marginals")
 
@@ -70,10 +67,9 @@ def config_sections(path: Path, sections: dict[str, dict[str, Any]] | None = Non
 
 
 def run_dpgm(config: dict[str, Any], dataset: BinaryDataset, epsilon: float, delta: float,
-             rng: np.random.Generator, min_items: int = 0) -> BinaryDataset:
+             rng: np.random.Generator) -> BinaryDataset:
     """Train dpgm (``config``: a config file's sections) on ``dataset`` at (epsilon, delta) and
-    release len(dataset) synthetic records. The data section is unused (the records are given)
-    but for ``min_items``, the dataset's declared data.min_items (``MIN_ITEMS``)."""
+    release len(dataset) synthetic records. The data section is unused: the records are given."""
     import tempfile
 
     from dpgm.config import config_from_dict
@@ -84,7 +80,7 @@ def run_dpgm(config: dict[str, Any], dataset: BinaryDataset, epsilon: float, del
     with tempfile.TemporaryDirectory() as tmp:
         cfg = config_from_dict(config, [
             f"runs_dir={tmp}", "name=dpgm", f"seed={seed}", f"privacy.delta={delta}",
-            f"privacy.target_epsilon={epsilon}", f"data.min_items={min_items}",
+            f"privacy.target_epsilon={epsilon}",
         ])
         run_dir, _ = train(cfg, data=dataset, progress=False)
         return sample_dataset(run_dir, dataset.n_records, seed=seed)
@@ -144,8 +140,7 @@ def synthesize(
 ) -> tuple[BinaryDataset, dict[str, Any]]:
     if method == "dpgm":
         config = config_sections(config_file(name, config_path))
-        return (run_dpgm(config, data, epsilon, delta, rng, MIN_ITEMS[name]),
-                {"method": "dpgm", "config": config, "min_items": MIN_ITEMS[name]})
+        return run_dpgm(config, data, epsilon, delta, rng), {"method": "dpgm", "config": config}
     return run_baseline(method, data, queries, epsilon=epsilon, delta=delta, rng=rng, options=options)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from counting_queries import CONFIGS, MIN_ITEMS, config_sections, load
+from counting_queries import CONFIGS, config_sections, load
 from provenance import write_json
 
 from dpgm import rules
@@ -50,8 +50,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "parts5k_indep1e4": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000},
     # the release follows a noisy record-length histogram (5% of rho, from DP-SGD's or the means' share)
     "parts5k_indep1e4_lengths5": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000, "LENGTHS_SHARE": 0.05},
-    # session 8, with msnbc's declared data.min_items = 1 (MIN_ITEMS): the rules shipped in session 6,
-    # and the same with the empty records as a part of their own (1% of rho for their noisy count)
+    # session 8: the rules shipped in session 6, and the same with the empty records as a part of
+    # their own (1% of rho for their noisy count; the other parts conditioned on >= 1 item)
     "shipped": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000},
     "shipped_empty1": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
 }
@@ -87,8 +87,7 @@ def run_setting(name: str, size: int | None, args: argparse.Namespace, rows: lis
             try:
                 with tempfile.TemporaryDirectory() as tmp:
                     cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}",
-                                                    f"privacy.delta={delta}", f"privacy.target_epsilon={args.epsilon}",
-                                                    f"data.min_items={MIN_ITEMS[name]}"])
+                                                    f"privacy.delta={delta}", f"privacy.target_epsilon={args.epsilon}"])
                     run_dir, _ = train(cfg, data=fit, progress=False)
                     evaluation.add(f"{cand}#{seed}", sample_dataset(run_dir, held_out.n_records, seed=seed))
             finally:
