@@ -8,7 +8,9 @@ independent marginals fitted on the same records at the same (epsilon, delta). A
 score on one setting is the mean over the 5 length groups of log(error / marginals' error),
 averaged over seeds (below 0: better than marginals). LODO: for each dataset X, the candidate
 with the best mean score over the settings of the OTHER datasets is chosen, and its score on X is
-reported beside the default's and the best one's on X.
+reported beside the default's and the best one's on X. Each row also keeps the 2-way marginal TVD
+to the held-out half (``tvd2``, marginals' beside it); ``--score tvd2`` runs the same LODO on
+log(tvd2 / marginals' tvd2).
 
     python benchmarks/rules_lodo.py --json benchmarks/results/rules_lodo.json
     python benchmarks/rules_lodo.py --summarize benchmarks/results/rules_lodo.json
@@ -32,6 +34,7 @@ from provenance import write_json
 from dpgm import rules
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
+from dpgm.evaluation.marginal_tvd import marginal_tvd
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
 from dpgm.training.run import train
@@ -54,6 +57,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # their own (1% of rho for their noisy count; the other parts conditioned on >= 1 item)
     "shipped": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000},
     "shipped_empty1": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
+    # session 8, for the 2-way TVD: more of rho for the means, or smaller parts
+    "empty1_means60": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01, "MEANS_SHARE": 0.60},
+    "empty1_parts2500": {"RECORDS_PER_PART": 2_500, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
 }
 
 
@@ -81,6 +87,7 @@ def run_setting(name: str, size: int | None, args: argparse.Namespace, rows: lis
         syn, _ = run_baseline("marginals", fit, evaluation.queries, epsilon=args.epsilon, delta=delta,
                               rng=np.random.default_rng([seed, 2]), options=BaselineOptions())
         evaluation.add(key, syn)
+        marginals_tvd2 = marginal_tvd(held_out, syn).twoway
         for cand in args.candidates:
             old = patched({**BASE, **CANDIDATES[cand]})
             start = time.perf_counter()
@@ -89,7 +96,9 @@ def run_setting(name: str, size: int | None, args: argparse.Namespace, rows: lis
                     cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}",
                                                     f"privacy.delta={delta}", f"privacy.target_epsilon={args.epsilon}"])
                     run_dir, _ = train(cfg, data=fit, progress=False)
-                    evaluation.add(f"{cand}#{seed}", sample_dataset(run_dir, held_out.n_records, seed=seed))
+                    released = sample_dataset(run_dir, held_out.n_records, seed=seed)
+                    evaluation.add(f"{cand}#{seed}", released)
+                    tvd2 = marginal_tvd(held_out, released).twoway
             finally:
                 patched(old)
             seconds = time.perf_counter() - start
@@ -97,24 +106,33 @@ def run_setting(name: str, size: int | None, args: argparse.Namespace, rows: lis
             ratio = [np.log(means[f"{cand}#{seed}"][g] / means[key][g]) for g in means[key]]
             rows.append({"dataset": name, "size": size or "half", "candidate": cand, "seed": seed,
                          "score": float(np.mean(ratio)), "groups": means[f"{cand}#{seed}"],
-                         "marginals": means[key], "seconds": seconds})
+                         "marginals": means[key], "tvd2": tvd2, "marginals_tvd2": marginals_tvd2,
+                         "seconds": seconds})
             print(f"  {name}/{size or 'half'} {cand}#{seed}: score {rows[-1]['score']:+.3f} ({seconds:.0f} s)", flush=True)
             if args.json:
                 write_json(args.json, {"settings": {k: str(v) for k, v in vars(args).items()},
                                        "candidates": CANDIDATES, "rows": rows})
 
 
-def summarize(rows: list[dict[str, Any]]) -> str:
+def row_score(row: dict[str, Any], score: str) -> float:
+    """A row's score: the counting-query one, or log(2-way TVD / marginals' 2-way TVD)."""
+    return row["score"] if score == "queries" else float(np.log(row["tvd2"] / row["marginals_tvd2"]))
+
+
+def summarize(rows: list[dict[str, Any]], score_name: str = "queries") -> str:
     """Mean score per (setting, candidate) and the LODO choice for every dataset."""
     score: dict[tuple[str, str], dict[str, list[float]]] = {}
     for r in rows:
-        score.setdefault((r["dataset"], str(r["size"])), {}).setdefault(r["candidate"], []).append(r["score"])
+        if score_name == "tvd2" and "tvd2" not in r:
+            continue
+        score.setdefault((r["dataset"], str(r["size"])), {}).setdefault(r["candidate"], []).append(row_score(r, score_name))
     mean = {s: {c: float(np.mean(v)) for c, v in by.items()} for s, by in score.items()}
     cands = sorted({c for by in mean.values() for c in by})
     lines = [f"{'setting':<16}" + "".join(f"{c:>18}" for c in cands)]
     for s, by in sorted(mean.items()):
         lines.append(f"{s[0] + '/' + s[1]:<16}" + "".join(f"{by.get(c, float('nan')):>+18.3f}" for c in cands))
-    lines.append("\nLODO (score = mean log(error / marginals' error); lower is better):")
+    what = "error / marginals' error" if score_name == "queries" else "2-way TVD / marginals' 2-way TVD"
+    lines.append(f"\nLODO (score = mean log({what}); lower is better):")
     for x in sorted({s[0] for s in mean}):
         others = [by for s, by in mean.items() if s[0] != x]
         common = [c for c in cands if all(c in by for by in others)]
@@ -137,15 +155,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--summarize", nargs="+", default=None, metavar="JSON", help="only print the LODO summary of these files")
+    p.add_argument("--score", choices=("queries", "tvd2"), default="queries",
+                   help="what the summary scores: the counting queries or the 2-way marginal TVD")
     args = p.parse_args(argv)
     if args.summarize:
-        print(summarize([r for path in args.summarize for r in json.loads(Path(path).read_text())["rows"]]))
+        print(summarize([r for path in args.summarize for r in json.loads(Path(path).read_text())["rows"]], args.score))
         return 0
     rows: list[dict[str, Any]] = []
     for size in args.sizes:
         for name in args.datasets:
             run_setting(name, None if size == "half" else int(size), args, rows)
-    print(summarize(rows))
+    print(summarize(rows, args.score))
     return 0
 
 
