@@ -56,17 +56,34 @@ class Release:
     def item_names(self) -> list[str]:
         return list(self.mixture.item_names)
 
-    def sample(self, n: int, seed: int | None = None) -> np.ndarray:
-        """``n`` synthetic records as a dense 0/1 uint8 array (post-processing: no privacy cost)."""
+    def sample(self, n: int | None = None, seed: int | None = None, *, labels: Sequence[int] | None = None,
+               per_label: int | None = None, with_labels: bool = False) -> Any:
+        """``n`` synthetic records as a dense 0/1 uint8 array (post-processing: no privacy cost).
+
+        For a run partitioned by label (as ``generate.py --labels/--per-label``): ``labels`` keeps
+        those labels (the noisy label histogram renormalised over them), ``per_label`` draws that
+        many of each instead of ``n``, and ``with_labels`` returns (records, each record's label).
+        """
         import torch
 
-        from dpgm.release import sample_chunks
+        from dpgm.release import draw_plan, plan_chunks
 
-        if n < 1:
-            raise ConfigError(f"sample: n must be >= 1, got {n}")
+        if (n is None) == (per_label is None):
+            raise ConfigError("sample: give n (records in all) or per_label (records of each label), not both"
+                              if n is not None else "sample: give n (records in all) or per_label")
+        if (n if n is not None else per_label) < 1:
+            raise ConfigError(f"sample: {'n' if n is not None else 'per_label'} must be >= 1")
+        if with_labels and self.mixture.part_labels is None:
+            raise ConfigError("sample: with_labels needs a run partitioned by label (partition.method: label)")
         generator = torch.Generator()
         generator.manual_seed(seed if seed is not None else int(torch.seed()))
-        return np.concatenate([records for records, _ in sample_chunks(self.mixture, n, generator)])
+        plan = draw_plan(self.mixture, n, labels=labels, per_label=per_label)
+        chunks = list(plan_chunks(self.mixture, plan, generator))
+        records = np.concatenate([r for r, _ in chunks])
+        if not with_labels:
+            return records
+        parts = np.concatenate([p for _, p in chunks])
+        return records, np.asarray(self.mixture.part_labels.labels)[parts]
 
     def save(self, directory: str | Path) -> Path:
         """Copy the release folder to ``directory`` (created; must not exist); returns it."""

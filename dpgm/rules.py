@@ -120,6 +120,8 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items).items()
               if key not in stated}
+    if cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None:
+        chosen.pop("partition.empty_part_noise_multiplier", None)  # stated options it does not go with
     for key, value in chosen.items():
         section, name = key.split(".")
         setattr(getattr(cfg, section), name, value)

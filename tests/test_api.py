@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dpgm
+from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,3 +43,29 @@ def test_readme_snippet_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(snippet, "README.md", "exec"), namespace)  # noqa: S102 (the test IS running the README)
     assert namespace["synthetic"].shape[0] == 1000
+
+
+def test_sample_by_label(tmp_path):
+    """A run partitioned by label: labels kept, per_label counts, and the labels returned."""
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, 600)
+    x = (rng.random((600, 10)) < 0.1 + 0.25 * (np.arange(10) % 3 == labels[:, None])).astype(np.uint8)
+    data = BinaryDataset(records=x, item_names=[str(j) for j in range(10)], labels=labels)
+    release = dpgm.fit(data, epsilon=4.0, delta=1e-4, seed=0, **{
+        "partition.method": "label", "partition.k": 3,
+        "training.epochs": 1})
+    records, got = release.sample(per_label=40, seed=2, with_labels=True)
+    assert records.shape == (120, 10) and np.bincount(got).tolist() == [40, 40, 40]
+    records, got = release.sample(300, seed=3, labels=[0, 2], with_labels=True)
+    assert len(records) == 300 and set(np.unique(got)) <= {0, 2}
+    assert release.sample(20, seed=3).shape == (20, 10)
+    with pytest.raises(ConfigError, match="not both"):
+        release.sample(10, per_label=5)
+    with pytest.raises(ConfigError, match="per_label must be >= 1"):
+        release.sample(per_label=0)
+
+
+def test_with_labels_needs_a_labelled_run():
+    release = dpgm.fit(records(), epsilon=2.0, delta=1e-4, seed=0, **{"training.epochs": 1})
+    with pytest.raises(ConfigError, match="with_labels needs a run partitioned by label"):
+        release.sample(10, with_labels=True)

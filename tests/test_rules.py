@@ -131,3 +131,14 @@ def test_a_generic_run_with_min_items_spends_nothing_on_empty_records(tmp_path) 
         run.start()
         assert run.accountant.ledger.count("empty_records") == expected
         assert run.release_min_items == 1
+
+
+def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
+    """A stated label partition (an empty part has no label) or record-length histogram: no empty part."""
+    from dpgm.rules import apply_public_rules
+
+    for stated in ({"partition": {"method": "label", "k": 3}}, {"model": {"length_noise_multiplier": 50.0}}):
+        cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}, **stated})
+        chosen = apply_public_rules(cfg, facts(300_000), cfg.stated)
+        assert "partition.empty_part_noise_multiplier" not in chosen
+        assert cfg.partition.empty_part_noise_multiplier is None
