@@ -117,14 +117,17 @@ def public_inputs(cfg: Config, data: BinaryDataset) -> list[dict[str, Any]]:
 
 
 def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int,
-                   public: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public inputs."""
+                   public: list[dict[str, Any]], empty_size: float | None = None) -> dict[str, Any]:
+    """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public
+    inputs, the noisy part sizes (and the noisy count of empty records, when they are a part)."""
     report: dict[str, Any] = {"warning": NOT_PRIVATE} if cfg.nonprivate_diagnostics else {}
     report.update(accountant.report())
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
     report["fixed_seed"] = cfg.seed is not None
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
+    if empty_size is not None:
+        report["noisy_empty_records"] = float(empty_size)
     t = cfg.training
     report["plan"] = {"partition": cfg.partition.method, "k": len(partition_sizes), "model": cfg.model.kind,
                       "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
@@ -465,7 +468,8 @@ class TrainingRun:
                     min_items=self.release_min_items, part_labels=part_labels(self.cfg),
                     length_shares=self.length_shares, empty_size=self.empty_size)
         self.accountant.ledger.save(folder / LEDGER_FILE)
-        report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public)
+        report = privacy_report(self.cfg, self.accountant, self.partition.noisy_sizes, self.steps, self.public,
+                                self.empty_size)
         atomic_write_json(folder / REPORT_FILE, report)
         version, commit = dpgm_version()
         atomic_write_text(folder / SUMMARY_FILE,

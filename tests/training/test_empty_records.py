@@ -70,6 +70,7 @@ def test_a_run_with_an_empty_part_charges_the_count_and_releases_its_share(run, 
     assert report["stage_epsilons"][STAGE] > 0
     mixture = load_release(run_dir)
     assert mixture.empty_size is not None and mixture.min_items == 1  # the other parts hold >= 1 item
+    assert report["noisy_empty_records"] == mixture.empty_size  # a released value, in the report
     share = rel.mixture_shares(mixture)[-1]
     assert 0.3 < share < 0.5  # 40% of the records are empty, the count's noise is small
     records = np.concatenate([r for r, _ in rel.sample_chunks(mixture, 20_000, torch.Generator().manual_seed(1))])
