@@ -45,31 +45,39 @@ Draw = tuple[np.ndarray, int]
 
 def _draw(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
           threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-    """``c`` records (uint8 [c, m]), their parts and how many were drawn: part by noisy size, then
-    the part's model, redrawing from the same part every record of fewer than ``min_items`` items."""
+    """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy
+    size, then the part's model, redrawing from the same part every record of fewer than
+    ``min_items`` items (``_part_records``; a part that almost never draws one gives fewer)."""
     parts = torch.multinomial(probs, c, replacement=True, generator=generator)
     out = torch.zeros(c, mixture.n_items, dtype=torch.uint8)
+    keep = torch.ones(c, dtype=torch.bool)
     drawn = 0
     for j in torch.unique(parts).tolist():
         where = (parts == j).nonzero(as_tuple=True)[0]
         if j == len(mixture.models):  # the part of empty records (``mixture_shares``): all zeros
             drawn += len(where)
             continue
-        out[where], tried = _part_records(mixture.models[j], len(where), generator, threshold, min_items)
+        records, tried = _part_records(mixture.models[j], len(where), generator, threshold, min_items)
+        out[where[: len(records)]] = records
+        keep[where[len(records):]] = False
         drawn += tried
-    return out.numpy(), parts.numpy(), drawn
+    return out[keep].numpy(), parts[keep].numpy(), drawn
 
 
 def _part_records(model: torch.nn.Module, count: int, generator: torch.Generator, threshold: float | None,
                   min_items: int) -> tuple[torch.Tensor, int]:
-    """``count`` records of one part's model holding >= ``min_items`` items, and how many were drawn.
+    """Up to ``count`` records of one part's model holding >= ``min_items`` items, and how many were drawn.
 
     Rejected records are redrawn from the SAME part: each part's model is conditioned on the public
-    fact, and its share stays its noisy size, which counts real records that all hold the fact.
+    fact, and its share stays its noisy size, which counts real records that all hold the fact. A
+    part stops after max(MIN_DRAWS, count / MIN_ACCEPTANCE) draws (a model that almost never draws
+    such a record, say a near-empty part's); the release then fills its slots from new draws of
+    every part (``sample_chunks``), so only that part's share shrinks.
     """
     kept: list[torch.Tensor] = []
     have = drawn = 0
-    while have < count:
+    limit = max(MIN_DRAWS, count / MIN_ACCEPTANCE)
+    while have < count and drawn < limit:
         want = count - have
         if threshold is None:
             records = model.sample(want, generator).to(torch.uint8)
@@ -78,10 +86,9 @@ def _part_records(model: torch.nn.Module, count: int, generator: torch.Generator
         drawn += want
         if min_items > 0:
             records = records[records.sum(dim=1) >= min_items]
-            _check_acceptance(have + len(records), drawn, min_items)
         kept.append(records)
         have += len(records)
-    return torch.cat(kept), drawn
+    return torch.cat(kept)[:count], drawn
 
 
 def mixture_shares(mixture: ReleasedMixture) -> np.ndarray:

@@ -117,3 +117,16 @@ def test_redrawn_records_keep_their_part_so_part_shares_follow_the_noisy_sizes()
     parts = np.concatenate([p for _, p in chunks])
     assert len(records) == 20_000 and (records.sum(axis=1) >= 1).all()
     assert abs((parts == 0).mean() - 0.5) < 0.02 and (records[parts == 0, 0] == 1).all()
+
+
+def test_a_part_that_almost_never_draws_valid_records_gives_its_slots_to_the_others():
+    """Part 1's model is (almost) always empty: its slots go to part 0 instead of failing the release."""
+    models = [Independent(3), Independent(3)]
+    with torch.no_grad():
+        models[0].output_bias().copy_(torch.tensor([30.0, -30.0, -30.0]))
+        models[1].output_bias().fill_(-12.0)  # P(any item) ~ 2e-5
+    mixture = ReleasedMixture(models=models, noisy_sizes=np.array([90.0, 10.0]), item_names=["a", "b", "c"],
+                              image_shape=None, report={}, item_ids=[0, 1, 2], min_items=1)
+    chunks = list(rel.sample_chunks(mixture, 3000, torch.Generator().manual_seed(0), chunk_size=1000))
+    records = np.concatenate([r for r, _ in chunks])
+    assert len(records) == 3000 and (records.sum(axis=1) >= 1).all()
