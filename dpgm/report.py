@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-#: What each ledger stage did, in words ({k}, {steps}, {method} filled from the report's plan).
+#: What each ledger stage did, in words ({k}, {groups}, {steps}, {method} filled from the report's plan).
 STAGES = {
     "items": "choose the most frequent items from noisy item counts",
-    "partition": "split the records into {k} groups ({method})",
+    "partition": "split the records into {groups} ({method})",
     "part_means": "measure each group's noisy mean record",
     "record_lengths": "count the records of each length (noisy histogram)",
     "empty_records": "count the records holding no item (noisy count; they form a group of their own)",
@@ -88,7 +88,9 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
         "| stage | what it did | epsilon on its own |",
         "|---|---|---|",
     ]
-    words = {"k": plan.get("k", "?"), "method": plan.get("partition", "?"), "steps": plan.get("steps_taken", "?")}
+    k = plan.get("k", "?")
+    words = {"k": k, "groups": "one group" if k == 1 else f"{k} groups", "method": plan.get("partition", "?"),
+             "steps": plan.get("steps_taken", "?")}
     for stage, eps in report["stage_epsilons"].items():
         lines.append(f"| {stage} | {STAGES.get(stage, stage).format(**words)} | {_num(eps)} |")
     lines += [

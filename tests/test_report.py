@@ -27,3 +27,11 @@ def test_summary_says_what_was_protected_and_explains_the_stage_sum() -> None:
 def test_a_not_private_run_says_so_first() -> None:
     text = summary_markdown({**REPORT, "warning": "NOT DIFFERENTIALLY PRIVATE: x"}, dataset="d", version="v", commit=None)
     assert text.startswith("**NOT DIFFERENTIALLY PRIVATE")
+
+
+def test_one_part_and_the_empty_records_stage_read_as_words() -> None:
+    report = {**REPORT, "stage_epsilons": {"empty_records": 0.08, "partition": 0.12, "part_means": 0.98},
+              "plan": {"k": 1, "partition": "none", "steps_taken": 0}}
+    text = summary_markdown(report, dataset="shop", version="v", commit=None)
+    assert "| partition | split the records into one group (none) | 0.12 |" in text
+    assert "| empty_records | count the records holding no item" in text
