@@ -158,6 +158,7 @@ class TrainingConfig:
     schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (DESIGN.md 3.5); alternate: the paper's Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
+    lr_schedule: Literal["constant", "linear", "cosine"] = opt("constant", "learning rate over the planned steps: constant, linear decay to 0, or cosine decay to 0 (post-processing of the noisy gradients: no privacy cost)")
     ema_decay: float | None = opt(None, "release an exponential moving average of each model's weights with this decay (post-processing of the noisy iterates; null: the last iterate)")
     checkpoint_every: int = opt(2000, "steps between checkpoints")
     checkpoint_seconds: float = opt(120.0, "also checkpoint when this many seconds passed since the last one (a kill loses at most this much work)")

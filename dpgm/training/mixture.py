@@ -15,6 +15,7 @@ same draws as one model at a time, much faster for small parts).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,15 @@ class RecordStore:
         if self.sparse:
             return torch.as_tensor(self._csr[index].toarray(), dtype=torch.float32, device=self.device)
         return self._dense[torch.as_tensor(index, device=self.device)]
+
+
+def lr_factor(schedule: str, step: int, total: int) -> float:
+    """The learning rate's multiplier at ``step`` (0-based) of ``total`` planned steps: 1 for
+    ``constant``; from 1 down towards 0 for ``linear`` and ``cosine`` (training.lr_schedule)."""
+    if schedule == "constant" or total <= 0:
+        return 1.0
+    t = min(step / total, 1.0)
+    return 1.0 - t if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * t))
 
 
 def make_optimizer(cfg: TrainingConfig, params: Any) -> torch.optim.Optimizer:
@@ -103,9 +113,13 @@ class MixtureTrainer:
         *,
         generator: torch.Generator,
         batched: bool = True,
+        total_steps: int = 0,
     ) -> None:
         if len(models) != len(noisy_sizes):
             raise ValueError("one model per part is required")
+        if cfg.lr_schedule != "constant" and total_steps < 1:
+            raise ValueError("a learning-rate schedule needs the planned number of steps")
+        self.total_steps, self.steps_taken = total_steps, 0
         self.models = models
         self.records = records
         self.cfg = cfg
@@ -139,7 +153,12 @@ class MixtureTrainer:
 
     def step(self, accountant: Accountant) -> StepLog:
         """One global step; charged to ``accountant`` before any record is read."""
+        factor = lr_factor(self.cfg.lr_schedule, self.steps_taken, self.total_steps)
+        for optimizer in self.optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = self.cfg.learning_rate * factor
         log = self._step(accountant)
+        self.steps_taken += 1
         if self.averages is not None:
             for average, model in zip(self.averages, self.models):
                 average.update_parameters(model)
@@ -169,6 +188,7 @@ class MixtureTrainer:
         state = {
             "models": [m.state_dict() for m in self.models],
             "optimizers": [o.state_dict() for o in self.optimizers],
+            "steps_taken": self.steps_taken,
         }
         if self.averages is not None:
             state["averages"] = [a.state_dict() for a in self.averages]
@@ -179,5 +199,6 @@ class MixtureTrainer:
             m.load_state_dict(s)
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)
+        self.steps_taken = int(state.get("steps_taken", 0))
         for a, s in zip(self.averages or [], state.get("averages", [])):
             a.load_state_dict(s)

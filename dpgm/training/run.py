@@ -321,7 +321,7 @@ class TrainingRun:
                 start_at_means(model, probs)
         self.trainer = MixtureTrainer(
             models, RecordStore(self.data.records, self.cfg.device), self.partition.assignments,
-            self.partition.noisy_sizes, self.cfg.training, generator=self.generator,
+            self.partition.noisy_sizes, self.cfg.training, generator=self.generator, total_steps=self.steps,
         )
 
     def resume(self, checkpoint: dict[str, Any]) -> None:
