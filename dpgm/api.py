@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from dpgm.artifact import RELEASE_DIR, REPORT_FILE, ReleasedMixture, load_release, release_dir
 from dpgm.config import config_from_dict, load_config
 from dpgm.data.dataset import BinaryDataset
-from dpgm.errors import ConfigError
+from dpgm.errors import ConfigError, DpgmError
 
 #: ``fit`` without a config: the generic rules from public quantities (configs/transactions.yaml).
 GENERIC = {"rules": "public", "privacy": {"target_epsilon": 1.0}}
@@ -66,13 +66,12 @@ class Release:
         """
         import torch
 
-        from dpgm.release import draw_plan, plan_chunks
+        from dpgm.release import check_counts, draw_plan, plan_chunks
 
-        if (n is None) == (per_label is None):
-            raise ConfigError("sample: give n (records in all) or per_label (records of each label), not both"
-                              if n is not None else "sample: give n (records in all) or per_label")
-        if (n if n is not None else per_label) < 1:
-            raise ConfigError(f"sample: {'n' if n is not None else 'per_label'} must be >= 1")
+        try:
+            check_counts(n, per_label, ("n", "per_label"))
+        except DpgmError as exc:
+            raise ConfigError(f"sample: {exc}") from None
         if with_labels and self.mixture.part_labels is None:
             raise ConfigError("sample: with_labels needs a run partitioned by label (partition.method: label)")
         generator = torch.Generator()

@@ -291,15 +291,21 @@ def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np
         fh.writelines(" ".join(map(str, ids_array[np.flatnonzero(row)])) + "\n" for row in records)
 
 
+def check_counts(n: int | None, per_label: int | None, names: tuple[str, str] = ("--n", "--per-label")) -> None:
+    """One-line errors unless exactly one of ``n`` (records in all) and ``per_label`` (records of
+    each label) is given, and it is >= 1; ``names`` are the caller's words for them."""
+    if (n is None) == (per_label is None):
+        raise DpgmError(f"give either {names[0]} (records in all) or {names[1]} (records of each label), not both"
+                        if n is not None else f"{names[0]} is required (or {names[1]} N for N records of each label)")
+    if n is not None and n < 1:
+        raise DpgmError(f"{names[0]} must be >= 1, got {n}")
+    if per_label is not None and per_label < 1:
+        raise DpgmError(f"{names[1]} must be >= 1, got {per_label}")
+
+
 def _check_request(n: int | None, per_label: int | None, fmt: str, threshold: float | None) -> None:
     """One-line errors for a request that makes no sense, before anything is loaded."""
-    if (n is None) == (per_label is None):
-        raise DpgmError("give either --n (records in all) or --per-label (records of each label), not both"
-                        if n is not None else "--n is required (or --per-label N for N records of each label)")
-    if n is not None and n < 1:
-        raise DpgmError(f"--n must be >= 1, got {n}")
-    if per_label is not None and per_label < 1:
-        raise DpgmError(f"--per-label must be >= 1, got {per_label}")
+    check_counts(n, per_label)
     if fmt not in FORMATS:
         raise DpgmError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if threshold is not None and not 0 < threshold < 1:
