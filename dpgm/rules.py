@@ -16,6 +16,7 @@ neither overshoot nor leave budget unused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -118,10 +119,11 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
 
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
     """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
+    no_empty_part = cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None
+    if no_empty_part:  # stated options an empty part does not go with: plan as if no record could be
+        facts = dataclasses.replace(facts, min_items=max(facts.min_items, 1))  # empty (its share goes to the rest)
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items).items()
-              if key not in stated}
-    if cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None:
-        chosen.pop("partition.empty_part_noise_multiplier", None)  # stated options it does not go with
+              if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")
         setattr(getattr(cfg, section), name, value)

@@ -142,3 +142,14 @@ def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
         chosen = apply_public_rules(cfg, facts(300_000), cfg.stated)
         assert "partition.empty_part_noise_multiplier" not in chosen
         assert cfg.partition.empty_part_noise_multiplier is None
+
+
+def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
+    """Small data (independent models): the means take the rest, including the empty count's 1%."""
+    from dpgm.rules import apply_public_rules
+
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "partition": {"method": "label", "k": 3}})
+    apply_public_rules(cfg, facts(3_000), cfg.stated)
+    plain = public_defaults(facts(3_000), top_items=None)
+    assert cfg.model.mean_noise_multiplier < plain["model.mean_noise_multiplier"]  # more budget: less noise
