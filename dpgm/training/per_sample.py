@@ -8,6 +8,11 @@ one backward pass to the layer outputs give both, for any model whose trainable 
 all live in such layers and whose per-record losses each depend on their own row only.
 Layers may carry leading dimensions (a stack of k layers with weight [k, out, in] applied to
 inputs [k, B, in], see dpgm.training.stacked): norms and sums are then [k, B] and [k, ...].
+
+An nn.Conv2d layer (groups 1, zero padding) applied to [B, C, H, W] shares its weight across
+positions, so its per-record gradient is materialised instead, as Opacus does: the unfolded
+input [B, C k k, L] times the output gradient [B, out, L] gives [B, out, C k k]. Small
+convolutions keep this cheap; they are never stacked (a stack of one runs the model itself).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
@@ -25,7 +31,7 @@ from dpgm.errors import ConfigError
 class _Capture:
     """One layer's input (detached) and output (in the graph) from the recorded forward pass."""
 
-    layer: nn.Linear
+    layer: nn.Linear | nn.Conv2d
     inputs: Tensor
     output: Tensor
 
@@ -37,7 +43,9 @@ class GhostBatch:
     losses: Tensor  # [..., B], detached
     norms: Tensor  # [..., B], L2 norm of each record's full gradient
     params: list[nn.Parameter]
-    _factors: list[tuple[nn.Linear, Tensor, Tensor]]  # (layer, output grads [..., B, out], inputs [..., B, in])
+    #: nn.Linear: (layer, output grads [..., B, out], inputs [..., B, in]);
+    #: nn.Conv2d: (layer, per-record weight grads [B, out, in k k], per-record bias grads [B, out]).
+    _factors: list[tuple[nn.Module, Tensor, Tensor]]
 
     def clipped_sum(self, weights: Tensor) -> list[Tensor]:
         """sum_i weights_i * grad_i for every parameter, in ``params`` order (one matmul per layer)."""
@@ -48,7 +56,11 @@ class GhostBatch:
     def add_clipped_sum(self, weights: Tensor, totals: list[Tensor]) -> None:
         """totals[j] += sum_i weights_i * grad_i in place (``params`` order; the add is fused into the matmul)."""
         out = {id(p): t for p, t in zip(self.params, totals)}
-        for layer, grad_out, inputs in self._factors:
+        for layer, first, second in self._factors:
+            if isinstance(layer, nn.Conv2d):
+                _add_conv_sum(layer, first, second, weights, out)
+                continue
+            grad_out, inputs = first, second
             scaled = grad_out * weights.to(grad_out.dtype).unsqueeze(-1)
             if layer.weight.requires_grad:
                 w = out[id(layer.weight)]
@@ -57,21 +69,54 @@ class GhostBatch:
                 out[id(layer.bias)].add_(scaled.sum(dim=-2))
 
 
-class GhostClipper:
-    """Records the nn.Linear layers of ``model`` during a forward pass and returns a GhostBatch.
+def _add_conv_sum(layer: nn.Conv2d, grad_w: Tensor, grad_b: Tensor, weights: Tensor, out: dict[int, Tensor]) -> None:
+    """out[weight] += sum_i weights_i grad_w_i and out[bias] += sum_i weights_i grad_b_i (materialised grads)."""
+    w = weights.to(grad_w.dtype)
+    if layer.weight.requires_grad:
+        out[id(layer.weight)].add_(torch.einsum("b,boi->oi", w, grad_w).view_as(layer.weight))
+    if layer.bias is not None and layer.bias.requires_grad:
+        out[id(layer.bias)].add_(w @ grad_b)
 
-    Raises ConfigError if a trainable parameter is not the weight or bias of an nn.Linear.
+
+def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+    """Each record's weight gradient [B, out, in k k] and bias gradient [B, out] of a Conv2d.
+
+    One grouped convolution (a group per record) correlates each record's input with its output
+    gradient (stride and dilation swap roles); 2-20x faster on CPU than unfold and a matmul.
+    """
+    b, c = inputs.shape[:2]
+    out = grad.shape[1]
+    kh, kw = layer.kernel_size
+    w = F.conv2d(inputs.transpose(0, 1), grad.reshape(b * out, 1, *grad.shape[2:]), groups=b,
+                 stride=layer.dilation, dilation=layer.stride, padding=layer.padding)  # [c, b out, >= kh, >= kw]
+    w = w[:, :, :kh, :kw].reshape(c, b, out, kh, kw).permute(1, 2, 0, 3, 4)
+    return w.reshape(b, out, c * kh * kw), grad.sum(dim=(2, 3))
+
+
+def _check_conv(name: str, layer: nn.Conv2d) -> None:
+    if layer.groups != 1 or layer.padding_mode != "zeros" or isinstance(layer.padding, str):
+        raise ConfigError(f"DP-SGD per-record gradients need Conv2d layers with groups 1 and numeric zero "
+                          f"padding; {name!r} is not")
+
+
+class GhostClipper:
+    """Records the nn.Linear and nn.Conv2d layers of ``model`` during a forward pass and returns a GhostBatch.
+
+    Raises ConfigError if a trainable parameter is not the weight or bias of such a layer.
     A record whose gradient is not finite is dropped from the sums (norm reported as 0).
     """
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.layers = [m for m in model.modules() if isinstance(m, nn.Linear)]
+        self.layers = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+        for name, m in model.named_modules():
+            if isinstance(m, nn.Conv2d):
+                _check_conv(name, m)
         covered = {id(t) for m in self.layers for t in (m.weight, m.bias) if t is not None}
         for name, p in model.named_parameters():
             if p.requires_grad and id(p) not in covered:
-                raise ConfigError(f"DP-SGD needs every trainable parameter in an nn.Linear layer; {name!r} is not")
+                raise ConfigError(f"DP-SGD needs every trainable parameter in an nn.Linear or nn.Conv2d layer; {name!r} is not")
         self._recording: dict[int, _Capture] | None = None
         self._handles = [layer.register_forward_hook(self._hook) for layer in self.layers]
 
@@ -79,8 +124,11 @@ class GhostClipper:
         if self._recording is None:
             return
         if id(layer) in self._recording:
-            raise ConfigError("DP-SGD ghost clipping needs each nn.Linear layer called once per forward pass")
-        if output.dim() != layer.weight.dim():  # [batch, features] for nn.Linear, [k, batch, features] for a stack
+            raise ConfigError("DP-SGD ghost clipping needs each layer called once per forward pass")
+        if isinstance(layer, nn.Conv2d):
+            if output.dim() != 4:
+                raise ConfigError(f"DP-SGD per-record gradients need [batch, C, H, W] inputs to nn.Conv2d, got {tuple(inputs[0].shape)}")
+        elif output.dim() != layer.weight.dim():  # [batch, features] for nn.Linear, [k, batch, features] for a stack
             raise ConfigError(f"DP-SGD ghost clipping needs [batch, features] inputs to nn.Linear, got {tuple(inputs[0].shape)}")
         self._recording[id(layer)] = _Capture(layer, inputs[0].detach(), output)  # type: ignore[arg-type]
 
@@ -98,6 +146,14 @@ class GhostClipper:
         for cap, grad in zip(captures, grads):
             if grad is None:
                 continue
+            if isinstance(cap.layer, nn.Conv2d):
+                grad_w, grad_b = _conv_record_grads(cap.layer, cap.inputs, grad)
+                if cap.layer.weight.requires_grad:
+                    sq = sq + grad_w.pow(2).sum(dim=(1, 2))
+                if cap.layer.bias is not None and cap.layer.bias.requires_grad:
+                    sq = sq + grad_b.pow(2).sum(dim=1)
+                factors.append((cap.layer, grad_w, grad_b))
+                continue
             g2 = grad.pow(2).sum(dim=-1)
             if cap.layer.weight.requires_grad:
                 sq = sq + g2 * cap.inputs.pow(2).sum(dim=-1)
@@ -107,7 +163,7 @@ class GhostClipper:
         bad = ~torch.isfinite(sq)
         if bool(bad.any()):  # a record with a non-finite gradient contributes nothing (norm 0)
             sq = sq.masked_fill(bad, 0.0)
-            factors = [(layer, g.masked_fill(bad.unsqueeze(-1), 0.0), a.masked_fill(bad.unsqueeze(-1), 0.0)) for layer, g, a in factors]
+            factors = [(layer, _zero_rows(f, bad), _zero_rows(g, bad)) for layer, f, g in factors]
         return GhostBatch(losses.detach(), sq.sqrt(), self.params, factors)
 
     def remove(self) -> None:
@@ -115,3 +171,8 @@ class GhostClipper:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _zero_rows(t: Tensor, bad: Tensor) -> Tensor:
+    """``t`` [..., B, ...] with the rows flagged in ``bad`` [..., B] set to 0."""
+    return t.masked_fill(bad.reshape(*bad.shape, *([1] * (t.dim() - bad.dim()))), 0.0)

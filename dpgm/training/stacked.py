@@ -77,12 +77,19 @@ def signature(model: nn.Module) -> Hashable:
     )
 
 
+def stackable(model: nn.Module) -> bool:
+    """Whether ``model`` can join a stack: only nn.Linear layers stack (a model with nn.Conv2d
+    layers steps as a stack of one, which runs the model itself)."""
+    return not any(isinstance(m, nn.Conv2d) for m in model.modules())
+
+
 #: Expected batches below this many rows share a stack whatever their sizes (padding them is cheap).
 SMALL_BATCH = 64.0
 
 
 def stack_groups(models: Sequence[nn.Module], expected_sizes: Sequence[float] | None = None) -> list[list[int]]:
-    """Indices of ``models`` grouped by ``signature`` (groups ordered by their first member).
+    """Indices of ``models`` grouped by ``signature`` (groups ordered by their first member);
+    a model that is not ``stackable`` is a group of its own.
 
     With ``expected_sizes`` (public: q times the noisy part sizes) a group is split further into
     parts whose expected batches are within a factor 2 of each other (batches under
@@ -91,6 +98,9 @@ def stack_groups(models: Sequence[nn.Module], expected_sizes: Sequence[float] | 
     """
     groups: dict[Hashable, list[int]] = {}
     for j, model in enumerate(models):
+        if not stackable(model):
+            groups[("alone", j)] = [j]
+            continue
         bucket = None if expected_sizes is None else math.floor(math.log2(max(expected_sizes[j], SMALL_BATCH)))
         groups.setdefault((signature(model), bucket), []).append(j)
     return list(groups.values())

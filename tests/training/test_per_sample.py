@@ -8,7 +8,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from dpgm.errors import ConfigError
-from dpgm.models import RBM, VAE
+from dpgm.models import RBM, VAE, ConvVAE
 from dpgm.training.per_sample import GhostClipper
 
 
@@ -91,7 +91,7 @@ def test_frozen_parameters_are_left_out_of_the_norm() -> None:
 
 def test_parameter_outside_linear_layers_is_rejected() -> None:
     model = nn.Sequential(nn.Linear(3, 2), nn.LayerNorm(2))
-    with pytest.raises(ConfigError, match="nn.Linear"):
+    with pytest.raises(ConfigError, match=r"nn.Linear or nn.Conv2d"):
         GhostClipper(model)
 
 
@@ -114,3 +114,49 @@ def test_record_with_non_finite_gradient_is_dropped() -> None:
     single = GhostClipper(layer).compute(lambda: layer(x[:1]).pow(2).sum(1)).clipped_sum(torch.ones(1, dtype=torch.float64))
     for s, t in zip(sums, single):
         torch.testing.assert_close(s, t)
+
+
+@pytest.mark.parametrize(("kernel", "stride", "padding", "dilation"), [(4, 2, 1, 1), (3, 1, 1, 1), (3, 2, 0, 2), (2, 3, 2, 1)])
+def test_conv2d_norms_and_clipped_sum_equal_single_record_loop(kernel, stride, padding, dilation) -> None:
+    """Materialised per-record Conv2d gradients (one grouped convolution) for strides, paddings
+    and dilations, next to a Linear layer (ghost norms) in one model."""
+    gen = torch.Generator().manual_seed(5)
+    conv = nn.Conv2d(2, 3, kernel, stride=stride, padding=padding, dilation=dilation).double()
+    model = nn.Sequential(conv, nn.ReLU(), nn.Flatten(), nn.LazyLinear(2).double())
+    x = torch.randn(4, 2, 9, 9, generator=gen, dtype=torch.float64)
+    model(x)  # materialise the lazy layer
+    check_against_loop(model, lambda: model(x).pow(2).sum(1), lambda i: model(x[i : i + 1]).pow(2).sum(), 4)
+
+
+def test_conv_vae_matches_torch_func_per_sample_gradients() -> None:
+    gen = torch.Generator().manual_seed(6)
+    model = ConvVAE(64, channels=[3, 4], latent=2, generator=gen).double()
+    x = (torch.rand(5, 64, generator=gen) < 0.5).double()
+    eps = torch.randn(5, 2, generator=gen, dtype=torch.float64)
+    trainable = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+
+    def one(p, xi, ei):
+        return functional_call(model, p, (xi.unsqueeze(0), ei.unsqueeze(0)), strict=False).sum()
+
+    per_sample = vmap(grad(one), in_dims=(None, 0, 0))(trainable, x, eps)
+    expected = torch.sqrt(sum(g.reshape(5, -1).pow(2).sum(1) for g in per_sample.values()))
+    ghost = GhostClipper(model).compute(lambda: model(x, eps))
+    torch.testing.assert_close(ghost.norms, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_conv_record_with_non_finite_gradient_is_dropped() -> None:
+    conv = nn.Conv2d(1, 2, 3, padding=1).double()
+    x = torch.ones(2, 1, 4, 4, dtype=torch.float64)
+    x[1, 0, 2, 2] = float("inf")
+    ghost = GhostClipper(conv).compute(lambda: conv(x).pow(2).sum((1, 2, 3)))
+    assert ghost.norms[1] == 0 and torch.isfinite(ghost.norms[0])
+    single = GhostClipper(conv).compute(lambda: conv(x[:1]).pow(2).sum((1, 2, 3))).clipped_sum(torch.ones(1, dtype=torch.float64))
+    for s, t in zip(ghost.clipped_sum(torch.ones(2, dtype=torch.float64)), single):
+        torch.testing.assert_close(s, t)
+
+
+@pytest.mark.parametrize("conv", [nn.Conv2d(2, 2, 3, groups=2), nn.Conv2d(1, 2, 3, padding="same"),
+                                  nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")])
+def test_unsupported_conv2d_is_rejected(conv) -> None:
+    with pytest.raises(ConfigError, match="Conv2d"):
+        GhostClipper(nn.Sequential(conv))
