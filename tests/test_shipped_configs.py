@@ -27,6 +27,7 @@ PINNED = {
     "digits_labels": ([], None, 1.0, 3.593),  # one part per digit; whole-pipeline budget epsilon 1 (session 8)
     "mnist": (["partition.init=random"], (2000, 784, (28, 28)), 1.3559, 1.0),
     "mnist_labels": ([], (2000, 784, (28, 28)), 1.0, 8.0187),  # parts by label; 4,080 steps at q = 0.03 within epsilon 1
+    "mnist_labels_conv": ([], (2000, 784, (28, 28)), 10.0, 0.9935),  # conv VAE per digit; 2,040 steps within epsilon 10
     "msnbc": (["privacy.delta=1e-7"], (3000, 17, None), 1.0, 4.2715),  # delta as n = 989,818 gives
     "sketch": ([], None, 5.7522, 1.0),
     # top 100 of 200 items: the noisy item choice runs as on the real file; n ~ 1e4-1e5 gives 1e-6
