@@ -10,9 +10,9 @@ Layers may carry leading dimensions (a stack of k layers with weight [k, out, in
 inputs [k, B, in], see dpgm.training.stacked): norms and sums are then [k, B] and [k, ...].
 
 An nn.Conv2d layer (groups 1, zero padding) applied to [B, C, H, W] shares its weight across
-positions, so its per-record gradient is materialised instead, as Opacus does: the unfolded
-input [B, C k k, L] times the output gradient [B, out, L] gives [B, out, C k k]. Small
-convolutions keep this cheap; they are never stacked (a stack of one runs the model itself).
+positions, so its per-record gradient [B, out, C k k] is materialised instead, as Opacus does
+(here by one grouped convolution of the inputs with the output gradients). Small convolutions
+keep this cheap; they are never stacked (a stack of one runs the model itself).
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> tuple[
     b, c = inputs.shape[:2]
     out = grad.shape[1]
     kh, kw = layer.kernel_size
+    if b == 0:
+        return grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out)
     w = F.conv2d(inputs.transpose(0, 1), grad.reshape(b * out, 1, *grad.shape[2:]), groups=b,
                  stride=layer.dilation, dilation=layer.stride, padding=layer.padding)  # [c, b out, >= kh, >= kw]
     w = w[:, :, :kh, :kw].reshape(c, b, out, kh, kw).permute(1, 2, 0, 3, 4)
@@ -94,6 +96,7 @@ def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> tuple[
 
 
 def _check_conv(name: str, layer: nn.Conv2d) -> None:
+    """ConfigError unless ``layer`` is a Conv2d whose per-record gradients ``_conv_record_grads`` computes."""
     if layer.groups != 1 or layer.padding_mode != "zeros" or isinstance(layer.padding, str):
         raise ConfigError(f"DP-SGD per-record gradients need Conv2d layers with groups 1 and numeric zero "
                           f"padding; {name!r} is not")

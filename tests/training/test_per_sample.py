@@ -155,6 +155,13 @@ def test_conv_record_with_non_finite_gradient_is_dropped() -> None:
         torch.testing.assert_close(s, t)
 
 
+def test_conv_empty_batch_gives_empty_norms_and_zero_sums() -> None:
+    conv = nn.Conv2d(1, 2, 3, padding=1).double()
+    ghost = GhostClipper(conv).compute(lambda: conv(torch.ones(0, 1, 4, 4, dtype=torch.float64)).sum((1, 2, 3)))
+    assert ghost.norms.shape == (0,)
+    assert all(not bool(s.any()) for s in ghost.clipped_sum(torch.ones(0, dtype=torch.float64)))
+
+
 @pytest.mark.parametrize("conv", [nn.Conv2d(2, 2, 3, groups=2), nn.Conv2d(1, 2, 3, padding="same"),
                                   nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")])
 def test_unsupported_conv2d_is_rejected(conv) -> None:
