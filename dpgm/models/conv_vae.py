@@ -1,11 +1,11 @@
 """A small convolutional VAE for square binary images (issue 14): the VAE with conv layers.
 
-Encoder: two 4x4 stride-2 convolutions (28 -> 14 -> 7) and a linear layer to the Gaussian
-q(z|x); decoder: a linear layer, then twice nearest-neighbour upsampling and a 3x3
-convolution, to Bernoulli logits plus a fixed per-pixel bias (the part's noisy mean image:
+Encoder: stride-2 convolutions (``model.channels``; two: 28 -> 14 -> 7) and a linear layer to the
+Gaussian q(z|x); decoder: a linear layer, then per convolution a nearest-neighbour upsampling and
+a 3x3 convolution, to Bernoulli logits plus a fixed per-pixel bias (the part's noisy mean image:
 ``output_bias``). Convolutions share weights across positions, so the model has a fraction of
 the MLP's parameters, and DP-SGD's noise, which grows with the parameter count, hurts less.
-The ELBO, sampling and the DP-SGD interface are the VAE's (vae.py).
+The ELBO, sampling and the DP-SGD interface are GaussianVAE's (vae.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
-from dpgm.models.vae import VAE, init_linear
+from dpgm.models.vae import GaussianVAE, init_linear
 
 
 class PixelBias(nn.Module):
@@ -40,41 +40,53 @@ def init_conv(layer: nn.Conv2d, generator: torch.Generator | None) -> None:
 
 
 def image_side(n_items: int) -> int:
-    """The side of the square image of ``n_items`` pixels; ConfigError unless it is a multiple of 4."""
+    """The side of the square image of ``n_items`` pixels; ConfigError unless it is square and at least 4 x 4."""
     side = math.isqrt(n_items)
-    if side * side != n_items or side % 4 != 0:
-        raise ConfigError(f"model.kind conv_vae needs square images whose side is a multiple of 4 (28 x 28, 8 x 8); "
-                          f"{n_items} items are not")
+    if side * side != n_items or side < 4:
+        raise ConfigError(f"model.kind conv_vae needs square images of at least 4 x 4 pixels; {n_items} items are not")
     return side
 
 
-class ConvVAE(VAE):
+def halvings(side: int, times: int) -> list[int]:
+    """The sides of the feature maps after each of ``times`` stride-2 convolutions, from ``side``:
+    28 -> [28, 14, 7, 4] for 3 (each side is ceil(previous / 2))."""
+    sides = [side]
+    for _ in range(times):
+        sides.append((sides[-1] + 1) // 2)
+    return sides
+
+
+def down(c_in: int, c_out: int, side: int) -> nn.Conv2d:
+    """A stride-2 convolution from ``side`` to ceil(side / 2): 4x4 kernel on even sides, 3x3 on odd."""
+    return nn.Conv2d(c_in, c_out, 4 if side % 2 == 0 else 3, stride=2, padding=1)
+
+
+class ConvVAE(GaussianVAE):
     """Conv encoder -> Gaussian q(z|x) -> conv decoder -> Bernoulli logits, for square images of ``n_items`` pixels.
 
-    ``channels`` (c1, c2): the channels of the encoder's two convolutions; the decoder mirrors them.
+    ``channels`` (c1, ..., cL): the channels of the encoder's L stride-2 convolutions (28 -> 14 -> 7 ->
+    4 ...); the decoder mirrors them, each step a nearest-neighbour upsampling and a 3x3 convolution.
     """
 
     def __init__(self, n_items: int, channels: Sequence[int] = (16, 32), latent: int = 8, *,
                  generator: torch.Generator | None = None) -> None:
-        nn.Module.__init__(self)
         side = image_side(n_items)
-        if latent < 1 or len(channels) != 2 or any(c < 1 for c in channels):
-            raise ConfigError(f"ConvVAE needs latent >= 1 and two channel counts >= 1, got {latent}, {list(channels)}")
-        c1, c2 = (int(c) for c in channels)
-        small = side // 4
-        self.n_items, self.latent, self.hidden, self.channels = int(n_items), int(latent), [], [c1, c2]
-        self.encoder = nn.Sequential(
-            nn.Unflatten(-1, (1, side, side)),
-            nn.Conv2d(1, c1, 4, stride=2, padding=1), nn.ReLU(),
-            nn.Conv2d(c1, c2, 4, stride=2, padding=1), nn.ReLU(),
-            nn.Flatten(-3), nn.Linear(c2 * small * small, 2 * self.latent),
-        )
-        self.decoder = nn.Sequential(
-            nn.Linear(self.latent, c2 * small * small), nn.ReLU(), nn.Unflatten(-1, (c2, small, small)),
-            nn.Upsample(scale_factor=2), nn.Conv2d(c2, c1, 3, padding=1), nn.ReLU(),
-            nn.Upsample(scale_factor=2), nn.Conv2d(c1, 1, 3, padding=1),
-            nn.Flatten(-3), PixelBias(self.n_items),
-        )
+        if latent < 1 or len(channels) < 1 or any(c < 1 for c in channels):
+            raise ConfigError(f"ConvVAE needs latent >= 1 and one or more channel counts >= 1, got {latent}, {list(channels)}")
+        widths = [1, *(int(c) for c in channels)]
+        sides = halvings(side, len(channels))
+        flat = widths[-1] * sides[-1] ** 2
+        encoder: list[nn.Module] = [nn.Unflatten(-1, (1, side, side))]
+        for c_in, c_out, s in zip(widths, widths[1:], sides):
+            encoder += [down(c_in, c_out, s), nn.ReLU()]
+        encoder += [nn.Flatten(-3), nn.Linear(flat, 2 * int(latent))]
+        decoder: list[nn.Module] = [nn.Linear(int(latent), flat), nn.ReLU(),
+                                    nn.Unflatten(-1, (widths[-1], sides[-1], sides[-1]))]
+        for i in range(len(channels), 0, -1):  # back up: sides[i] -> sides[i - 1], widths[i] -> widths[i - 1]
+            decoder += [nn.Upsample(size=sides[i - 1]), nn.Conv2d(widths[i], widths[i - 1], 3, padding=1), nn.ReLU()]
+        decoder[-1:] = [nn.Flatten(-3), PixelBias(n_items)]  # no ReLU on the logits
+        super().__init__(n_items, latent, nn.Sequential(*encoder), nn.Sequential(*decoder))
+        self.channels = widths[1:]
         for layer in [*self.encoder, *self.decoder]:
             if isinstance(layer, nn.Linear):
                 init_linear(layer, generator)

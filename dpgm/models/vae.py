@@ -39,28 +39,17 @@ def mlp(widths: Sequence[int], generator: torch.Generator | None) -> nn.Sequenti
     return nn.Sequential(*layers)
 
 
-class VAE(BernoulliSampling, nn.Module):
-    """Encoder MLP -> Gaussian q(z|x) -> decoder MLP -> Bernoulli logits (paper: 200 ReLU, 2-d latent).
-
-    ``generator`` (keyword) seeds the weight initialisation; None uses torch's global RNG.
+class GaussianVAE(BernoulliSampling, nn.Module):
+    """Encoder -> Gaussian q(z|x) -> decoder -> Bernoulli logits: the ELBO, sampling and the DP-SGD
+    interface shared by every VAE here, whatever its encoder and decoder (MLP: ``VAE``; convolutional:
+    dpgm.models.conv_vae). The encoder maps [..., B, n_items] to [..., B, 2 latent] (mean, log-variance),
+    the decoder [..., B, latent] to logits [..., B, n_items]; its last layer's ``bias`` is the output bias.
     """
 
-    def __init__(
-        self,
-        n_items: int,
-        hidden: Sequence[int] = (200,),
-        latent: int = 2,
-        *,
-        generator: torch.Generator | None = None,
-    ) -> None:
+    def __init__(self, n_items: int, latent: int, encoder: nn.Module, decoder: nn.Module) -> None:
         super().__init__()
-        if n_items < 1 or latent < 1 or any(h < 1 for h in hidden):
-            raise ConfigError(f"VAE needs n_items, latent and hidden widths >= 1, got {n_items}, {latent}, {list(hidden)}")
-        self.n_items = int(n_items)
-        self.latent = int(latent)
-        self.hidden = [int(h) for h in hidden]
-        self.encoder = mlp([self.n_items, *self.hidden, 2 * self.latent], generator)
-        self.decoder = mlp([self.latent, *reversed(self.hidden), self.n_items], generator)
+        self.n_items, self.latent = int(n_items), int(latent)
+        self.encoder, self.decoder = encoder, decoder
 
     def _device_dtype(self) -> tuple[torch.device, torch.dtype]:
         p = next(self.parameters())
@@ -104,7 +93,7 @@ class VAE(BernoulliSampling, nn.Module):
         return None
 
     def output_bias(self) -> Tensor:
-        """The decoder's output bias [n_items]: the logit offset of every item (dpgm.training.part_means)."""
+        """The decoder's last bias [n_items]: the logit offset of every item (dpgm.training.part_means)."""
         return self.decoder[-1].bias
 
     @torch.no_grad()
@@ -113,3 +102,25 @@ class VAE(BernoulliSampling, nn.Module):
         device, dtype = self._device_dtype()
         z = torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
         return self.decoder(z)
+
+
+class VAE(GaussianVAE):
+    """The paper's VAE: MLP encoder and decoder (paper: 200 ReLU, 2-d latent).
+
+    ``generator`` (keyword) seeds the weight initialisation; None uses torch's global RNG.
+    """
+
+    def __init__(
+        self,
+        n_items: int,
+        hidden: Sequence[int] = (200,),
+        latent: int = 2,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        if n_items < 1 or latent < 1 or any(h < 1 for h in hidden):
+            raise ConfigError(f"VAE needs n_items, latent and hidden widths >= 1, got {n_items}, {latent}, {list(hidden)}")
+        widths = [int(h) for h in hidden]
+        super().__init__(n_items, latent, mlp([int(n_items), *widths, 2 * int(latent)], generator),
+                         mlp([int(latent), *reversed(widths), int(n_items)], generator))
+        self.hidden = widths

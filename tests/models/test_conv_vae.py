@@ -39,10 +39,26 @@ def test_generator_makes_initialisation_reproducible() -> None:
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
-@pytest.mark.parametrize("n_items", [63, 100, 36])  # not square; sides 10 and 6 are not multiples of 4
-def test_images_that_do_not_halve_twice_are_refused(n_items) -> None:
+@pytest.mark.parametrize("n_items", [63, 99, 9])  # not square, or smaller than 4 x 4
+def test_images_that_are_not_square_or_too_small_are_refused(n_items) -> None:
     with pytest.raises(ConfigError, match="conv_vae"):
         ConvVAE(n_items)
+
+
+@pytest.mark.parametrize(("side", "channels", "sides"), [(28, [8, 16], [28, 14, 7]), (28, [8, 16, 16], [28, 14, 7, 4]),
+                                                          (10, [2, 3], [10, 5, 3]), (6, [2], [6, 3])])
+def test_each_convolution_halves_the_side_and_the_decoder_mirrors_it(side, channels, sides) -> None:
+    model = ConvVAE(side * side, channels=channels, latent=3, generator=torch.Generator().manual_seed(0))
+    x = torch.zeros(2, 1, side, side)
+    seen = [side]
+    for layer in model.encoder[1:-2]:  # the convolutions and their ReLUs, before Flatten and Linear
+        x = layer(x)
+        if isinstance(layer, torch.nn.Conv2d):
+            seen.append(x.shape[-1])
+    assert seen == sides
+    ups = [m.size for m in model.decoder if isinstance(m, torch.nn.Upsample)]
+    assert ups == sides[-2::-1]
+    assert model.sample_logits(2, None).shape == (2, side * side)
 
 
 def test_config_builds_it_and_the_release_round_trips(tmp_path) -> None:
@@ -55,7 +71,9 @@ def test_config_builds_it_and_the_release_round_trips(tmp_path) -> None:
         assert isinstance(b, ConvVAE) and b.channels == [3, 5]
         assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
     with pytest.raises(ConfigError, match="channels"):
-        ModelConfig(kind="conv_vae", channels=[3]).validate()
+        ModelConfig(kind="conv_vae", channels=[]).validate()
+    with pytest.raises(ConfigError, match="channels"):
+        ModelConfig(kind="conv_vae", channels=[3, 0]).validate()
 
 
 def test_models_with_convolutions_step_alone() -> None:
