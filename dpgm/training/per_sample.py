@@ -37,15 +37,71 @@ class _Capture:
 
 
 @dataclass
+class _LinearFactors:
+    """An nn.Linear layer's per-record gradients as factors: output grads [..., B, out] and inputs [..., B, in]."""
+
+    layer: nn.Linear
+    grad_out: Tensor
+    inputs: Tensor
+
+    def squared_norms(self) -> Tensor:
+        """||grad_W,i||^2 + ||grad_b,i||^2 = ||g_i||^2 (||a_i||^2 + 1) per record [..., B] (trainable parts only)."""
+        g2 = self.grad_out.pow(2).sum(dim=-1)
+        sq = g2 * self.inputs.pow(2).sum(dim=-1) if self.layer.weight.requires_grad else torch.zeros_like(g2)
+        return sq + g2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
+
+    def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
+        """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in); out[bias] += sum_i weights_i g_i."""
+        scaled = self.grad_out * weights.to(self.grad_out.dtype).unsqueeze(-1)
+        if self.layer.weight.requires_grad:
+            w = out[id(self.layer.weight)]
+            (w.addmm_ if w.dim() == 2 else w.baddbmm_)(scaled.transpose(-1, -2), self.inputs)
+        if self.layer.bias is not None and self.layer.bias.requires_grad:
+            out[id(self.layer.bias)].add_(scaled.sum(dim=-2))
+
+    def without(self, bad: Tensor) -> _LinearFactors:
+        """The same with the records flagged in ``bad`` [..., B] set to 0."""
+        return _LinearFactors(self.layer, _zero_rows(self.grad_out, bad), _zero_rows(self.inputs, bad))
+
+
+@dataclass
+class _ConvGrads:
+    """An nn.Conv2d layer's materialised per-record gradients: weight [B, out, in k k] and bias [B, out]."""
+
+    layer: nn.Conv2d
+    grad_w: Tensor
+    grad_b: Tensor
+
+    def squared_norms(self) -> Tensor:
+        """Each record's squared gradient norm [B] over the layer's trainable parameters."""
+        sq = self.grad_w.new_zeros(self.grad_w.shape[0])
+        if self.layer.weight.requires_grad:
+            sq = sq + self.grad_w.pow(2).sum(dim=(1, 2))
+        if self.layer.bias is not None and self.layer.bias.requires_grad:
+            sq = sq + self.grad_b.pow(2).sum(dim=1)
+        return sq
+
+    def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
+        """out[weight] += sum_i weights_i grad_w_i and out[bias] += sum_i weights_i grad_b_i."""
+        w = weights.to(self.grad_w.dtype)
+        if self.layer.weight.requires_grad:
+            out[id(self.layer.weight)].add_(torch.einsum("b,boi->oi", w, self.grad_w).view_as(self.layer.weight))
+        if self.layer.bias is not None and self.layer.bias.requires_grad:
+            out[id(self.layer.bias)].add_(w @ self.grad_b)
+
+    def without(self, bad: Tensor) -> _ConvGrads:
+        """The same with the records flagged in ``bad`` [B] set to 0."""
+        return _ConvGrads(self.layer, _zero_rows(self.grad_w, bad), _zero_rows(self.grad_b, bad))
+
+
+@dataclass
 class GhostBatch:
     """What one recorded forward/backward pass leaves: losses, per-record norms, and the factors to sum."""
 
     losses: Tensor  # [..., B], detached
     norms: Tensor  # [..., B], L2 norm of each record's full gradient
     params: list[nn.Parameter]
-    #: nn.Linear: (layer, output grads [..., B, out], inputs [..., B, in]);
-    #: nn.Conv2d: (layer, per-record weight grads [B, out, in k k], per-record bias grads [B, out]).
-    _factors: list[tuple[nn.Module, Tensor, Tensor]]
+    _factors: list[_LinearFactors | _ConvGrads]
 
     def clipped_sum(self, weights: Tensor) -> list[Tensor]:
         """sum_i weights_i * grad_i for every parameter, in ``params`` order (one matmul per layer)."""
@@ -54,31 +110,13 @@ class GhostBatch:
         return totals
 
     def add_clipped_sum(self, weights: Tensor, totals: list[Tensor]) -> None:
-        """totals[j] += sum_i weights_i * grad_i in place (``params`` order; the add is fused into the matmul)."""
+        """totals[j] += sum_i weights_i * grad_i in place (``params`` order)."""
         out = {id(p): t for p, t in zip(self.params, totals)}
-        for layer, first, second in self._factors:
-            if isinstance(layer, nn.Conv2d):
-                _add_conv_sum(layer, first, second, weights, out)
-                continue
-            grad_out, inputs = first, second
-            scaled = grad_out * weights.to(grad_out.dtype).unsqueeze(-1)
-            if layer.weight.requires_grad:
-                w = out[id(layer.weight)]
-                (w.addmm_ if w.dim() == 2 else w.baddbmm_)(scaled.transpose(-1, -2), inputs)
-            if layer.bias is not None and layer.bias.requires_grad:
-                out[id(layer.bias)].add_(scaled.sum(dim=-2))
+        for factors in self._factors:
+            factors.add_weighted(weights, out)
 
 
-def _add_conv_sum(layer: nn.Conv2d, grad_w: Tensor, grad_b: Tensor, weights: Tensor, out: dict[int, Tensor]) -> None:
-    """out[weight] += sum_i weights_i grad_w_i and out[bias] += sum_i weights_i grad_b_i (materialised grads)."""
-    w = weights.to(grad_w.dtype)
-    if layer.weight.requires_grad:
-        out[id(layer.weight)].add_(torch.einsum("b,boi->oi", w, grad_w).view_as(layer.weight))
-    if layer.bias is not None and layer.bias.requires_grad:
-        out[id(layer.bias)].add_(w @ grad_b)
-
-
-def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> _ConvGrads:
     """Each record's weight gradient [B, out, in k k] and bias gradient [B, out] of a Conv2d.
 
     One grouped convolution (a group per record) correlates each record's input with its output
@@ -88,11 +126,11 @@ def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> tuple[
     out = grad.shape[1]
     kh, kw = layer.kernel_size
     if b == 0:
-        return grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out)
+        return _ConvGrads(layer, grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out))
     w = F.conv2d(inputs.transpose(0, 1), grad.reshape(b * out, 1, *grad.shape[2:]), groups=b,
                  stride=layer.dilation, dilation=layer.stride, padding=layer.padding)  # [c, b out, >= kh, >= kw]
     w = w[:, :, :kh, :kw].reshape(c, b, out, kh, kw).permute(1, 2, 0, 3, 4)
-    return w.reshape(b, out, c * kh * kw), grad.sum(dim=(2, 3))
+    return _ConvGrads(layer, w.reshape(b, out, c * kh * kw), grad.sum(dim=(2, 3)))
 
 
 def _check_conv(name: str, layer: nn.Conv2d) -> None:
@@ -144,29 +182,18 @@ class GhostClipper:
             captures, self._recording = list(self._recording.values()), None
         captures = [c for c in captures if c.output.requires_grad]
         grads = torch.autograd.grad(losses.sum(), [c.output for c in captures], allow_unused=True) if captures else []
+        factors: list[_LinearFactors | _ConvGrads] = [
+            _conv_record_grads(cap.layer, cap.inputs, grad) if isinstance(cap.layer, nn.Conv2d)
+            else _LinearFactors(cap.layer, grad, cap.inputs)
+            for cap, grad in zip(captures, grads) if grad is not None
+        ]
         sq = torch.zeros(losses.shape, dtype=losses.dtype, device=losses.device)
-        factors = []
-        for cap, grad in zip(captures, grads):
-            if grad is None:
-                continue
-            if isinstance(cap.layer, nn.Conv2d):
-                grad_w, grad_b = _conv_record_grads(cap.layer, cap.inputs, grad)
-                if cap.layer.weight.requires_grad:
-                    sq = sq + grad_w.pow(2).sum(dim=(1, 2))
-                if cap.layer.bias is not None and cap.layer.bias.requires_grad:
-                    sq = sq + grad_b.pow(2).sum(dim=1)
-                factors.append((cap.layer, grad_w, grad_b))
-                continue
-            g2 = grad.pow(2).sum(dim=-1)
-            if cap.layer.weight.requires_grad:
-                sq = sq + g2 * cap.inputs.pow(2).sum(dim=-1)
-            if cap.layer.bias is not None and cap.layer.bias.requires_grad:
-                sq = sq + g2
-            factors.append((cap.layer, grad, cap.inputs))
+        for f in factors:
+            sq = sq + f.squared_norms()
         bad = ~torch.isfinite(sq)
         if bool(bad.any()):  # a record with a non-finite gradient contributes nothing (norm 0)
             sq = sq.masked_fill(bad, 0.0)
-            factors = [(layer, _zero_rows(f, bad), _zero_rows(g, bad)) for layer, f, g in factors]
+            factors = [f.without(bad) for f in factors]
         return GhostBatch(losses.detach(), sq.sqrt(), self.params, factors)
 
     def remove(self) -> None:
