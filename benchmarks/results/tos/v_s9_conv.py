@@ -2,12 +2,12 @@
 import argparse
 import sys
 import time
-import types
 
 import numpy as np
 import torch
 
-sys.path.insert(0, "benchmarks")  # run from the repository root
+sys.path[:0] = ["benchmarks", "benchmarks/results/tos"]  # run from the repository root
+import diag
 import train_on_synthetic as tos
 
 p = argparse.ArgumentParser()
@@ -16,9 +16,8 @@ p.add_argument("--seed", type=int, default=0)
 p.add_argument("--tag", required=True)
 p.add_argument("--sets", nargs="*", default=[])
 a = p.parse_args()
-torch.set_num_threads(1)
-args = types.SimpleNamespace(dataset="mnist", evaluate_on="validation", limit=None, config=None, fashion_dir=None)
-train, val = tos.load_data(args, 0.5)
+args = diag.validation_args()
+train, val = diag.validation_split()
 shape = train.image_shape
 eps = None if a.epsilon == "none" else float(a.epsilon)
 t0 = time.perf_counter()

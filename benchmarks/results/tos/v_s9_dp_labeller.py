@@ -2,24 +2,20 @@
 import argparse
 import sys
 import time
-import types
 
 import numpy as np
 import torch
 
-sys.path.insert(0, "benchmarks")  # run from the repository root
+sys.path[:0] = ["benchmarks", "benchmarks/results/tos"]  # run from the repository root
 from collections.abc import Sequence
 
+import diag
 import torch.nn.functional as F
 import train_on_synthetic as tos
 from torch import Tensor, nn
 
-from dpgm.config import TrainingConfig
 from dpgm.errors import ConfigError
 from dpgm.models.vae import mlp
-from dpgm.privacy.calibrate import sigma_for_epsilon, steps_for_epochs
-from dpgm.training.mechanism import step_event
-from dpgm.training.mixture import MixtureTrainer, RecordStore
 
 
 # The labeller, trained by dpgm's DP-SGD engine (not a dpgm feature: it did not pay).
@@ -75,28 +71,15 @@ p.add_argument("--lr", type=float, default=1e-3)
 p.add_argument("--hidden", type=int, default=512)
 p.add_argument("--seed", type=int, default=0)
 a = p.parse_args()
-torch.set_num_threads(1)
-args = types.SimpleNamespace(dataset="mnist", evaluate_on="validation", limit=None, config=None, fashion_dir=None)
-train, val = tos.load_data(args, 0.5)
+train, val = diag.validation_split()
 shape = train.image_shape
 X = torch.as_tensor(train.dense(np.uint8), dtype=torch.float32); Y = torch.as_tensor(train.labels, dtype=torch.long)
 vx, vy = val.dense(np.uint8), val.labels
-steps = steps_for_epochs(a.epochs, a.q)
-ev = lambda s: step_event(sampling_rate=a.q, noise_multiplier=s, clipping="fixed", hist_noise_multiplier=1.0)
-sigma = sigma_for_epsilon(sampling_rate=a.q, steps=steps, delta=1e-5, target_epsilon=a.clf_eps, event_factory=ev)
-print(f"steps {steps} sigma {sigma:.3f}", flush=True)
-cfg = TrainingConfig(epochs=a.epochs, sampling_rate=a.q, noise_multiplier=sigma, clipping="fixed", clip_norm=1.0,
-                     learning_rate=a.lr)
 gen = torch.Generator().manual_seed(a.seed)
 model = LabelClassifier(784, 10, [a.hidden], generator=gen)
 rows = labelled_rows(X, Y, 10).numpy()
-trainer = MixtureTrainer([model], RecordStore(rows), np.zeros(len(rows), dtype=int), np.array([float(len(rows))]), cfg,
-                         generator=gen, total_steps=steps)
-class Free:
-    def spend(self, *a, **k): pass
 t0 = time.perf_counter()
-for i in range(steps):
-    trainer.step(Free())
+diag.train_dp(model, rows, gen, eps=a.clf_eps, epochs=a.epochs, q=a.q, lr=a.lr)
 model.eval()
 pv = model.predict(torch.as_tensor(vx, dtype=torch.float32)).numpy()
 print(f"DP MLP eps {a.clf_eps}: val accuracy {np.mean(pv == vy):.4f} ({time.perf_counter()-t0:.0f} s)", flush=True)

@@ -3,13 +3,13 @@ import argparse
 import math
 import sys
 import time
-import types
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, "benchmarks")  # run from the repository root
+sys.path[:0] = ["benchmarks", "benchmarks/results/tos"]  # run from the repository root
+import diag
 import train_on_synthetic as tos
 
 p = argparse.ArgumentParser()
@@ -19,9 +19,8 @@ p.add_argument("--k", type=int, default=8)
 p.add_argument("--sets", nargs="*", default=[])
 p.add_argument("--tag", default="")
 a = p.parse_args()
-torch.set_num_threads(1)
-args = types.SimpleNamespace(dataset="mnist", evaluate_on="validation", limit=None, config=None, fashion_dir=None)
-train, val = tos.load_data(args, 0.5)
+args = diag.validation_args()
+train, val = diag.validation_split()
 shape = train.image_shape
 cache = Path(f"/tmp/dpgm_s9_mix_eps{a.epsilon:g}_s{a.seed}{a.tag}.pt")
 t0 = time.perf_counter()

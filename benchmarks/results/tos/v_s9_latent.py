@@ -2,20 +2,18 @@
 import argparse
 import sys
 import time
-import types
 
 import numpy as np
 import torch
 
-sys.path.insert(0, "benchmarks")  # run from the repository root
+sys.path[:0] = ["benchmarks", "benchmarks/results/tos"]  # run from the repository root
+import diag
 import train_on_synthetic as tos
 
 p = argparse.ArgumentParser()
 p.add_argument("--mix", default="/tmp/dpgm_s9_mix_eps10_s0.pt")
 a = p.parse_args()
-torch.set_num_threads(1)
-args = types.SimpleNamespace(dataset="mnist", evaluate_on="validation", limit=None, config=None, fashion_dir=None)
-train, val = tos.load_data(args, 0.5)
+train, val = diag.validation_split()
 shape = train.image_shape
 X = torch.as_tensor(train.dense(np.uint8), dtype=torch.float32); Y = np.asarray(train.labels)
 vx, vy = val.dense(np.uint8), val.labels
