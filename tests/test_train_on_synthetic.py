@@ -67,6 +67,21 @@ def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys)
     assert "threads: 1" in capsys.readouterr().out
 
 
+def test_repeats_average_classifiers_on_fresh_draws_and_the_first_is_the_plain_run(tmp_path):
+    tos = _load_benchmark()
+    common = ["--dataset", "digits", "--epsilons", "10", "--seeds", "1", "--release", "300", "--classifier-epochs", "1",
+              "--no-nonprivate", "--no-real"]
+    plain, repeated = tmp_path / "plain.json", tmp_path / "repeated.json"
+    assert tos.main([*common, "--json", str(plain)]) == 0
+    assert tos.main([*common, "--repeats", "3", "--json", str(repeated)]) == 0
+    (one,) = json.loads(plain.read_text())["results"]
+    (three,) = json.loads(repeated.read_text())["results"]
+    assert len(three["accuracies"]) == 3 and three["accuracy"] == sum(three["accuracies"]) / 3
+    assert three["accuracies"][0] == one["accuracy"] == one["accuracies"][0]
+    assert [tos.repeat_seed(5, r) for r in range(3)] == [5, 1_000_008, 2_000_011]
+    assert tos.main([*common, "--repeats", "0"]) == 2
+
+
 def test_evaluating_on_validation_holds_out_the_last_training_images_and_never_loads_test(monkeypatch):
     tos = _load_benchmark()
     args = tos.parse_args(["--dataset", "mnist", "--evaluate-on", "validation"])
