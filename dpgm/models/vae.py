@@ -1,8 +1,10 @@
 """Variational autoencoder for binary records (DPGM paper, section 4.2): Bernoulli decoder.
 
-A plain nn.Module with no privacy code. Every trainable parameter lives in an nn.Linear
-layer called once per forward pass and each record's loss depends on its own row only,
-so DP-SGD can clip per record without materialising per-record gradients.
+``GaussianVAE`` is what every VAE here shares (ELBO, sampling, the DP-SGD interface), given an
+encoder and a decoder; ``VAE`` is the paper's, with MLPs. Plain nn.Modules with no privacy code.
+Each record's loss depends on its own row only, and the MLP VAE's trainable parameters all live
+in nn.Linear layers called once per forward pass, so DP-SGD clips per record without
+materialising per-record gradients (dpgm.training.per_sample).
 """
 
 from __future__ import annotations
