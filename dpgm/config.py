@@ -128,7 +128,7 @@ class ModelConfig:
     mean_noise_multiplier: float = opt(20.0, "noisy_mean: noise std / L2 sensitivity of the per-part record sums")
     mean_clip: float | None = opt(None, "noisy_mean: L2 bound on each record in the sums (a public bound, e.g. 12 for MNIST digits; null: sqrt(number of items), never clips)")
     length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths (Gaussian with this multiplier, L2 sensitivity 1; ledger stage record_lengths) and draw synthetic records so that their lengths follow it (post-processing); null: off")
-    calibrate: bool = opt(False, "noisy_mean: after training, shift each part's output bias so that its model's expected item frequencies equal the part's noisy mean (post-processing, no privacy cost; good for sparse records, where DP-SGD noise makes item frequencies drift; leave off for images, where zero-mean pixels have noisy means)")
+    calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that its model's expected item frequencies equal the part's noisy mean (true; post-processing, no privacy cost; good for sparse records, where DP-SGD noise makes item frequencies drift; not for images, where zero-mean pixels have noisy means), or shift every item's logit by one amount so that the expected number of items per record equals the sum of the noisy mean (total: for images, whose DP-trained models draw thin digits; not with data.min_items or empty records set aside); false: off")
 
     def validate(self) -> None:
         _require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
@@ -143,6 +143,7 @@ class ModelConfig:
                  "length_noise_multiplier", "must be > 0")
         _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
+        _require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
         _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
                  "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")
 
@@ -207,6 +208,9 @@ class Config:
         _require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
                  "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
                  "how many empty records the release holds)")
+        _require(self.model.calibrate != "total" or (self.data.min_items == 0 and self.partition.empty_part_noise_multiplier is None),
+                 "model", "calibrate", "total does not go with data.min_items or partition.empty_part_noise_multiplier "
+                 "(the release redraws short records, which the total does not count)")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if hasattr(value, "validate"):

@@ -75,3 +75,12 @@ def test_yaml_exponent_without_dot_is_a_number():
 def test_shipped_configs_load_and_validate(path):
     cfg = load_config(path)
     assert cfg.name == path.stem
+
+
+def test_calibrate_takes_true_false_or_total_and_total_refuses_redrawn_records():
+    assert config_from_dict({}, ["model.calibrate=total"]).model.calibrate == "total"
+    assert config_from_dict({}, ["model.calibrate=true"]).model.calibrate is True
+    with pytest.raises(ConfigError, match="model.calibrate"):
+        config_from_dict({}, ["model.calibrate=sum"])
+    with pytest.raises(ConfigError, match="total does not go with data.min_items"):
+        config_from_dict({}, ["model.calibrate=total", "data.min_items=1"])

@@ -457,7 +457,8 @@ class TrainingRun:
             raise ConfigError(f"{self.run_dir}: model.calibrate is set but the checkpoint holds no noisy part means")
         models = copy.deepcopy(models)  # the trainer's state (and the checkpoint) stay uncalibrated
         for model, probs in zip(models, self.means):
-            calibrate_to_means(model, probs, min_items=self.release_min_items)
+            calibrate_to_means(model, probs, min_items=self.release_min_items,
+                               total=self.cfg.model.calibrate == "total")
         return models
 
     def finish(self) -> dict[str, Any]:

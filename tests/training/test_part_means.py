@@ -24,6 +24,7 @@ from dpgm.training.part_means import (
     calibrate_to_means,
     noisy_part_means,
     start_at_means,
+    total_shift,
 )
 from dpgm.training.run import TrainingRun
 
@@ -131,6 +132,25 @@ def test_calibrated_models_draw_the_target_frequencies(model):
     assert torch.allclose(_frequencies(model), target, atol=0.015)
 
 
+def test_total_shift_solves_the_expected_count_equation():
+    logits = torch.tensor([[0.0, -3.0, 2.0], [0.0, 1.0, 2.0], [0.0, 4.0, -6.0]])
+    shift = total_shift(logits, 1.7)
+    assert float(torch.sigmoid(logits + shift).sum(1).mean()) == pytest.approx(1.7, abs=1e-6)
+    assert total_shift(torch.zeros(4, 5), 2.5) == pytest.approx(0.0, abs=1e-6)  # p = 1/2 already: no shift
+
+
+@pytest.mark.parametrize("model", [VAE(6, hidden=[8], latent=2, generator=torch.Generator().manual_seed(1)),
+                                   RBM(6, n_hidden=4, sample_steps=20, generator=torch.Generator().manual_seed(1))])
+def test_total_calibration_matches_the_expected_count_by_one_shift_for_every_item(model):
+    target = torch.tensor([0.02, 0.1, 0.3, 0.5, 0.7, 0.95])  # sums to 2.57
+    before = model.output_bias().detach().clone()
+    last_shift = calibrate_to_means(model, target, total=True)
+    assert last_shift < 1e-2
+    moved = model.output_bias().detach() - before
+    torch.testing.assert_close(moved, moved[0].expand(6))  # one shift, all items
+    assert float(_frequencies(model).sum()) == pytest.approx(2.57, abs=0.05)
+
+
 def test_calibration_only_shifts_the_output_bias():
     model = VAE(6, hidden=[8], latent=2, generator=torch.Generator().manual_seed(2))
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -189,3 +209,16 @@ def test_calibration_with_min_items_matches_the_kept_records(min_items):
     calibrate_to_means(plain, target)  # matched before the redraw: biased after it
     records = plain.sample(80_000, torch.Generator().manual_seed(98))
     assert (records[records.sum(dim=1) >= min_items].mean(0) - target).abs().max() > max(0.015, 2 * error)
+
+
+def test_a_run_with_calibrate_total_releases_models_drawing_the_noisy_means_total(tmp_path):
+    cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.channels": "[2, 3]", "model.calibrate": "total"})
+    run = TrainingRun(cfg, tmp_path / "run", progress=False)
+    run.start()  # no training steps: the models are at their start, the noisy means as fixed biases
+    trained, released = run.trainer.released_models(), run.released_models()
+    for before, after, probs in zip(trained, released, run.means):
+        moved = (after.output_bias() - before.output_bias()).detach()
+        torch.testing.assert_close(moved, moved[0].expand_as(moved))  # one shift for every pixel
+        assert abs(float(moved[0])) > 0.05  # an untrained decoder's total is not the means' total
+        total = torch.sigmoid(after.sample_logits(20_000, torch.Generator().manual_seed(5))).sum(1).mean()
+        assert float(total) == pytest.approx(float(np.sum(probs)), rel=0.01)
