@@ -84,3 +84,11 @@ def test_calibrate_takes_true_false_or_total_and_total_refuses_redrawn_records()
         config_from_dict({}, ["model.calibrate=sum"])
     with pytest.raises(ConfigError, match="total does not go with data.min_items"):
         config_from_dict({}, ["model.calibrate=total", "data.min_items=1"])
+
+
+def test_a_model_config_built_in_code_refuses_an_unknown_calibrate_value():
+    from dpgm.config import ModelConfig
+
+    with pytest.raises(ConfigError, match="must be true, false or total"):
+        ModelConfig(calibrate="sum").validate()  # type: ignore[arg-type]
+    ModelConfig(calibrate="total").validate()
