@@ -69,7 +69,7 @@ class ConvVAE(GaussianVAE):
     """
 
     def __init__(self, n_items: int, channels: Sequence[int] = (16, 32), latent: int = 8, *,
-                 generator: torch.Generator | None = None) -> None:
+                 draws: int = 1, generator: torch.Generator | None = None) -> None:
         side = image_side(n_items)
         if latent < 1 or len(channels) < 1 or any(c < 1 for c in channels):
             raise ConfigError(f"ConvVAE needs latent >= 1 and one or more channel counts >= 1, got {latent}, {list(channels)}")
@@ -85,7 +85,7 @@ class ConvVAE(GaussianVAE):
         for i in range(len(channels), 0, -1):  # back up: sides[i] -> sides[i - 1], widths[i] -> widths[i - 1]
             decoder += [nn.Upsample(size=sides[i - 1]), nn.Conv2d(widths[i], widths[i - 1], 3, padding=1), nn.ReLU()]
         decoder[-1:] = [nn.Flatten(-3), PixelBias(n_items)]  # no ReLU on the logits
-        super().__init__(n_items, latent, nn.Sequential(*encoder), nn.Sequential(*decoder))
+        super().__init__(n_items, latent, nn.Sequential(*encoder), nn.Sequential(*decoder), draws)
         self.channels = widths[1:]
         for layer in [*self.encoder, *self.decoder]:
             if isinstance(layer, nn.Linear):

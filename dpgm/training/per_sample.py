@@ -13,6 +13,12 @@ An nn.Conv2d layer (groups 1, zero padding) applied to [B, C, H, W] shares its w
 positions, so its per-record gradient [B, out, C k k] is materialised instead, as Opacus does
 (here by one grouped convolution of the inputs with the output gradients). Small convolutions
 keep this cheap; they are never stacked (a stack of one runs the model itself).
+
+A layer may also see K rows per record (multiplicity: K draws of a VAE's latent per record,
+Dockhorn et al. 2023, DPDM sec. 3.2), record-major: rows iK .. iK + K - 1 are record i's. Its
+per-record gradient is then the sum over those rows: for nn.Linear sum_k g_k a_k^T, whose
+squared norm is the sum of (G G^T) * (A A^T) over the K x K Gram matrices (Li et al. 2021's ghost
+norm for sequences); for nn.Conv2d the materialised rows are summed.
 """
 
 from __future__ import annotations
@@ -38,21 +44,31 @@ class _Capture:
 
 @dataclass
 class _LinearFactors:
-    """An nn.Linear layer's per-record gradients as factors: output grads [..., B, out] and inputs [..., B, in]."""
+    """An nn.Linear layer's per-record gradients as factors: output grads [..., B K, out] and inputs
+    [..., B K, in], ``rows`` = K rows per record (record-major)."""
 
     layer: nn.Linear
     grad_out: Tensor
     inputs: Tensor
+    rows: int = 1
 
     def squared_norms(self) -> Tensor:
-        """||grad_W,i||^2 + ||grad_b,i||^2 = ||g_i||^2 (||a_i||^2 + 1) per record [..., B] (trainable parts only)."""
-        g2 = self.grad_out.pow(2).sum(dim=-1)
-        sq = g2 * self.inputs.pow(2).sum(dim=-1) if self.layer.weight.requires_grad else torch.zeros_like(g2)
-        return sq + g2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
+        """||grad_W,i||^2 + ||grad_b,i||^2 per record [..., B] (trainable parts only): ||g_i||^2 (||a_i||^2 + 1)
+        for one row per record, else sum((G_i G_i^T) * (A_i A_i^T)) + ||sum_k g_ik||^2 over its K rows."""
+        if self.rows == 1:
+            g2 = self.grad_out.pow(2).sum(dim=-1)
+            sq = g2 * self.inputs.pow(2).sum(dim=-1) if self.layer.weight.requires_grad else torch.zeros_like(g2)
+            return sq + g2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
+        g, a = self.grad_out.unflatten(-2, (-1, self.rows)), self.inputs.unflatten(-2, (-1, self.rows))  # [..., B, K, .]
+        b2 = g.sum(dim=-2).pow(2).sum(dim=-1)
+        sq = ((g @ g.transpose(-1, -2)) * (a @ a.transpose(-1, -2))).sum(dim=(-1, -2)) \
+            if self.layer.weight.requires_grad else torch.zeros_like(b2)
+        return sq + b2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
 
     def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
         """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in); out[bias] += sum_i weights_i g_i."""
-        scaled = self.grad_out * weights.to(self.grad_out.dtype).unsqueeze(-1)
+        w = weights.to(self.grad_out.dtype)
+        scaled = self.grad_out * (w if self.rows == 1 else w.repeat_interleave(self.rows, dim=-1)).unsqueeze(-1)
         if self.layer.weight.requires_grad:
             w = out[id(self.layer.weight)]
             (w.addmm_ if w.dim() == 2 else w.baddbmm_)(scaled.transpose(-1, -2), self.inputs)
@@ -61,7 +77,8 @@ class _LinearFactors:
 
     def without(self, bad: Tensor) -> _LinearFactors:
         """The same with the records flagged in ``bad`` [..., B] set to 0."""
-        return _LinearFactors(self.layer, _zero_rows(self.grad_out, bad), _zero_rows(self.inputs, bad))
+        rows_bad = bad.repeat_interleave(self.rows, dim=-1)
+        return _LinearFactors(self.layer, _zero_rows(self.grad_out, rows_bad), _zero_rows(self.inputs, rows_bad), self.rows)
 
 
 @dataclass
@@ -116,21 +133,25 @@ class GhostBatch:
             factors.add_weighted(weights, out)
 
 
-def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor) -> _ConvGrads:
-    """Each record's weight gradient [B, out, in k k] and bias gradient [B, out] of a Conv2d.
+def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor, rows: int = 1) -> _ConvGrads:
+    """Each record's weight gradient [B, out, in k k] and bias gradient [B, out] of a Conv2d that saw
+    ``rows`` rows per record (record-major; their gradients are summed).
 
-    One grouped convolution (a group per record) correlates each record's input with its output
+    One grouped convolution (a group per row) correlates each row's input with its output
     gradient (stride and dilation swap roles); 2-20x faster on CPU than unfold and a matmul.
     """
     b, c = inputs.shape[:2]
     out = grad.shape[1]
     kh, kw = layer.kernel_size
     if b == 0:
-        return _ConvGrads(layer, grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out))
+        return _ConvGrads(layer, grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out))  # rows: 0 records either way
     w = F.conv2d(inputs.transpose(0, 1), grad.reshape(b * out, 1, *grad.shape[2:]), groups=b,
                  stride=layer.dilation, dilation=layer.stride, padding=layer.padding)  # [c, b out, >= kh, >= kw]
-    w = w[:, :, :kh, :kw].reshape(c, b, out, kh, kw).permute(1, 2, 0, 3, 4)
-    return _ConvGrads(layer, w.reshape(b, out, c * kh * kw), grad.sum(dim=(2, 3)))
+    w = w[:, :, :kh, :kw].reshape(c, b, out, kh, kw).permute(1, 2, 0, 3, 4).reshape(b, out, c * kh * kw)
+    bias = grad.sum(dim=(2, 3))
+    if rows > 1:
+        w, bias = w.unflatten(0, (-1, rows)).sum(dim=1), bias.unflatten(0, (-1, rows)).sum(dim=1)
+    return _ConvGrads(layer, w, bias)
 
 
 def _check_conv(name: str, layer: nn.Conv2d) -> None:
@@ -183,8 +204,9 @@ class GhostClipper:
         captures = [c for c in captures if c.output.requires_grad]
         grads = torch.autograd.grad(losses.sum(), [c.output for c in captures], allow_unused=True) if captures else []
         factors: list[_LinearFactors | _ConvGrads] = [
-            _conv_record_grads(cap.layer, cap.inputs, grad) if isinstance(cap.layer, nn.Conv2d)
-            else _LinearFactors(cap.layer, grad, cap.inputs)
+            _conv_record_grads(cap.layer, cap.inputs, grad, _rows_per_record(cap, losses.shape[-1]))
+            if isinstance(cap.layer, nn.Conv2d)
+            else _LinearFactors(cap.layer, grad, cap.inputs, _rows_per_record(cap, losses.shape[-1]))
             for cap, grad in zip(captures, grads) if grad is not None
         ]
         sq = torch.zeros(losses.shape, dtype=losses.dtype, device=losses.device)
@@ -201,6 +223,18 @@ class GhostClipper:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _rows_per_record(cap: _Capture, records: int) -> int:
+    """How many rows per record the captured layer saw (K of a multiplicity; 1 usually); ConfigError
+    unless its batch is a whole multiple of the ``records``."""
+    rows = cap.output.shape[0] if isinstance(cap.layer, nn.Conv2d) else cap.output.shape[-2]
+    if records == 0 or rows == records:
+        return 1
+    if rows % records:
+        raise ConfigError(f"DP-SGD per-record gradients need each layer to see K rows per record; "
+                          f"a layer saw {rows} rows for {records} records")
+    return rows // records
 
 
 def _zero_rows(t: Tensor, bad: Tensor) -> Tensor:

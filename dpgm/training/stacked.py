@@ -187,7 +187,7 @@ class ModelStack:
 
     def ghost_pass(self, x: Tensor, local: Tensor, noise: Tensor) -> StackedPass:
         """Per-record norms of the stack's models on rows ``x`` [B, m] of rows ``local`` [B]
-        (sorted) with their step noise [B, d]: batches padded to [g, B_max], padded rows no loss."""
+        (sorted) with their step noise [B, ...]: batches padded to [g, B_max], padded rows no loss."""
         if self.single:
             ghost = self.clipper.compute(lambda: self.module.record_losses(x, noise))
             return StackedPass(ghost, None, ghost.norms, ghost.losses)
@@ -232,8 +232,8 @@ class ModelStack:
 
 
 def _padded(rows: Tensor, slots: tuple[Tensor, Tensor], shape: tuple[int, int]) -> Tensor:
-    """rows [B, d] placed at (part, rank) ``slots`` of a zero tensor [g, B_max, d]."""
-    out = rows.new_zeros(*shape, rows.shape[1])
+    """rows [B, ...] placed at (part, rank) ``slots`` of a zero tensor [g, B_max, ...]."""
+    out = rows.new_zeros(*shape, *rows.shape[1:])
     out[slots] = rows
     return out
 

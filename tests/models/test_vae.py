@@ -44,6 +44,19 @@ def test_loss_is_negative_elbo_with_one_noise_draw_per_record() -> None:
     assert same_record_twice[0] != same_record_twice[1]  # independent noise per record
 
 
+def test_several_draws_average_the_single_draw_losses() -> None:
+    """draws K: a record's loss is the mean of its K single-draw negative ELBOs (same KL, K decodings)."""
+    gen = torch.Generator().manual_seed(3)
+    model = VAE(8, hidden=[5], latent=3, draws=4, generator=gen).double()
+    x = (torch.rand(5, 8, generator=gen) < 0.5).double()
+    eps = model.step_noise(5, gen)
+    singles = torch.stack([model(x, eps[:, k]) for k in range(4)], dim=1)
+    torch.testing.assert_close(model(x, eps), singles.mean(1))
+    assert model.sample(7, gen).shape == (7, 8)  # sampling is unchanged: one draw per record
+    with pytest.raises(ConfigError, match="draws"):
+        VAE(8, draws=0)
+
+
 def test_samples_and_probabilities() -> None:
     model = VAE(15, hidden=[6], generator=torch.Generator().manual_seed(2))
     probs = model.sample_probs(50, torch.Generator().manual_seed(5))

@@ -167,3 +167,39 @@ def test_conv_empty_batch_gives_empty_norms_and_zero_sums() -> None:
 def test_unsupported_conv2d_is_rejected(conv) -> None:
     with pytest.raises(ConfigError, match="Conv2d"):
         GhostClipper(nn.Sequential(conv))
+
+
+@pytest.mark.parametrize("kind", ["vae", "conv_vae"])
+def test_several_draws_per_record_sum_over_their_rows(kind: str) -> None:
+    """K latent draws per record: the decoder's layers see K rows per record (Gram-matrix ghost norms
+    for nn.Linear, summed materialised rows for nn.Conv2d) and the norms and sums still equal the
+    single-record loop, where each record's loss is the mean of its K ELBOs."""
+    gen = torch.Generator().manual_seed(7)
+    if kind == "vae":
+        model = VAE(12, hidden=[8, 5], latent=3, draws=4, generator=gen).double()
+    else:
+        model = ConvVAE(64, channels=[3, 4], latent=3, draws=4, generator=gen).double()
+    x = (torch.rand(6, model.n_items, generator=gen) < 0.4).double()
+    eps = model.step_noise(6, gen)
+    assert eps.shape == (6, 4, 3)
+    check_against_loop(model, lambda: model(x, eps), lambda i: model(x[i : i + 1], eps[i : i + 1]).sum(), 6)
+
+
+def test_a_record_with_several_draws_drops_all_its_rows_when_not_finite() -> None:
+    gen = torch.Generator().manual_seed(8)
+    model = VAE(5, hidden=[4], latent=2, draws=3, generator=gen).double()
+    x = (torch.rand(3, 5, generator=gen) < 0.5).double()
+    eps = model.step_noise(3, gen)
+    eps[1, 2, 0] = float("inf")
+    ghost = GhostClipper(model).compute(lambda: model(x, eps))
+    assert ghost.norms[1] == 0 and bool(torch.isfinite(ghost.norms).all())
+    keep = torch.tensor([0, 2])
+    rest = GhostClipper(model).compute(lambda: model(x[keep], eps[keep]))
+    for s, t in zip(ghost.clipped_sum(torch.ones(3, dtype=torch.float64)), rest.clipped_sum(torch.ones(2, dtype=torch.float64))):
+        torch.testing.assert_close(s, t)
+
+
+def test_a_layer_whose_rows_are_not_whole_per_record_is_rejected() -> None:
+    layer = nn.Linear(3, 2)
+    with pytest.raises(ConfigError, match="K rows per record"):
+        GhostClipper(layer).compute(lambda: layer(torch.ones(5, 3)).sum(1).reshape(-1)[:2])
