@@ -25,7 +25,7 @@ def build_model(cfg: ModelConfig, n_items: int, *, generator: torch.Generator | 
     if cfg.kind == "vae":
         return VAE(n_items, hidden=cfg.hidden, latent=cfg.latent, draws=cfg.draws, generator=generator)
     if cfg.kind == "conv_vae":
-        return ConvVAE(n_items, channels=cfg.channels, latent=cfg.latent, draws=cfg.draws, generator=generator)
+        return ConvVAE(n_items, channels=cfg.channels, latent=cfg.latent, norm=cfg.norm, draws=cfg.draws, generator=generator)
     if cfg.kind == "rbm":
         return RBM(n_items, n_hidden=cfg.rbm_hidden, gibbs_steps=cfg.gibbs_steps, chains=cfg.chains, generator=generator)
     if cfg.kind == "independent":

@@ -61,15 +61,22 @@ def down(c_in: int, c_out: int, side: int) -> nn.Conv2d:
     return nn.Conv2d(c_in, c_out, 4 if side % 2 == 0 else 3, stride=2, padding=1)
 
 
+def group_norm(channels: int, on: bool) -> list[nn.Module]:
+    """[GroupNorm] over groups of up to 4 channels, no affine parameters, if ``on``; else []."""
+    return [nn.GroupNorm(channels // math.gcd(channels, 4), channels, affine=False)] if on else []
+
+
 class ConvVAE(GaussianVAE):
     """Conv encoder -> Gaussian q(z|x) -> conv decoder -> Bernoulli logits, for square images of ``n_items`` pixels.
 
     ``channels`` (c1, ..., cL): the channels of the encoder's L stride-2 convolutions (28 -> 14 -> 7 ->
     4 ...); the decoder mirrors them, each step a nearest-neighbour upsampling and a 3x3 convolution.
+    ``norm``: a group normalisation without affine parameters after every hidden convolution (per
+    record, so DP-SGD's per-record gradients stay per record; no weight outside the clipped layers).
     """
 
     def __init__(self, n_items: int, channels: Sequence[int] = (16, 32), latent: int = 8, *,
-                 draws: int = 1, generator: torch.Generator | None = None) -> None:
+                 norm: bool = False, draws: int = 1, generator: torch.Generator | None = None) -> None:
         side = image_side(n_items)
         if latent < 1 or len(channels) < 1 or any(c < 1 for c in channels):
             raise ConfigError(f"ConvVAE needs latent >= 1 and one or more channel counts >= 1, got {latent}, {list(channels)}")
@@ -78,13 +85,14 @@ class ConvVAE(GaussianVAE):
         flat = widths[-1] * sides[-1] ** 2
         encoder: list[nn.Module] = [nn.Unflatten(-1, (1, side, side))]
         for c_in, c_out, s in zip(widths, widths[1:], sides):
-            encoder += [down(c_in, c_out, s), nn.ReLU()]
+            encoder += [down(c_in, c_out, s), *group_norm(c_out, norm), nn.ReLU()]
         encoder += [nn.Flatten(-3), nn.Linear(flat, 2 * int(latent))]
         decoder: list[nn.Module] = [nn.Linear(int(latent), flat), nn.ReLU(),
                                     nn.Unflatten(-1, (widths[-1], sides[-1], sides[-1]))]
         for i in range(len(channels), 0, -1):  # back up: sides[i] -> sides[i - 1], widths[i] -> widths[i - 1]
-            decoder += [nn.Upsample(size=sides[i - 1]), nn.Conv2d(widths[i], widths[i - 1], 3, padding=1), nn.ReLU()]
-        decoder[-1:] = [nn.Flatten(-3), PixelBias(n_items)]  # no ReLU on the logits
+            decoder += [nn.Upsample(size=sides[i - 1]), nn.Conv2d(widths[i], widths[i - 1], 3, padding=1),
+                        *group_norm(widths[i - 1], norm and i > 1), nn.ReLU()]
+        decoder[-1:] = [nn.Flatten(-3), PixelBias(n_items)]  # no ReLU (nor norm) on the logits
         super().__init__(n_items, latent, nn.Sequential(*encoder), nn.Sequential(*decoder), draws)
         self.channels = widths[1:]
         for layer in [*self.encoder, *self.decoder]:

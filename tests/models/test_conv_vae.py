@@ -117,3 +117,20 @@ def test_a_dp_sgd_step_moves_every_trainable_layer() -> None:
     for model, old in zip(models, before):
         for p, o in zip(model.parameters(), old):
             assert torch.equal(p, o) != p.requires_grad  # trained layers moved, the fixed pixel bias did not
+
+
+def test_norm_adds_a_group_norm_without_parameters_after_each_hidden_convolution(tmp_path) -> None:
+    model = ConvVAE(64, channels=[4, 6], latent=3, norm=True, generator=torch.Generator().manual_seed(0))
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.GroupNorm)]
+    assert [(n.num_groups, n.num_channels) for n in norms] == [(1, 4), (3, 6), (1, 4)]  # groups of up to 4 channels
+    assert all(not n.affine and not list(n.parameters()) for n in norms)
+    assert not isinstance(model.decoder[-3], torch.nn.GroupNorm)  # the logits are not normalised
+    plain = ConvVAE(64, channels=[4, 6], latent=3, generator=torch.Generator().manual_seed(0))
+    assert plain.state_dict().keys() != model.state_dict().keys()  # layers shift, the weights are the same draws
+    assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), model.parameters()))
+    cfg = ModelConfig(kind="conv_vae", channels=[4, 6], latent=3, norm=True)
+    (tmp_path / "privacy_report.json").write_text("{}")
+    save_models(tmp_path, [model], [10.0], cfg, [f"px{j}" for j in range(64)], (8, 8))
+    loaded = load_release(tmp_path).models[0]
+    torch.testing.assert_close(loaded.sample_logits(3, torch.Generator().manual_seed(1)),
+                               model.sample_logits(3, torch.Generator().manual_seed(1)))

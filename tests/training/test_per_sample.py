@@ -128,9 +128,11 @@ def test_conv2d_norms_and_clipped_sum_equal_single_record_loop(kernel, stride, p
     check_against_loop(model, lambda: model(x).pow(2).sum(1), lambda i: model(x[i : i + 1]).pow(2).sum(), 4)
 
 
-def test_conv_vae_matches_torch_func_per_sample_gradients() -> None:
+@pytest.mark.parametrize("norm", [False, True])
+def test_conv_vae_matches_torch_func_per_sample_gradients(norm: bool) -> None:
+    """Also with group normalisation (per record, so each record's gradient is still its own)."""
     gen = torch.Generator().manual_seed(6)
-    model = ConvVAE(64, channels=[3, 4], latent=2, generator=gen).double()
+    model = ConvVAE(64, channels=[3, 4], latent=2, norm=norm, generator=gen).double()
     x = (torch.rand(5, 64, generator=gen) < 0.5).double()
     eps = torch.randn(5, 2, generator=gen, dtype=torch.float64)
     trainable = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
