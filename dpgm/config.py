@@ -120,8 +120,8 @@ class ModelConfig:
     kind: Literal["vae", "conv_vae", "rbm", "independent"] = opt("vae", "generative model of each part; conv_vae = a small convolutional VAE for square images (dpgm/models/conv_vae.py); independent = the part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; needs output_bias: noisy_mean)")
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009 (opt returns a dataclass field)
     latent: int = opt(2, "VAE, conv_vae: latent dimension")
-    norm: bool = opt(False, "conv_vae: group normalisation (groups of up to 4 channels, no affine parameters: nothing outside the clipped layers) after every hidden convolution")
-    draws: int = opt(1, "VAE, conv_vae: latent draws per record in each DP-SGD step; the record's loss is the mean of their ELBOs (DPDM's noise multiplicity: less gradient variance per record before clipping, at the same privacy cost, for K decoder passes)")
+    norm: bool = opt(False, "conv_vae: group normalisation (groups of up to 4 channels, no affine parameters: nothing outside the clipped layers) after every hidden convolution (on MNIST at epsilon 10 it lost 0.5-0.7 points of train-on-synthetic accuracy, benchmarks/results/README.md)")
+    draws: int = opt(1, "VAE, conv_vae: latent draws per record in each DP-SGD step; the record's loss is the mean of their ELBOs (DPDM's noise multiplicity: less gradient variance per record before clipping, at the same privacy cost, for K decoder passes; on MNIST at epsilon 10 it did not pay, benchmarks/results/README.md)")
     channels: list[int] = opt([16, 32], "conv_vae: channels of the encoder's stride-2 convolutions, one count per convolution (28 x 28 images: two give 7 x 7 feature maps, three 4 x 4); the decoder mirrors them")  # noqa: RUF009
     rbm_hidden: int = opt(200, "RBM: number of hidden units")
     gibbs_steps: int = opt(1, "RBM: Gibbs steps per update of the persistent chains")
