@@ -67,8 +67,10 @@ class _LinearFactors:
 
     def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
         """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in); out[bias] += sum_i weights_i g_i."""
-        w = weights.to(self.grad_out.dtype)
-        scaled = self.grad_out * (w if self.rows == 1 else w.repeat_interleave(self.rows, dim=-1)).unsqueeze(-1)
+        per_row = weights.to(self.grad_out.dtype)
+        if self.rows > 1:
+            per_row = per_row.repeat_interleave(self.rows, dim=-1)
+        scaled = self.grad_out * per_row.unsqueeze(-1)
         if self.layer.weight.requires_grad:
             w = out[id(self.layer.weight)]
             (w.addmm_ if w.dim() == 2 else w.baddbmm_)(scaled.transpose(-1, -2), self.inputs)
