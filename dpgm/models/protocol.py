@@ -5,8 +5,8 @@ about its architecture beyond "every trainable parameter lives in an nn.Linear l
 once per forward pass on [..., B, in] inputs" (ghost clipping, dpgm.training.per_sample):
 
 - ``step_noise(n, generator)``: the model's own per-record randomness for one step, drawn up
-  front ([n, d], d may be 0) so that the trainer fixes the order of every draw of a step
-  (VAE: the reparameterisation noise; RBM: nothing);
+  front ([n, ...], e.g. [n, d] with d possibly 0) so that the trainer fixes the order of every
+  draw of a step (VAE: the reparameterisation noise, [n, K, latent] with K draws; RBM: nothing);
 - ``record_losses(x, noise)``: the data term, one loss per record of ``x`` [..., B, m] given
   its noise [..., B, d], each depending on its own row only. Leading dimensions let k models
   of one shape run as one stack (dpgm.training.stacked);

@@ -233,9 +233,9 @@ def _rows_per_record(cap: _Capture, records: int) -> int:
     rows = cap.output.shape[0] if isinstance(cap.layer, nn.Conv2d) else cap.output.shape[-2]
     if records == 0 or rows == records:
         return 1
-    if rows % records:
-        raise ConfigError(f"DP-SGD per-record gradients need each layer to see K rows per record; "
-                          f"a layer saw {rows} rows for {records} records")
+    if rows < records or rows % records:  # no counts in the message: the batch size is private
+        raise ConfigError(f"DP-SGD per-record gradients need each layer to see K >= 1 rows per record; "
+                          f"{type(cap.layer).__name__} {tuple(cap.layer.weight.shape)} did not")
     return rows // records
 
 

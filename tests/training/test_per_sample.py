@@ -203,5 +203,8 @@ def test_a_record_with_several_draws_drops_all_its_rows_when_not_finite() -> Non
 
 def test_a_layer_whose_rows_are_not_whole_per_record_is_rejected() -> None:
     layer = nn.Linear(3, 2)
-    with pytest.raises(ConfigError, match="K rows per record"):
+    with pytest.raises(ConfigError, match="K >= 1 rows per record") as caught:
         GhostClipper(layer).compute(lambda: layer(torch.ones(5, 3)).sum(1).reshape(-1)[:2])
+    assert "5" not in str(caught.value) and "2 records" not in str(caught.value)  # no private batch size in the message
+    with pytest.raises(ConfigError, match="K >= 1 rows per record"):  # a layer that saw no row for a batch of records
+        GhostClipper(layer).compute(lambda: (layer(torch.ones(0, 3)).sum() + torch.zeros(4, requires_grad=True)))
