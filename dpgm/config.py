@@ -161,6 +161,7 @@ class TrainingConfig:
     hist_noise_multiplier: float = opt(4.0, "sigma_C: noise on each DPNorm histogram count")
     hist_max: float = opt(10.0, "C_max: upper end of the DPNorm histogram (0, C_max]")
     hist_bins: int = opt(100, "w: number of DPNorm histogram bins")
+    decoder_clip_share: float | None = opt(None, "VAE models with fixed clipping: clip each record's decoder gradient to C sqrt(s) and the rest (encoder) to C sqrt(1 - s), so the whole still has norm <= C (per-group clipping: same noise, same ledger). One clip over the whole gradient leaves the decoder, the part the release uses, 13-20% of the squared norm (session 12). null: one clip")
     schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (DESIGN.md 3.5); alternate: the paper's Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
@@ -178,6 +179,10 @@ class TrainingConfig:
         _require(self.hist_noise_multiplier > 0, "training", "hist_noise_multiplier", "must be > 0")
         _require(self.hist_max > 0, "training", "hist_max", "must be > 0")
         _require(self.hist_bins >= 1, "training", "hist_bins", "must be >= 1")
+        _require(self.decoder_clip_share is None or 0 < self.decoder_clip_share < 1, "training",
+                 "decoder_clip_share", "must be in (0, 1)")
+        _require(self.decoder_clip_share is None or self.clipping == "fixed", "training", "decoder_clip_share",
+                 "needs clipping: fixed (DPNorm picks one threshold from the whole gradient's norms)")
         _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
         _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
         _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
@@ -214,6 +219,8 @@ class Config:
         _require(self.model.calibrate != "total" or (self.data.min_items == 0 and self.partition.empty_part_noise_multiplier is None),
                  "model", "calibrate", "total does not go with data.min_items or partition.empty_part_noise_multiplier "
                  "(the release redraws short records, which the total does not count)")
+        _require(self.training.decoder_clip_share is None or self.model.kind in ("vae", "conv_vae"), "training",
+                 "decoder_clip_share", f"needs a model with a decoder (model.kind vae or conv_vae, not {self.model.kind})")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if hasattr(value, "validate"):

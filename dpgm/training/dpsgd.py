@@ -3,7 +3,8 @@
 Each model ("part") j steps on its own records of an already Poisson-sampled batch (possibly
 none): every record's gradient norm comes from ghost clipping (per_sample.GhostClipper, no
 per-record gradients), the threshold C_s,j is fixed or DPNorm's noisy histogram mode of part
-j's norms (Alg. 3), each record's gradient is clipped by min(1, C_s,j / ||g_i||), the clipped
+j's norms (Alg. 3), each record's gradient is clipped by min(1, C_s,j / ||g_i||) (with a decoder
+share s, Mechanism.group_clip_factors: its decoder part to C sqrt(s), the rest to C sqrt(1 - s)), the clipped
 gradients are summed, N(0, (sigma_G C_s,j)^2) is added per coordinate and the result divided
 by part j's EXPECTED batch size E_j (q times its released size, never the realised size). An
 empty part still gets noise and a step. The model's data-independent loss (RBM negative
@@ -91,7 +92,7 @@ class DPSGD:
         self.expected = [positive("expected_batch_size", e) for e in expected_batch_sizes]
         self.optimizers = list(optimizers)
         groups = stack_groups(self.models, self.expected) if batched else [[j] for j in range(len(self.models))]
-        self.stacks = [ModelStack(parts, self.models) for parts in groups]
+        self.stacks = [ModelStack(parts, self.models, mechanism.clip_groups) for parts in groups]
         self._slot = {
             j: (s, pos) for s, stack in enumerate(self.stacks) for pos, j in enumerate(stack.parts)
         }
@@ -192,7 +193,9 @@ class DPSGD:
         if done is not None:
             rows = local.to(stack.device)
             per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
-            stack.add_clipped_sum(done, clip_factors(norms, per_row[0]) / per_row[1])
+            factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
+                self.mechanism.group_clip_factors(done.group_norms, per_row[0])
+            stack.add_clipped_sum(done, factors / per_row[1])
         stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)

@@ -68,6 +68,7 @@ class Mechanism:
     hist_noise_multiplier: float = 4.0
     hist_max: float = 10.0
     hist_bins: int = 100
+    decoder_clip_share: float | None = None
 
     def __post_init__(self) -> None:
         q, bins, clipping = self.sampling_rate, self.hist_bins, self.clipping
@@ -79,6 +80,22 @@ class Mechanism:
             raise ConfigError(f"DP-SGD: hist_bins must be an integer >= 1, got {bins!r}")
         for name in ("noise_multiplier", "clip_norm", "hist_noise_multiplier", "hist_max"):
             positive(name, getattr(self, name))
+        share = self.decoder_clip_share
+        if share is not None and not (isinstance(share, (int, float)) and 0 < share < 1 and clipping == "fixed"):
+            raise ConfigError(f"DP-SGD: decoder_clip_share must be in (0, 1), with fixed clipping; got {share!r}")
+
+    @property
+    def clip_groups(self) -> tuple[str, ...]:
+        """The named submodules clipped on their own (the rest is one more group): ("decoder",) or ()."""
+        return () if self.decoder_clip_share is None else ("decoder",)
+
+    def group_clip_factors(self, group_norms: Tensor, clip_norm: Tensor) -> Tensor:
+        """Per-group clipping [G, B]: the rest's gradient clipped to C sqrt(1 - s), the decoder's to C sqrt(s)
+        (``clip_norm`` C per record [B]), so each record's whole gradient still has norm <= C: the same
+        sensitivity, noise and event as one clip over the whole gradient."""
+        s = float(self.decoder_clip_share)  # type: ignore[arg-type]
+        return torch.stack([clip_factors(norms, clip_norm * math.sqrt(share))
+                            for norms, share in zip(group_norms, (1.0 - s, s))])
 
     @classmethod
     def from_config(cls, cfg: TrainingConfig) -> Mechanism:

@@ -19,11 +19,16 @@ Dockhorn et al. 2023, DPDM sec. 3.2), record-major: rows iK .. iK + K - 1 are re
 per-record gradient is then the sum over those rows: for nn.Linear sum_k g_k a_k^T, whose
 squared norm is the sum of (G G^T) * (A A^T) over the K x K Gram matrices (Li et al. 2021's ghost
 norm for sequences); for nn.Conv2d the materialised rows are summed.
+
+Per-group clipping (McMahan et al. 2018, "per-layer clipping"): the clipper may split the layers
+into groups (the layers under named submodules, e.g. a VAE's ``decoder``, and the rest); the batch
+then also gives each record's norm per group, and its clipped sum takes one weight per group and
+record, so that each group's gradient is clipped to its own threshold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -121,6 +126,8 @@ class GhostBatch:
     norms: Tensor  # [..., B], L2 norm of each record's full gradient
     params: list[nn.Parameter]
     _factors: list[_LinearFactors | _ConvGrads]
+    group_norms: Tensor | None = None  # [G, ..., B]: the norm of each group's part (GhostClipper ``groups``)
+    _groups: tuple[int, ...] = ()  # each factor's group (0: the rest, g: the g-th named submodule)
 
     def clipped_sum(self, weights: Tensor) -> list[Tensor]:
         """sum_i weights_i * grad_i for every parameter, in ``params`` order (one matmul per layer)."""
@@ -129,10 +136,14 @@ class GhostBatch:
         return totals
 
     def add_clipped_sum(self, weights: Tensor, totals: list[Tensor]) -> None:
-        """totals[j] += sum_i weights_i * grad_i in place (``params`` order)."""
+        """totals[j] += sum_i weights_i * grad_i in place (``params`` order); ``weights`` [..., B], or
+        [G, ..., B] with per-group norms: one weight per group and record."""
         out = {id(p): t for p, t in zip(self.params, totals)}
-        for factors in self._factors:
-            factors.add_weighted(weights, out)
+        grouped = weights.dim() == self.norms.dim() + 1
+        if grouped and (self.group_norms is None or weights.shape[0] != len(self.group_norms)):
+            raise ValueError("per-group weights need a clipper with as many groups")
+        for factors, group in zip(self._factors, self._groups or (0,) * len(self._factors)):
+            factors.add_weighted(weights[group] if grouped else weights, out)
 
 
 def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor, rows: int = 1) -> _ConvGrads:
@@ -170,8 +181,9 @@ class GhostClipper:
     A record whose gradient is not finite is dropped from the sums (norm reported as 0).
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, groups: Sequence[str] = ()) -> None:
         self.model = model
+        self.group_of = _layer_groups(model, groups)  # id(layer) -> group; empty without groups
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.layers = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
         for name, m in model.named_modules():
@@ -211,20 +223,36 @@ class GhostClipper:
             else _LinearFactors(cap.layer, grad, cap.inputs, _rows_per_record(cap, losses.shape[-1]))
             for cap, grad in zip(captures, grads) if grad is not None
         ]
-        sq = torch.zeros(losses.shape, dtype=losses.dtype, device=losses.device)
-        for f in factors:
-            sq = sq + f.squared_norms()
+        groups = tuple(self.group_of.get(id(f.layer), 0) for f in factors)
+        n_groups = 1 + max(self.group_of.values(), default=0)
+        group_sq = torch.zeros((n_groups, *losses.shape), dtype=losses.dtype, device=losses.device)
+        for f, g in zip(factors, groups):
+            group_sq[g] += f.squared_norms()
+        sq = group_sq.sum(dim=0)
         bad = ~torch.isfinite(sq)
         if bool(bad.any()):  # a record with a non-finite gradient contributes nothing (norm 0)
-            sq = sq.masked_fill(bad, 0.0)
+            sq, group_sq = sq.masked_fill(bad, 0.0), group_sq.masked_fill(bad, 0.0)
             factors = [f.without(bad) for f in factors]
-        return GhostBatch(losses.detach(), sq.sqrt(), self.params, factors)
+        group_norms = group_sq.sqrt() if self.group_of else None
+        return GhostBatch(losses.detach(), sq.sqrt(), self.params, factors, group_norms, groups)
 
     def remove(self) -> None:
         """Detach the forward hooks from the model (the clipper is unusable afterwards)."""
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _layer_groups(model: nn.Module, groups: Sequence[str]) -> dict[int, int]:
+    """id(layer) -> g for the layers under the g-th named submodule (1-based; the rest are group 0);
+    ConfigError if ``model`` has no such submodule with trainable parameters."""
+    out: dict[int, int] = {}
+    for g, name in enumerate(groups, start=1):
+        sub = getattr(model, name, None)
+        if not isinstance(sub, nn.Module) or not any(p.requires_grad for p in sub.parameters()):
+            raise ConfigError(f"per-group clipping: {type(model).__name__} has no trainable {name!r} (a VAE's decoder)")
+        out.update({id(m): g for m in sub.modules() if isinstance(m, (nn.Linear, nn.Conv2d))})
+    return out
 
 
 def _rows_per_record(cap: _Capture, records: int) -> int:

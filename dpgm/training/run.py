@@ -141,6 +141,8 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
         report["plan"]["hist_noise_multiplier"] = t.hist_noise_multiplier
     else:
         report["plan"]["clip_norm"] = t.clip_norm
+        if t.decoder_clip_share is not None:  # per-group clipping: the same sensitivity C, so the same event
+            report["plan"]["decoder_clip_share"] = t.decoder_clip_share
     return report
 
 

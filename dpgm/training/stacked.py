@@ -138,12 +138,13 @@ def stack_buffers(
 class StackedPass:
     """One recorded forward/backward pass of a stack: ``valid`` [g, B_max] marks real (not padded)
     rows (None for a stack of one: no padding); ``norms`` and ``losses`` [B] are those of the real
-    rows, part by part."""
+    rows, part by part; ``group_norms`` [G, B] their norms per clipping group (None without groups)."""
 
     ghost: GhostBatch
     valid: Tensor | None
     norms: Tensor
     losses: Tensor
+    group_norms: Tensor | None = None
 
 
 class ModelStack:
@@ -153,14 +154,14 @@ class ModelStack:
     A stack of one model runs that model itself (no copy, no padding): the k = 1 fast path.
     """
 
-    def __init__(self, parts: list[int], models: Sequence[nn.Module]) -> None:
+    def __init__(self, parts: list[int], models: Sequence[nn.Module], clip_groups: Sequence[str] = ()) -> None:
         self.parts = parts
         self.local_of = torch.full((len(models),), -1, dtype=torch.long)  # part -> row of the stack
         self.local_of[parts] = torch.arange(len(parts))
         self.single = len(parts) == 1
         self.module = models[parts[0]] if self.single else stack_models([models[j] for j in parts])
         self.buffers = [] if self.single else stack_buffers(self.module, [models[j] for j in parts])
-        self.clipper = GhostClipper(self.module)
+        self.clipper = GhostClipper(self.module, clip_groups)
         names = [name for name, p in self.module.named_parameters() if p.requires_grad]
         self.params = {j: [dict(models[j].named_parameters())[n] for n in names] for j in parts}
         self.device, self.dtype = self.clipper.params[0].device, self.clipper.params[0].dtype
@@ -190,7 +191,7 @@ class ModelStack:
         (sorted) with their step noise [B, ...]: batches padded to [g, B_max], padded rows no loss."""
         if self.single:
             ghost = self.clipper.compute(lambda: self.module.record_losses(x, noise))
-            return StackedPass(ghost, None, ghost.norms, ghost.losses)
+            return StackedPass(ghost, None, ghost.norms, ghost.losses, ghost.group_norms)
         local = local.to(self.device)
         sizes = torch.bincount(local, minlength=len(self.parts))
         rank = torch.arange(len(local), device=self.device) - (sizes.cumsum(0) - sizes)[local]
@@ -200,15 +201,18 @@ class ModelStack:
         ghost = self.clipper.compute(
             lambda: self.module.record_losses(xp, ep).masked_fill(~valid, 0.0)
         )
-        return StackedPass(ghost, valid, ghost.norms[valid], ghost.losses[valid])
+        groups = None if ghost.group_norms is None else ghost.group_norms[:, valid]
+        return StackedPass(ghost, valid, ghost.norms[valid], ghost.losses[valid], groups)
 
     def add_clipped_sum(self, done: StackedPass, weights: Tensor) -> None:
-        """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B])."""
+        """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B], or [G, B]: one per
+        clipping group)."""
         if done.valid is None:
             done.ghost.add_clipped_sum(weights, [g[0] for g in self.grads])
             return
-        padded = weights.new_zeros(done.valid.shape)  # padded rows: weight 0
-        padded[done.valid] = weights
+        lead = weights.shape[:-1]
+        padded = weights.new_zeros(lead + done.valid.shape)  # padded rows: weight 0
+        padded[..., done.valid] = weights
         done.ghost.add_clipped_sum(padded, self.grads)
 
     def add_post_processing_gradient(self, noise: dict[int, Tensor]) -> None:

@@ -134,3 +134,19 @@ def test_norm_adds_a_group_norm_without_parameters_after_each_hidden_convolution
     loaded = load_release(tmp_path).models[0]
     torch.testing.assert_close(loaded.sample_logits(3, torch.Generator().manual_seed(1)),
                                model.sample_logits(3, torch.Generator().manual_seed(1)))
+
+
+def test_a_digits_run_with_a_decoder_clip_share_trains_and_an_rbm_config_is_refused(tmp_path) -> None:
+    """training.decoder_clip_share through the pipeline: conv VAEs train with the same ledger as one clip; a
+    model without a decoder is a one-line ConfigError when the config loads."""
+    from dpgm.errors import ConfigError
+    from dpgm.training import run as run_mod
+    from tests.training.test_run import tiny_config
+
+    base = {"model.kind": "conv_vae", "model.channels": "[2, 3]", "training.clipping": "fixed", "training.epochs": 1}
+    _, grouped = run_mod.train(tiny_config(tmp_path / "a", **base, **{"training.decoder_clip_share": 0.6}), progress=False)
+    _, flat = run_mod.train(tiny_config(tmp_path / "b", **base), progress=False)
+    assert grouped["epsilon"] == flat["epsilon"] and grouped["plan"]["steps_taken"] == flat["plan"]["steps_taken"] > 0
+    assert grouped["plan"]["decoder_clip_share"] == 0.6 and "decoder_clip_share" not in flat["plan"]
+    with pytest.raises(ConfigError, match="decoder_clip_share: needs a model with a decoder"):  # on load
+        tiny_config(tmp_path / "c", **{"model.kind": "rbm", "training.clipping": "fixed", "training.decoder_clip_share": 0.6})

@@ -254,3 +254,31 @@ def test_rbm_draws_its_negative_phase_noise_last() -> None:
         torch.empty_like(p).normal_(generator=ref)
     torch.rand(2, 4, 3 + 5, generator=ref)
     assert torch.equal(dp.generator.get_state(), ref.get_state())
+
+
+@pytest.mark.parametrize("share", [0.2, 0.8])
+def test_decoder_clip_share_clips_each_part_of_a_record_to_its_own_threshold(share: float) -> None:
+    """Per-group clipping: a record's decoder gradient has norm <= C sqrt(s), the rest <= C sqrt(1 - s) (equal
+    when far above), so the whole stays <= C: the sensitivity of the one clip, and the same event."""
+    gen = torch.Generator().manual_seed(4)
+    model = VAE(16, hidden=[8], latent=2, generator=gen).double()
+    dp = make_dpsgd(model, noise_multiplier=1e-12, clip_norm=0.7, expected_batch_size=1.0, decoder_clip_share=share)
+    assert dp.event() == make_dpsgd(VAE(16, hidden=[8], latent=2), noise_multiplier=1e-12, clip_norm=0.7).event()
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    x = (torch.rand(10, 16, generator=gen) < 0.5).double()
+    for scale in (1e-3, 50.0):
+        for i in range(10):
+            (grads,), _ = dp.privatised_gradients(x[i: i + 1] * scale)
+            dec = math.sqrt(sum(float(g.pow(2).sum()) for n, g in zip(names, grads) if n.startswith("decoder")))
+            rest = math.sqrt(sum(float(g.pow(2).sum()) for n, g in zip(names, grads) if not n.startswith("decoder")))
+            assert dec <= 0.7 * math.sqrt(share) * (1 + 1e-9) and rest <= 0.7 * math.sqrt(1 - share) * (1 + 1e-9)
+            if scale == 50.0:
+                assert dec == pytest.approx(0.7 * math.sqrt(share), rel=1e-6)
+                assert rest == pytest.approx(0.7 * math.sqrt(1 - share), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [{"decoder_clip_share": 0.0}, {"decoder_clip_share": 1.0},
+                                 {"decoder_clip_share": 0.5, "clipping": "adaptive"}])
+def test_bad_decoder_clip_share_is_a_config_error(bad: dict) -> None:
+    with pytest.raises(ConfigError, match="decoder_clip_share"):
+        Mechanism(sampling_rate=0.1, noise_multiplier=1.0, **{"clipping": "fixed", **bad})

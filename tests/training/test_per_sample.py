@@ -208,3 +208,34 @@ def test_a_layer_whose_rows_are_not_whole_per_record_is_rejected() -> None:
     assert "5" not in str(caught.value) and "2 records" not in str(caught.value)  # no private batch size in the message
     with pytest.raises(ConfigError, match="K >= 1 rows per record"):  # a layer that saw no row for a batch of records
         GhostClipper(layer).compute(lambda: (layer(torch.ones(0, 3)).sum() + torch.zeros(4, requires_grad=True)))
+
+
+@pytest.mark.parametrize("kind", ["vae", "conv_vae"])
+def test_group_norms_and_per_group_clipped_sum_equal_single_record_loop(kind: str) -> None:
+    """groups=("decoder",): each record's norm per group (the rest, the decoder) and a clipped sum weighting
+    each group's part by its own weight, against per-record gradients split by hand."""
+    gen = torch.Generator().manual_seed(3)
+    model = (VAE(16, hidden=[8], latent=3, generator=gen) if kind == "vae"
+             else ConvVAE(16, channels=[2, 3], latent=3, generator=gen)).double()
+    x = (torch.rand(6, 16, generator=gen) < 0.4).double()
+    eps = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    ghost = GhostClipper(model, groups=("decoder",)).compute(lambda: model(x, eps))
+    params = [p for p in model.parameters() if p.requires_grad]
+    in_decoder = [any(p is q for q in model.decoder.parameters()) for p in params]
+    assert any(in_decoder) and not all(in_decoder)
+    per_record = loop_grads(model, lambda i: model(x[i: i + 1], eps[i: i + 1]).sum(), 6)
+    rest = torch.stack([flat_norm([g for g, d in zip(gs, in_decoder) if not d]) for gs in per_record])
+    dec = torch.stack([flat_norm([g for g, d in zip(gs, in_decoder) if d]) for gs in per_record])
+    torch.testing.assert_close(ghost.group_norms, torch.stack([rest, dec]), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(ghost.norms, torch.sqrt(rest ** 2 + dec ** 2), rtol=1e-10, atol=1e-12)
+    weights = torch.stack([torch.linspace(0.1, 2.0, 6), torch.linspace(3.0, -1.0, 6)]).double()
+    for j, s in enumerate(ghost.clipped_sum(weights)):
+        w = weights[1 if in_decoder[j] else 0]
+        torch.testing.assert_close(s, sum(wi * g[j] for wi, g in zip(w, per_record)), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="per-group weights"):
+        GhostClipper(model).compute(lambda: model(x, eps)).clipped_sum(weights)
+
+
+def test_clip_groups_need_the_named_trainable_submodule() -> None:
+    with pytest.raises(ConfigError, match="no trainable 'decoder'"):
+        GhostClipper(RBM(6, n_hidden=3), groups=("decoder",))
