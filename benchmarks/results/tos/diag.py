@@ -52,3 +52,16 @@ def train_dp(model, rows, gen, *, eps, epochs, q, lr, clip=1.0, optimizer="adam"
         if log_every and i % log_every == 0:
             print(f"step {i} {time.perf_counter() - t0:.0f}s", flush=True)
     return time.perf_counter() - t0
+
+
+def repeated_accuracy(release, shape, val, seed, repeats, label):
+    """Validation accuracies of ``repeats`` classifiers, each trained on ``release(rs)`` (images, labels) for the
+    repeat seed rs of train_on_synthetic (the plain run's seed first); prints each."""
+    accs = []
+    for r in range(repeats):
+        rs = tos.repeat_seed(seed, r)
+        x, y = release(rs)
+        clf = tos.train_classifier(x, y, shape, epochs=3, seed=rs, select_on="none")
+        accs.append(tos.accuracy(clf, val.dense(np.uint8), val.labels, shape))
+        print(f"  {label} repeat {r}: {accs[-1]:.4f} ink {x.sum(1).mean():.1f}", flush=True)
+    return accs
