@@ -56,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_dir, report = train(args.config, overrides=overrides, progress=not args.no_progress)  # config checked first
     if "warning" in report:
         print(report["warning"])
-    print(f"release (safe to share): {run_dir}/release; privacy report for people: {run_dir}/release/privacy_report.md")
+    what = "release (NOT private: an experiment)" if "warning" in report else "release (safe to share)"
+    print(f"{what}: {run_dir}/release; privacy report for people: {run_dir}/release/privacy_report.md")
     bound = f" ({report['dependent_bound']} bound for dependent mechanisms)" if report["dependent_bound"] else ""
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}{bound}")

@@ -137,7 +137,8 @@ def fit(
 
     ``config``: a shipped config's name, a YAML path or a dict (default: the generic rules);
     ``epsilon``/``delta`` set the whole run's budget; ``overrides`` are dotted keys with their
-    values (``fit(x, **{"training.epochs": 5})``). The run's private folder is deleted.
+    values (``fit(x, **{"training.epochs": 5})``). The run's private folder is deleted. A ``seed``
+    makes the run a replayable experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
     """
     from dpgm.training.run import train
 

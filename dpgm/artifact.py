@@ -23,7 +23,7 @@ import numpy as np
 
 from dpgm.config import ModelConfig
 from dpgm.errors import DpgmError
-from dpgm.io import atomic_write
+from dpgm.io import OutputError, atomic_write, check_folder
 
 if TYPE_CHECKING:  # torch is imported where models are saved or loaded: CLIs check paths first, fast
     from torch import nn
@@ -39,9 +39,30 @@ TENSORBOARD_DIR = "tensorboard"
 CHECKPOINT_FILE = "checkpoint.pt"
 #: Output formats of a release (release.py writes them).
 FORMATS = ("csv", "transactions", "png")
+#: Most records one release may draw: ten times the largest data set dpgm ships a config for
+#: (msnbc, 989,818 records). More is never needed to mimic a data set, and would take hours and
+#: many GB (MNIST: 1.6 kB of CSV a record); draw several releases with other seeds instead.
+MAX_RECORDS = 10_000_000
+#: Most images in one PNG grid (50 x 50): the grid is built in memory; an MNIST one is then
+#: 5,650 pixels square, and a person cannot look at more anyway.
+MAX_PNG_IMAGES = 2_500
 
 #: First line of every report and output of a run that showed non-private diagnostics.
-NOT_PRIVATE = "NOT DIFFERENTIALLY PRIVATE: this run showed non-private diagnostics (--nonprivate-diagnostics)"
+#: The first words of every output of a run that is not differentially private.
+NOT_PRIVATE = "NOT DIFFERENTIALLY PRIVATE"
+#: Why a run is not private: a fixed seed, or non-private diagnostics (docs/privacy.md, "Seeds").
+NOT_PRIVATE_REASONS = {
+    "seed": "a fixed seed makes its noise replayable by anyone who knows or guesses the seed "
+            "(an experiment; set seed: null for a private run)",
+    "diagnostics": "this run showed non-private diagnostics (--nonprivate-diagnostics)",
+}
+
+
+def not_private_warning(*, seed_fixed: bool, diagnostics: bool) -> str | None:
+    """The line that opens every output of a run that is not private (None for a private run)."""
+    reasons = [NOT_PRIVATE_REASONS[key] for key, on in (("seed", seed_fixed), ("diagnostics", diagnostics))
+               if on]
+    return f"{NOT_PRIVATE}: {'; '.join(reasons)}" if reasons else None
 
 
 @dataclass(frozen=True)
@@ -69,11 +90,21 @@ class RunLayout:
         """True when the folder already holds a run (finished or not)."""
         return self.release.exists() or self.private.exists()
 
+    def check_writable(self) -> None:
+        """One-line OutputError, before any work, when the run directory cannot be made here
+        (``runs_dir`` or the run's folder is a file, or is read-only)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise OutputError(f"run directory {self.root}: is not a folder (check runs_dir and name)")
+        check_folder(self.root, f"run directory {self.root}")
+
     def create(self) -> None:
         """Make release/ (usual permissions) and private/ (owner only, 0700)."""
-        self.release.mkdir(parents=True, exist_ok=True)
-        self.private.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(self.private, 0o700)  # mkdir's mode is filtered by the umask
+        try:
+            self.release.mkdir(parents=True, exist_ok=True)
+            self.private.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(self.private, 0o700)  # mkdir's mode is filtered by the umask
+        except OSError as exc:
+            raise OutputError(f"run directory {self.root}: cannot create it ({exc.strerror or exc})") from None
 
     def remove_private(self) -> None:
         """Delete private/ (checkpoint and all): the run is complete and its release written."""
@@ -95,11 +126,31 @@ def read_summary(path: str | Path) -> str:
 
 
 def check_release(path: str | Path) -> Path:
-    """The release folder of a finished run, or a one-line error (no torch needed)."""
+    """The release folder of a finished run with a readable privacy report, or a one-line error
+    (no torch needed)."""
     folder = release_dir(path)
     if not (folder / MODELS_FILE).is_file():
         raise DpgmError(f"{path}: no {RELEASE_DIR}/{MODELS_FILE} (is this a finished train.py run directory?)")
+    read_report(folder)
     return folder
+
+
+def read_report(folder: Path) -> dict[str, Any]:
+    """The privacy report of a release folder; a missing or broken one is a one-line error that
+    names it (the report is public: its line and column may be shown)."""
+    report_path = folder / REPORT_FILE
+    try:
+        report = json.loads(report_path.read_bytes())
+    except FileNotFoundError:
+        raise DpgmError(f"{report_path}: not found; refusing to release without a privacy report") from None
+    except json.JSONDecodeError as exc:
+        raise DpgmError(f"{report_path}: broken privacy report (not valid JSON at line {exc.lineno}, "
+                        f"column {exc.colno}: {exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DpgmError(f"{report_path}: cannot read the privacy report ({exc.__class__.__name__})") from None
+    if not isinstance(report, dict) or not isinstance(report.get("epsilon"), (int, float)):
+        raise DpgmError(f"{report_path}: broken privacy report (no epsilon)")
+    return report
 
 
 #: Name of the release's label column when the data declare none (MNIST, digits).
@@ -192,14 +243,13 @@ def load_release(path: str | Path) -> ReleasedMixture:
     from dpgm.models import build_model
 
     folder = check_release(path)
+    report = read_report(folder)
     models_path = folder / MODELS_FILE
     try:
         payload = torch.load(models_path, map_location="cpu", weights_only=True)
-        report = json.loads((folder / REPORT_FILE).read_text())
-    except FileNotFoundError:
-        raise DpgmError(f"{path}: no {REPORT_FILE}; refusing to release without a privacy report") from None
     except Exception as exc:  # noqa: BLE001 (a corrupt or foreign file fails in many ways)
-        raise DpgmError(f"{models_path}: cannot load the release ({exc.__class__.__name__}: {exc})") from None
+        first_line = str(exc).strip().split("\n", 1)[0]
+        raise DpgmError(f"{models_path}: cannot load the release ({exc.__class__.__name__}: {first_line})") from None
     cfg = ModelConfig(**payload["model"])
     n_items = len(payload["item_names"])
     models = []

@@ -194,7 +194,9 @@ class TrainingConfig:
 class Config:
     name: str = opt("run", "run name: output goes to <runs_dir>/<name>")
     rules: Literal["off", "public"] = opt("off", "public: every option this config does not state follows dpgm's rules from public quantities (dpgm/rules.py: items, epsilon, delta, n's order of magnitude); needs privacy.target_epsilon")
-    seed: int | None = opt(None, "fixed seed for experiments and tests (null: OS entropy; the privacy report says which)")
+    seed: int | None = opt(None, "fixed seed for tests and benchmarks only: its noise can be replayed, so every "
+                           "output of a seeded run says NOT DIFFERENTIALLY PRIVATE (null: fresh OS entropy; "
+                           "a run resumes bit-identically without a seed)")
     runs_dir: str = opt("runs", "folder that holds run directories")
     device: str = opt("cpu", "torch device")
     threads: int | None = opt(None, "threads for torch and BLAS (null: OMP_NUM_THREADS if set, else the cores available to the process, see dpgm/threads.py; more oversubscribes)")

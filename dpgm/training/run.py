@@ -28,13 +28,13 @@ from dpgm.artifact import (
     LABEL_COLUMN,
     LEDGER_FILE,
     MODELS_FILE,
-    NOT_PRIVATE,
     REPORT_FILE,
     SAMPLES_FILE,
     SUMMARY_FILE,
     TENSORBOARD_DIR,
     PartLabels,
     RunLayout,
+    not_private_warning,
     save_models,
 )
 from dpgm.clustering import make_partitioner
@@ -79,11 +79,18 @@ class RunInterrupted(DpgmError):
 
 
 def _generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
-    """One numpy and one torch generator, from the seed or from OS entropy."""
-    seed_value = seed if seed is not None else secrets.randbits(63)
+    """One numpy and one torch generator: from the seed (an experiment), else from fresh OS
+    entropy that is kept nowhere but in the private checkpoint's generator state."""
+    torch_seed, numpy_seed = (seed, seed) if seed is not None else (secrets.randbits(64), secrets.randbits(128))
     g = torch.Generator()
-    g.manual_seed(seed_value)
-    return np.random.default_rng(seed_value), g
+    g.manual_seed(torch_seed)
+    return np.random.default_rng(numpy_seed), g
+
+
+def released_config(cfg: Config) -> dict[str, Any]:
+    """The config as written to release/: everything but the seed, which would let anyone replay
+    the noise (docs/privacy.md, "Seeds"); a resume reads it back from the private checkpoint."""
+    return {**cfg.to_dict(), "seed": None}
 
 
 def _check_plan(cfg: Config, data: BinaryDataset) -> None:
@@ -120,7 +127,8 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
                    public: list[dict[str, Any]], empty_size: float | None = None) -> dict[str, Any]:
     """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public
     inputs, the noisy part sizes (and the noisy count of empty records, when they are a part)."""
-    report: dict[str, Any] = {"warning": NOT_PRIVATE} if cfg.nonprivate_diagnostics else {}
+    warning = not_private_warning(seed_fixed=cfg.seed is not None, diagnostics=cfg.nonprivate_diagnostics)
+    report: dict[str, Any] = {"warning": warning} if warning else {}
     report.update(accountant.report())
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
     report["fixed_seed"] = cfg.seed is not None
@@ -276,7 +284,7 @@ class TrainingRun:
         if cfg.privacy.target_epsilon is not None and self.steps > 0:
             _calibrate_training_noise(cfg, self.accountant, self.steps)
         self._build_trainer()
-        atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(released_config(cfg), sort_keys=False))
 
     def planned_epsilon(self) -> float:
         """Epsilon the run will have spent when all its steps are taken (after ``start``)."""
@@ -366,6 +374,7 @@ class TrainingRun:
             "empty_size": self.empty_size,
             "generator": self.generator.get_state(),
             "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
+            "seed": self.cfg.seed,  # never in release/ (``released_config``); a resumed run still says it is seeded
         }
         with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
             torch.save(state, fh)
@@ -537,6 +546,7 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
     cfg = load_config(layout.in_release(CONFIG_FILE))
     set_threads(cfg.threads)
     checkpoint = torch.load(layout.checkpoint, map_location="cpu", weights_only=True)
+    cfg.seed = checkpoint.get("seed")
     run = TrainingRun(cfg, layout.root, progress=progress, spent_before=_checkpoint_epsilon(cfg, checkpoint))
     run.resume(checkpoint)
     with _stop_requests() as stop:
