@@ -9,71 +9,70 @@ from __future__ import annotations
 
 import csv as _csv
 import gzip
-import math
 from pathlib import Path
 
 import numpy as np
 
 from dpgm.data.dataset import BinaryDataset
-from dpgm.data.paths import check_limit, file_stem, read_bytes
+from dpgm.data.paths import check_limit, file_stem, read_bytes, record_error
 from dpgm.errors import DataError
 
 
 def _header(path: Path, line: str) -> list[str]:
     names = [name.strip() for name in next(_csv.reader([line]))]
     if any(not name for name in names):
-        raise DataError(f"{path}: line 1: empty column name in the header")
+        raise DataError(f"{path}: empty column name in the header")
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise DataError(f"{path}: line 1: duplicate column name {name!r}")
+            raise DataError(f"{path}: duplicate column name {name!r} in the header")
         seen.add(name)
     return names
 
 
-def _binary_value(token: str) -> tuple[int | None, str]:
-    """(0 or 1, "") for a binary token, else (None, why: missing, NaN, non-numeric, non-binary)."""
-    if not token:
-        return None, "missing"
+def _binary_value(token: str) -> int | None:
+    """0 or 1 for a token naming a number equal to 0 or 1 (``1``, ``1.0``), else None."""
     try:
         value = float(token)
     except ValueError:
-        return None, "non-numeric"
-    if math.isnan(value):
-        return None, "NaN"
-    return (int(value), "") if value in (0.0, 1.0) else (None, "non-binary")
+        return None
+    return int(value) if value in (0.0, 1.0) else None  # NaN and blanks are neither
 
 
 def _parse_binary(path: Path, cells: np.ndarray, names: list[str]) -> np.ndarray:
-    """The 0/1 matrix of string ``cells``; the first bad cell is reported by line and column."""
+    """The 0/1 matrix of string ``cells``; a bad cell is reported by its column alone.
+
+    The column is the first one (in header order) holding a bad cell, whatever the row order.
+    """
     ones = cells == "1"
     odd = ~(ones | (cells == "0"))
     if odd.any():
-        where = np.argwhere(odd)
         tokens, inverse = np.unique(cells[odd], return_inverse=True)
         parsed = [_binary_value(str(t)) for t in tokens]
-        invalid = np.array([value is None for value, _ in parsed])
+        invalid = np.array([value is None for value in parsed])[inverse]
         if invalid.any():
-            first = int(np.argmax(invalid[inverse]))  # row-major: the first bad cell in the file
-            (row, col), k = where[first], inverse[first]
-            raise DataError(
-                f"{path}: line {row + 2}, column {names[col]!r}: {parsed[k][1]} value "
-                f"{str(tokens[k])!r} (expected 0 or 1)"
+            bad = np.zeros(odd.shape, dtype=bool)
+            bad[odd] = invalid
+            column = names[int(np.flatnonzero(bad.any(axis=0))[0])]
+            raise record_error(
+                path,
+                f"a value in column {column!r} is not 0 or 1",
+                "every cell must be a number equal to 0 or 1, such as 1 or 0.0",
             )
-        ones[odd] = np.array([value == 1 for value, _ in parsed])[inverse]
+        ones[odd] = np.array([value == 1 for value in parsed])[inverse]
     return ones.astype(np.uint8)
 
 
 def _parse_labels(path: Path, cells: np.ndarray, column: str) -> np.ndarray:
-    labels = np.empty(cells.size, dtype=np.int64)
-    for row, token in enumerate(cells.tolist()):
-        try:
-            labels[row] = int(token)
-        except ValueError:
-            raise DataError(
-                f"{path}: line {row + 2}, label column {column!r}: {token!r} is not an integer"
-            ) from None
-    return labels
+    """The integer labels of one column; a bad label is reported without its value or line."""
+    try:
+        return np.array([int(token) for token in cells.tolist()], dtype=np.int64)
+    except (ValueError, OverflowError):
+        raise record_error(
+            path,
+            f"a value in label column {column!r} is not an integer",
+            "every label must be a whole number written in digits",
+        ) from None
 
 
 def csv_header(path: str | Path) -> list[str]:
@@ -109,14 +108,18 @@ def load_csv(
     names = _header(path, lines[0])
     if label_column is not None and label_column not in names:
         raise DataError(f"{path}: label column {label_column!r} not in the header")
+    if names == [label_column]:  # a header problem: reported before any record is looked at
+        raise DataError(f"{path}: no item columns besides the label column (empty dataset)")
     rows = lines[1:] if limit is None else lines[1 : limit + 1]
     if not rows:
         raise DataError(f"{path}: no data rows after the header (empty dataset)")
     widths = np.fromiter((row.count(",") + 1 for row in rows), dtype=np.int64, count=len(rows))
-    ragged = np.flatnonzero(widths != len(names))
-    if ragged.size:
-        i = int(ragged[0])
-        raise DataError(f"{path}: line {i + 2} has {widths[i]} fields, the header has {len(names)}")
+    if (widths != len(names)).any():
+        raise record_error(
+            path,
+            f"a data line does not have the header's {len(names)} fields",
+            "every line needs one value per column (a blank line inside the data counts too)",
+        )
     cells = np.char.strip(
         np.array(",".join(rows).split(","), dtype=str).reshape(len(rows), len(names))
     )
@@ -126,8 +129,6 @@ def load_csv(
         labels = _parse_labels(path, cells[:, col], label_column)
         cells = np.delete(cells, col, axis=1)
         names = names[:col] + names[col + 1 :]
-    if not names:
-        raise DataError(f"{path}: no item columns besides the label column (empty dataset)")
     return BinaryDataset(
         records=_parse_binary(path, cells, names),
         item_names=names,

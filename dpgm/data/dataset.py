@@ -44,11 +44,11 @@ class BinaryDataset:
         else:
             arr = np.asarray(self.records)
             if arr.ndim != 2:
-                raise DataError(f"{self.where}: records must be a 2-d array, got shape {arr.shape}")
+                raise DataError(f"{self.where}: records must be a 2-d array, got {arr.ndim}-d")
             values = arr
             self.records = arr
         if self.records.shape[1] == 0:
-            raise DataError(f"{self.where}: empty dataset (shape {self.records.shape})")
+            raise DataError(f"{self.where}: empty dataset (no item columns)")
         if values.dtype.kind == "f" and np.isnan(values).any():
             raise DataError(f"{self.where}: records contain NaN")
         if values.size and not _is_binary(values):
@@ -58,9 +58,12 @@ class BinaryDataset:
         if len(self.item_names) != self.n_items:
             raise DataError(f"{self.where}: {len(self.item_names)} item names for {self.n_items} items")
         if self.labels is not None:
-            self.labels = np.asarray(self.labels, dtype=np.int64)
-            if self.labels.shape != (self.n_records,):
-                raise DataError(f"{self.where}: {self.labels.shape[0]} labels for {self.n_records} records")
+            try:  # numpy's own message would quote the offending (private) label
+                self.labels = np.asarray(self.labels, dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                raise DataError(f"{self.where}: labels must be integers") from None
+            if self.labels.shape != (self.n_records,):  # counts are private: not shown
+                raise DataError(f"{self.where}: labels must hold one integer per record")
 
     @property
     def where(self) -> str:

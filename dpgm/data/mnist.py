@@ -40,18 +40,20 @@ def read_idx(path: Path, ndim: int) -> np.ndarray:
     raw = read_bytes(path)
     header = 4 + 4 * ndim
     if len(raw) < header:
-        raise DataError(f"{path}: too short for an IDX header ({len(raw)} bytes)")
+        raise DataError(f"{path}: too short for an IDX header")
     magic = struct.unpack(">I", raw[:4])[0]
     expected = (IDX_UBYTE << 8) | ndim
-    if magic != expected:
-        raise DataError(f"{path}: bad IDX magic number 0x{magic:08x} (expected 0x{expected:08x})")
-    shape = struct.unpack(f">{ndim}I", raw[4:header])
-    if 0 in shape:
-        raise DataError(f"{path}: empty dataset (IDX shape {shape})")
-    size = int(np.prod(shape, dtype=np.int64))
-    if len(raw) - header != size:
+    if magic != expected:  # its bytes are shown nowhere: a wrong file's first bytes may be private
         raise DataError(
-            f"{path}: IDX shape {shape} needs {size} data bytes, file has {len(raw) - header}"
+            f"{path}: bad IDX magic number (expected 0x{expected:08x}: unsigned bytes, {ndim}-d)"
+        )
+    shape = struct.unpack(f">{ndim}I", raw[4:header])
+    if 0 in shape:  # the shape holds the number of records: it is not shown
+        raise DataError(f"{path}: empty dataset (an IDX dimension is 0)")
+    if len(raw) - header != int(np.prod(shape, dtype=np.int64)):
+        raise DataError(
+            f"{path}: the IDX header's shape does not match the data's length "
+            "(truncated or corrupt file)"
         )
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
 
@@ -109,8 +111,9 @@ def load_mnist(
     images = read_idx(paths[0], 3)
     labels = read_idx(paths[1], 1)
     if labels.shape[0] != images.shape[0]:
-        raise DataError(
-            f"{paths[1]}: {labels.shape[0]} labels for {images.shape[0]} images in {paths[0].name}"
+        raise DataError(  # the counts are private: only that they differ is said
+            f"{paths[1]}: the number of labels differs from the number of images in "
+            f"{paths[0].name}"
         )
     if limit is not None:
         images, labels = images[:limit], labels[:limit]

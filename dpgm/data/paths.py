@@ -58,10 +58,21 @@ def read_bytes(path: Path) -> bytes:
         raise DataError(f"{path}: file not found" + ("" if path.is_absolute() else hint))
     try:
         return _read_with_bar(path)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise DataError(f"{path}: not a valid gzip file ({exc})") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        # gzip's own message quotes the file's first bytes, which may be private content
+        raise DataError(f"{path}: not a valid gzip file (corrupt or truncated)") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def record_error(path: Path, problem: str, rule: str) -> DataError:
+    """A one-line error about the private records of ``path``: the problem and the rule it breaks.
+
+    Never the offending value, its line or a count of records: whoever reads the message would
+    learn them. The column names of a header and a declared item universe are public.
+    """
+    hint = "values and lines of private records are not shown"
+    return DataError(f"{path}: {problem}; {rule} ({hint})")
 
 
 def file_stem(path: Path) -> str:

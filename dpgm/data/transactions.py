@@ -13,7 +13,6 @@ the data as 0..max id: one record with a rare large id would change the release'
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,8 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
-from dpgm.data.paths import check_limit, file_stem, read_bytes
+from dpgm.data.paths import check_limit, file_stem, read_bytes, record_error
 from dpgm.errors import ConfigError, DataError
+from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import gaussian_release
 
 if TYPE_CHECKING:
@@ -37,27 +37,6 @@ _CLASS[ord("0") : ord("9") + 1] = _DIGIT
 _POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
 
 
-def _line_of(raw: bytes, pos: int) -> int:
-    return raw.count(b"\n", 0, pos) + 1
-
-
-def _token_at(raw: bytes, pos: int) -> str:
-    """The whitespace-delimited token around byte ``pos`` (shortened for messages)."""
-    start = max(raw.rfind(c, 0, pos) for c in (b" ", b"\t", b"\r", b"\n")) + 1
-    ends = [e for e in (raw.find(c, pos) for c in (b" ", b"\t", b"\r", b"\n")) if e >= 0]
-    token = raw[start : min(ends, default=len(raw))].decode("utf-8", "replace")
-    return token if len(token) <= 40 else token[:37] + "..."
-
-
-def _reject_bad_byte(raw: bytes, pos: int, path: Path) -> None:
-    token, line = _token_at(raw, pos), _line_of(raw, pos)
-    if re.fullmatch(r"-\d+", token):
-        raise DataError(f"{path}: negative item id {token} on line {line}")
-    raise DataError(
-        f"{path}: non-integer token {token!r} on line {line} (item ids are integers >= 0)"
-    )
-
-
 def parse_transactions(
     raw: bytes, path: Path, limit: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -69,23 +48,27 @@ def parse_transactions(
     if limit is not None and newlines.size >= limit:
         buf, newlines = buf[: newlines[limit - 1] + 1], newlines[:limit]
     cls = _CLASS[buf]
-    bad = np.flatnonzero(cls == _OTHER)
-    if bad.size:
-        _reject_bad_byte(raw, int(bad[0]), path)
+    if (cls == _OTHER).any():
+        raise record_error(
+            path,
+            "a record holds a token that is not an item id",
+            "item ids are integers >= 0 separated by spaces or tabs",
+        )
     n_records = newlines.size + (buf[-1] != ord("\n"))
     is_digit = cls == _DIGIT
     digit_pos = np.flatnonzero(is_digit)
     if digit_pos.size == 0:
-        raise DataError(f"{path}: no item ids in {n_records} lines (empty dataset)")
+        raise DataError(f"{path}: no item ids in the file (empty dataset)")
     starts = np.ones(digit_pos.size, dtype=bool)
     starts[1:] = digit_pos[1:] != digit_pos[:-1] + 1
     token = np.cumsum(starts) - 1
     lengths = np.bincount(token)
     first = np.flatnonzero(starts)
     if lengths.max() > MAX_DIGITS:
-        pos = int(digit_pos[first[np.argmax(lengths)]])
-        raise DataError(
-            f"{path}: item id {_token_at(raw, pos)} on line {_line_of(raw, pos)} is too large"
+        raise record_error(
+            path,
+            f"an item id is too large (more than {MAX_DIGITS} digits)",
+            f"item ids are below 10**{MAX_DIGITS}",
         )
     exponent = (first + lengths - 1)[token] - np.arange(digit_pos.size)
     digits = buf[digit_pos].astype(np.int64) - ord("0")
@@ -178,9 +161,8 @@ def noisy_top_item_ids(
     """
     if m < 1:
         raise ConfigError(f"top items: m must be >= 1, got {m}")
-    records = sp.csr_matrix(dataset.records, dtype=np.float64)
-    norms = np.sqrt(np.maximum(np.diff(records.indptr), 1))
-    weighted = np.asarray((sp.diags(1.0 / norms) @ records).sum(axis=0)).ravel()
+    unit = clip_rows(dataset.records, 1.0, dtype=np.float64)  # x / ||x||, less the rounding margin
+    weighted = np.asarray(unit.sum(axis=0)).ravel()  # float64
     noisy = gaussian_release(weighted, sensitivity=1.0, noise_multiplier=noise_multiplier,
                              accountant=accountant, stage=stage, rng=rng)
     return top_item_ids(noisy, m)
@@ -205,7 +187,11 @@ def _universe(
             f"{file_stem(path)}.items.tsv beside it (columns new_id, name) or set data.n_items"
         )
     if ids.max() >= MAX_ITEMS:
-        raise DataError(f"{path}: item id {ids.max()} too large without an items file (ids are 0-based)")
+        raise record_error(
+            path,
+            f"an item id is {MAX_ITEMS:,} or more, too large without an items file",
+            "declare the item universe with an items file or data.n_items",
+        )
     return [str(j) for j in range(int(ids.max()) + 1)], "the data itself (0..largest id; evaluation only)"
 
 
@@ -235,10 +221,10 @@ def load_transactions(
     items_path = items_file_for(path)
     names, universe = _universe(path, items_path, n_items, require_universe, ids)
     if ids.max() >= len(names):
-        pos = int(np.argmax(ids >= len(names)))
-        raise DataError(
-            f"{path}: item id {ids[pos]} on line {rows[pos] + 1} is outside the "
-            f"{len(names)} items of {universe}"
+        raise record_error(
+            path,
+            f"an item id is outside the {len(names)} items of {universe}",
+            f"item ids run from 0 to {len(names) - 1}",
         )
     indptr = np.zeros(n_records + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n_records), out=indptr[1:])

@@ -46,37 +46,38 @@ def test_header_only_is_empty_dataset(tmp_path: Path) -> None:
 
 def test_ragged_row(tmp_path: Path) -> None:
     path = write(tmp_path / "r.csv", "a,b,c\n1,0,1\n1,0\n")
-    data_error(lambda: load_csv(path), "r.csv", "line 3 has 2 fields", "header has 3")
+    data_error(lambda: load_csv(path), "r.csv", "does not have the header's 3 fields")
 
 
 def test_blank_line_inside_data_is_ragged(tmp_path: Path) -> None:
     path = write(tmp_path / "r.csv", "a,b\n1,0\n\n0,1\n")
-    data_error(lambda: load_csv(path), "r.csv", "line 3 has 1 fields")
+    data_error(lambda: load_csv(path), "r.csv", "header's 2 fields", "blank line")
 
 
 def test_non_numeric(tmp_path: Path) -> None:
     path = write(tmp_path / "n.csv", "a,b\n1,0\n0,yes\n")
-    data_error(lambda: load_csv(path), "n.csv", "line 3", "column 'b'", "non-numeric value 'yes'")
+    data_error(lambda: load_csv(path), "n.csv", "column 'b' is not 0 or 1")
 
 
 def test_non_binary(tmp_path: Path) -> None:
     path = write(tmp_path / "n.csv", "a,b\n1,0\n2,1\n")
-    data_error(lambda: load_csv(path), "n.csv", "line 3", "column 'a'", "non-binary value '2'")
+    data_error(lambda: load_csv(path), "n.csv", "column 'a' is not 0 or 1")
 
 
 def test_nan(tmp_path: Path) -> None:
     path = write(tmp_path / "n.csv", "a,b\n1,NaN\n")
-    data_error(lambda: load_csv(path), "n.csv", "line 2", "NaN value 'NaN'")
+    data_error(lambda: load_csv(path), "n.csv", "column 'b' is not 0 or 1")
 
 
 def test_missing_value(tmp_path: Path) -> None:
     path = write(tmp_path / "n.csv", "a,b\n1,0\n1,\n")
-    data_error(lambda: load_csv(path), "n.csv", "line 3", "missing value")
+    data_error(lambda: load_csv(path), "n.csv", "column 'b' is not 0 or 1")
 
 
-def test_first_bad_cell_is_reported(tmp_path: Path) -> None:
-    path = write(tmp_path / "n.csv", "a,b\n1,5\n7,0\n")
-    data_error(lambda: load_csv(path), "line 2, column 'b'")
+def test_first_bad_column_is_reported_whatever_the_row_order(tmp_path: Path) -> None:
+    for text in ("a,b,c\n1,0,5\n1,7,0\n", "a,b,c\n1,7,0\n1,0,5\n"):
+        path = write(tmp_path / "n.csv", text)
+        data_error(lambda: load_csv(path), "column 'b' is not 0 or 1")
 
 
 def test_missing_label_column(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_missing_label_column(tmp_path: Path) -> None:
 def test_non_integer_label(tmp_path: Path) -> None:
     path = write(tmp_path / "l.csv", "a,y\n1,2\n0,two\n")
     data_error(
-        lambda: load_csv(path, label_column="y"), "l.csv", "line 3", "'two' is not an integer"
+        lambda: load_csv(path, label_column="y"), "l.csv", "label column 'y' is not an integer"
     )
 
 
@@ -97,7 +98,7 @@ def test_duplicate_and_empty_header_names(tmp_path: Path) -> None:
     data_error(
         lambda: load_csv(write(tmp_path / "d.csv", "a,a\n1,0\n")),
         "d.csv",
-        "duplicate column name 'a'",
+        "duplicate column name 'a' in the header",
     )
     data_error(
         lambda: load_csv(write(tmp_path / "d.csv", "a,,b\n1,0,1\n")), "d.csv", "empty column name"
@@ -107,6 +108,13 @@ def test_duplicate_and_empty_header_names(tmp_path: Path) -> None:
 def test_only_label_column(tmp_path: Path) -> None:
     path = write(tmp_path / "o.csv", "y\n1\n")
     data_error(lambda: load_csv(path, label_column="y"), "o.csv", "empty dataset")
+    bad_labels = write(tmp_path / "o.csv", "y\nnot-a-label\n")  # the header is checked first
+    data_error(lambda: load_csv(bad_labels, label_column="y"), "no item columns")
+
+
+def test_label_beyond_int64_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "l.csv", "a,y\n1,99999999999999999999\n")
+    data_error(lambda: load_csv(path, label_column="y"), "label column 'y' is not an integer")
 
 
 def test_csv_header_reads_only_the_first_line(tmp_path: Path) -> None:

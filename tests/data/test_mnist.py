@@ -79,7 +79,7 @@ def test_bad_magic(tmp_path: Path) -> None:
     make_split(tmp_path, "train", n=2)
     write_idx(tmp_path / "train-images-idx3-ubyte.gz", np.zeros((2, 28, 28)), magic=0x00000903)
     data_error(
-        lambda: load_mnist(directory=tmp_path), "train-images-idx3-ubyte.gz", "magic", "0x00000903"
+        lambda: load_mnist(directory=tmp_path), "train-images-idx3-ubyte.gz", "magic", "0x00000803"
     )
 
 
@@ -93,7 +93,7 @@ def test_shape_disagrees_with_size(tmp_path: Path) -> None:
     make_split(tmp_path, "train", n=2)
     write_idx(tmp_path / "train-images-idx3-ubyte.gz", np.zeros((2, 28, 28)), extra=b"\x00" * 5)
     data_error(
-        lambda: load_mnist(directory=tmp_path), "train-images-idx3-ubyte.gz", "(2, 28, 28)", "1568"
+        lambda: load_mnist(directory=tmp_path), "train-images-idx3-ubyte.gz", "does not match"
     )
 
 
@@ -111,7 +111,7 @@ def test_empty_idx(tmp_path: Path) -> None:
 def test_label_count_mismatch(tmp_path: Path) -> None:
     make_split(tmp_path, "train", n=3)
     write_idx(tmp_path / "train-labels-idx1-ubyte.gz", np.arange(2))
-    data_error(lambda: load_mnist(directory=tmp_path), "2 labels for 3 images")
+    data_error(lambda: load_mnist(directory=tmp_path), "number of labels differs")
 
 
 def test_corrupt_gzip(tmp_path: Path) -> None:
