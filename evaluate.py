@@ -54,7 +54,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     c.add_argument("--baseline", action="append", default=[], choices=BASELINES,
                    help="also run a DP baseline on the real data at --epsilon (repeatable)")
     c.add_argument("--epsilon", type=float, default=None, help="privacy budget of each baseline")
-    c.add_argument("--delta", type=float, default=None, help="delta of each baseline (default: 1/(10 n) rounded down to a power of ten, as train.py)")
+    c.add_argument("--delta", type=float, default=None, help="delta of each baseline (default: 1/(100 N) for the power of ten N <= n < 10 N, as train.py)")
     c.add_argument("--accounting", choices=("rdp", "pure"), default="rdp",
                    help="rdp: calibrate baselines so the RDP accountant's epsilon at delta is --epsilon; "
                    "pure: spend --epsilon as pure epsilon (laplace marginals, mwem)")

@@ -62,11 +62,6 @@ class PublicFacts:
     min_items: int = 0  # data.min_items, declared
 
 
-def records_magnitude(n: int) -> int:
-    """n's order of magnitude: the power of ten N with N <= n < 10 N."""
-    return 10 ** math.floor(math.log10(max(n, 1)))
-
-
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """Largest rho whose zCDP curve the accountant puts at <= epsilon at delta (via ``calibrate``)."""
     sigma = calibrate(lambda s: [(GaussianEvent(noise_multiplier=s), 1)], target_epsilon=epsilon, delta=delta)

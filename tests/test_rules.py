@@ -13,7 +13,8 @@ from dpgm.config import config_from_dict, load_config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
-from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, records_magnitude, zcdp_rho
+from dpgm.privacy.calibrate import records_magnitude
+from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, zcdp_rho
 from dpgm.training.run import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[1]

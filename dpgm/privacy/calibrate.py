@@ -215,7 +215,12 @@ def steps_for_budget(
     return lo
 
 
+def records_magnitude(n: int) -> int:
+    """n's order of magnitude: the power of ten N with N <= n < 10 N (n = 0 counts as 1)."""
+    return 10 ** math.floor(math.log10(max(n, 1)))
+
+
 def default_delta(n: int) -> float:
-    """1/(10 n) rounded DOWN to a power of ten: only n's order of magnitude is treated as public.
-    n = 0 (every record dropped by a declared rule) counts as 1, so such a run goes on."""
-    return 10.0 ** math.floor(math.log10(1.0 / (10.0 * max(n, 1))))
+    """1/(100 N) for n's order of magnitude N: at most 1/(10 n), and a function of N alone, so
+    that N and delta change at the same n and publishing both tells no more than N."""
+    return 0.01 / records_magnitude(n)

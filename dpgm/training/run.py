@@ -54,12 +54,12 @@ from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.models import build_model
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
+from dpgm.privacy.calibrate import default_delta, records_magnitude, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource, StageBar, nothing_spent, progress_scope, stage_bar
 from dpgm.report import dpgm_version, summary_markdown
-from dpgm.rules import PublicFacts, apply_public_rules, records_magnitude
+from dpgm.rules import PublicFacts, apply_public_rules
 from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.empty_records import noisy_empty_count
@@ -101,16 +101,30 @@ def _check_plan(cfg: Config, data: BinaryDataset) -> None:
         raise ConfigError("partition.method: 'label' needs a dataset with labels")
 
 
-def public_inputs(cfg: Config, data: BinaryDataset) -> list[dict[str, Any]]:
+def run_magnitude(cfg: Config, data: BinaryDataset) -> int:
+    """N, the order of magnitude of the number of records: declared, else read off the data (and
+    then listed as public); the one rounding rule behind the default delta and the rules."""
+    return cfg.data.records_magnitude or records_magnitude(data.n_records)
+
+
+def run_delta(cfg: Config, magnitude: int) -> float:
+    """The run's delta: the config's, else 1/(100 N); a delta above 1/N is refused (it would allow
+    releasing a whole record with probability delta, and a data set holds n >= N records)."""
+    delta = cfg.privacy.delta or default_delta(magnitude)
+    if delta > 1.0 / magnitude:
+        raise ConfigError(f"privacy.delta = {delta:g} is above 1/N for the records' order of magnitude "
+                          f"N = {magnitude}: choose delta well below 1/N (default 1/(100 N))")
+    return delta
+
+
+def public_inputs(cfg: Config, data: BinaryDataset, magnitude: int) -> list[dict[str, Any]]:
     """Every data-dependent quantity the run treats as public (declared by the user, not private)."""
     out = []
-    if cfg.rules == "public" and cfg.data.records_magnitude is None:
-        out.append({"quantity": "order of magnitude of the number of records", "why": "rules: public",
-                    "value": f"N = {records_magnitude(data.n_records)} (N <= n < 10 N)"})
-    elif cfg.privacy.delta is None:
-        out.append({"quantity": "order of magnitude of the number of records",
-                    "why": "the default delta 1/(10 n) is rounded down to a power of ten",
-                    "value": f"delta = {default_delta(data.n_records):g}"})
+    if cfg.data.records_magnitude is None:
+        uses = ["the check delta <= 1/N"] + (["rules: public"] if cfg.rules == "public" else [])
+        uses += ["the default delta 1/(100 N)"] if cfg.privacy.delta is None else []
+        out.append({"quantity": "order of magnitude of the number of records", "why": ", ".join(uses),
+                    "value": f"N = {magnitude} (N <= n < 10 N)"})
     universe = data.meta.get("universe") or {"csv": "the CSV header"}.get(cfg.data.source, "the image format (one item per pixel)")
     out.append({"quantity": "item universe", "value": f"{data.n_items} items", "why": universe})
     if data.image_shape is not None:
@@ -226,18 +240,18 @@ class TrainingRun:
             self.data = drop_short_records(data, cfg.data.min_items) if data is not None else load_dataset(cfg.data)
             if cfg.partition.method == "label":  # records outside the declared label set: out of the domain
                 self.data = drop_undeclared_labels(self.data, cfg.partition.k)
-        self.delta = cfg.privacy.delta or default_delta(self.data.n_records)
+        self.magnitude = run_magnitude(cfg, self.data)
+        self.delta = run_delta(cfg, self.magnitude)
         self.ruled = self._apply_rules() if cfg.rules == "public" else {}
         _check_plan(cfg, self.data)
-        self.public = public_inputs(cfg, self.data)
+        self.public = public_inputs(cfg, self.data, self.magnitude)
         self.steps = 0 if cfg.model.kind == "independent" else steps_for_epochs(
             cfg.training.epochs, cfg.training.sampling_rate)  # independent items: no DP-SGD
         self.step = 0
 
     def _apply_rules(self) -> dict[str, Any]:
         """``rules: public``: the options the config leaves open, from public quantities (rules.py)."""
-        magnitude = self.cfg.data.records_magnitude or records_magnitude(self.data.n_records)
-        facts = PublicFacts(n_items=self.data.n_items, records_magnitude=magnitude,
+        facts = PublicFacts(n_items=self.data.n_items, records_magnitude=self.magnitude,
                             epsilon=float(self.cfg.privacy.target_epsilon), delta=self.delta,
                             min_items=self.cfg.data.min_items)
         return apply_public_rules(self.cfg, facts, self.cfg.stated)
@@ -499,6 +513,7 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     """
     set_threads(cfg.threads)
     layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
+    layout.check_writable()  # a runs_dir that is a file or read-only fails before the data load
     if layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists():
         raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} or another name (--set name=...)")
     if layout.exists():  # killed before its first checkpoint: nothing to resume, start again

@@ -112,5 +112,19 @@ def test_default_delta_is_a_power_of_ten_below_one_over_ten_n():
 
     assert default_delta(60_000) == pytest.approx(1e-6)
     assert default_delta(1_797) == pytest.approx(1e-5)
-    assert default_delta(1_000) <= 1 / 10_000
-    assert default_delta(0) == default_delta(1) == pytest.approx(0.1)  # no record left: no crash
+    for n in (1, 9, 10, 999, 1_000, 1_001, 9_999, 60_000, 989_818):
+        assert default_delta(n) <= 1 / (10 * n)
+    assert default_delta(0) == default_delta(1) == pytest.approx(0.01)  # no record left: no crash
+
+
+def test_delta_and_n_magnitude_round_at_the_same_boundary():
+    """Publishing N and the default delta together tells N and nothing finer: one added record
+    changes neither unless it changes N (n = 999 -> 1,000), and then both change together."""
+    from dpgm.privacy.calibrate import default_delta, records_magnitude
+
+    pairs = {n: (records_magnitude(n), default_delta(n)) for n in (999, 1_000, 1_001, 9_999, 10_000)}
+    assert pairs[999] == (100, pytest.approx(1e-4))
+    assert pairs[1_000] == pairs[1_001] == pairs[9_999] == (1_000, pytest.approx(1e-5))
+    assert pairs[10_000] == (10_000, pytest.approx(1e-6))
+    for n in range(1, 20_000, 7):  # delta is a function of N alone
+        assert default_delta(n) == default_delta(records_magnitude(n))

@@ -89,10 +89,19 @@ def test_item_universe_is_declared_not_read_off_the_data(tmp_path):
 
 def test_public_inputs_list_the_order_of_magnitude_of_n(tmp_path):
     _, report = run_mod.train(tiny_config(tmp_path, **{"privacy.delta": "null"}), progress=False)
-    assert report["delta"] == 1e-4  # 300 records: 1/(10 n) = 3.3e-4, rounded down
+    assert report["delta"] == 1e-4  # 300 records: N = 100, delta = 1/(100 N)
     quantities = {item["quantity"]: item for item in report["public_inputs"]}
-    assert quantities["order of magnitude of the number of records"]["value"] == "delta = 0.0001"
+    assert quantities["order of magnitude of the number of records"]["value"] == "N = 100 (N <= n < 10 N)"
     assert quantities["image shape"]["value"] == [8, 8]
+
+
+def test_a_delta_above_one_over_n_magnitude_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"above 1/N .* N = 100\b"):  # 300 records
+        run_mod.train(tiny_config(tmp_path, **{"privacy.delta": 0.02}), progress=False)
+    with pytest.raises(ConfigError, match=r"N = 1000\b"):  # a declared magnitude decides
+        run_mod.train(tiny_config(tmp_path, **{"privacy.delta": 0.002, "data.records_magnitude": 1000}),
+                      progress=False)
+    assert not (tmp_path / "runs" / "tiny").exists()
 
 
 def test_poisson_sampling_uses_float64_uniforms_at_the_exact_rate():
@@ -122,12 +131,12 @@ def test_kept_private_folder_is_owner_only(tmp_path):
 
 
 def test_failed_run_writes_no_data_anywhere(tmp_path):
-    """A data error names the file and line for the local user (stderr) and leaves no run folder."""
+    """A data error names the file and the problem, never the value or the line, and leaves no run folder."""
     bad = tmp_path / "bad.txt"
     bad.write_text("1 2\n3 x9\n")
-    with pytest.raises(DataError, match="line 2") as exc:
+    with pytest.raises(DataError, match="not an item id") as exc:
         run_mod.train(transactions_config(tmp_path, bad, **{"data.n_items": 10}), progress=False)
-    assert "x9" in str(exc.value)
+    assert "x9" not in str(exc.value) and "line 2" not in str(exc.value)
     assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []
 
 
