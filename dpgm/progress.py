@@ -1,7 +1,8 @@
 """Progress bars for long stages: one helper, so every stage shows the same thing the same way.
 
-A stage bar (``stage_bar``) counts a PUBLIC total known before the stage starts (bytes of a
-file, iterations, steps, records asked for), so tqdm's ETA is truthful, and shows the epsilon
+A stage bar (``stage_bar``) counts a PUBLIC total known before the stage starts (iterations,
+steps, records asked for), so tqdm's ETA is truthful; work whose size grows with n (reading a
+data file, a pass over the records) gets a ``share_bar`` in percent. Each shows the epsilon
 spent so far, read from the accountant in scope (``progress_scope(epsilon=...)``): the ledger
 is public, its epsilon is a DP output. Nothing else derived from private data goes on a bar
 unless it was released through the accountant; extra fields (``StageBar.show``) are the

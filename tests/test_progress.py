@@ -77,6 +77,9 @@ def test_every_stage_shows_a_bar_with_epsilon_and_nothing_private(tmp_path, prog
         assert shown, f"no bar for {desc}"
         assert all("eps=" in f for f in shown), desc
     assert "eps=0.000" in frames(released, "loading shop.txt")[-1]  # nothing spent before the partition
+    loading = frames(released, "loading shop.txt")
+    assert "100/100" in loading[-1]  # a share of the file, not its bytes (which grow with n)
+    assert not shows_number(" ".join(loading), (tmp_path / "shop.txt").stat().st_size)
     assert f"eps={report['epsilon']:.3f}" in frames(released, "DP-SGD")[-1]
     assert f"eps={report['epsilon']:.3f}" in frames(released, "sampling")[-1]  # a release spends nothing
     assert frames(out, "answering 50 queries")

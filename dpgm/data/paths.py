@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 
 from dpgm.errors import ConfigError, DataError
-from dpgm.progress import stage_bar
+from dpgm.progress import share_bar
 
 DATA_DIR_ENV = "DPGM_DATA_DIR"
 #: Bytes read per chunk (of the decompressed stream) between two updates of the loading bar.
@@ -40,14 +40,15 @@ def resolve_data_path(path: str | os.PathLike[str]) -> Path:
 
 
 def _read_with_bar(path: Path) -> bytes:
-    """Read in chunks under a loading bar over the file's size on disk (bytes of the file as
-    stored, compressed or not: the size is public, what the bytes say is not)."""
+    """Read in chunks under a loading bar in percent of the file read: the file's size grows
+    with n (about 2 m bytes a record for a 0/1 CSV), so the bar shows a share, never bytes."""
     chunks = []
-    with open(path, "rb") as raw, stage_bar(f"loading {path.name}", path.stat().st_size, unit="B", unit_scale=True) as bar:
+    size = path.stat().st_size
+    with open(path, "rb") as raw, share_bar(f"loading {path.name}") as bar:
         source = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
         while chunk := source.read(READ_CHUNK):
             chunks.append(chunk)
-            bar.advance_to(raw.tell())
+            bar.advance_share(raw.tell(), size)
     return b"".join(chunks)
 
 
