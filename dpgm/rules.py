@@ -26,7 +26,7 @@ from dpgm.privacy.calibrate import calibrate
 from dpgm.privacy.events import GaussianEvent
 
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). The means' 60%
-#: (45% before session 8) won leave-one-dataset-out on the 2-way marginals for every held-out
+#: (instead of an earlier 45%) won leave-one-dataset-out on the 2-way marginals for every held-out
 #: dataset and was at least as good on the counting queries in every setting (rules_lodo.py).
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.60
 #: Share of the noisy record-length histogram the release follows (0: none). Off: leave-one-dataset-out
@@ -34,7 +34,7 @@ ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02,
 LENGTHS_SHARE = 0.0
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (no record
-#: is empty). Leave-one-dataset-out (session 8) chose it on every held-out dataset and size.
+#: is empty). Leave-one-dataset-out chose it on every held-out dataset and size.
 EMPTY_SHARE = 0.01
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20

@@ -24,7 +24,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 #: real (bundled) data, epsilon to 4 decimals, gradient noise multiplier to 4 decimals).
 PINNED = {
     "digits": ([], None, 6.1243, 1.0),
-    "digits_labels": ([], None, 1.0, 3.593),  # one part per digit; whole-pipeline budget epsilon 1 (session 8)
+    "digits_labels": ([], None, 1.0, 3.593),  # one part per digit; whole-pipeline budget epsilon 1
     "mnist": (["partition.init=random"], (2000, 784, (28, 28)), 1.3559, 1.0),
     "mnist_labels": ([], (2000, 784, (28, 28)), 1.0, 8.0187),  # parts by label; 4,080 steps at q = 0.03 within epsilon 1
     "mnist_labels_conv": ([], (2000, 784, (28, 28)), 10.0, 0.9935),  # conv VAE per digit; 2,040 steps within epsilon 10

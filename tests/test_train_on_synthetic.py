@@ -1,4 +1,4 @@
-"""benchmarks/train_on_synthetic.py (issue 14): it refuses to select on the test set, and a tiny run works."""
+"""benchmarks/train_on_synthetic.py: it refuses to select on the test set, and a tiny run works."""
 
 from __future__ import annotations
 

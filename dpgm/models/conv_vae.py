@@ -1,4 +1,4 @@
-"""A small convolutional VAE for square binary images (issue 14): the VAE with conv layers.
+"""A small convolutional VAE for square binary images: the VAE with conv layers.
 
 Encoder: stride-2 convolutions (``model.channels``; two: 28 -> 14 -> 7) and a linear layer to the
 Gaussian q(z|x); decoder: a linear layer, then per convolution a nearest-neighbour upsampling and
