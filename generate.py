@@ -13,7 +13,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dpgm.artifact import FORMATS, check_release, read_summary
+from dpgm.artifact import (
+    FORMATS,
+    MAX_PNG_IMAGES,
+    MAX_RECORDS,
+    check_record_limit,
+    check_release,
+    read_summary,
+)
 from dpgm.cli import run_cli
 from dpgm.errors import DpgmError
 from dpgm.io import check_output
@@ -28,7 +35,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "Reads only the run directory, never the training data.")
     p.add_argument("--run", required=True, metavar="RUN_DIR",
                    help="run directory written by train.py (only its release/ folder is read)")
-    p.add_argument("--n", type=int, default=None, help="number of synthetic records (or --per-label)")
+    p.add_argument("--n", type=int, default=None,
+                   help=f"number of synthetic records (or --per-label); at most {MAX_RECORDS:,} "
+                   "in one release (ten times the largest shipped data set: draw more with other "
+                   f"seeds) and {MAX_PNG_IMAGES:,} in a png grid. The output's least size must fit "
+                   "the free space of its folder")
     p.add_argument("--out", required=True, help="output file")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="csv (header + 0/1 columns, then the label column when the run partitioned by label), "
@@ -39,7 +50,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    "histogram renormalised over them")
     p.add_argument("--per-label", type=int, default=None, metavar="N",
                    help="runs partitioned by label: N records of each label (of --labels, else of every "
-                   "declared label) instead of --n in proportion to the noisy label histogram")
+                   "declared label) instead of --n in proportion to the noisy label histogram; the "
+                   "limits of --n apply to the total")
     p.add_argument("--seed", type=int, default=None, help="fixed sampling seed (default: OS entropy)")
     p.add_argument("--threshold", type=float, default=None,
                    help="output probabilities >= THRESHOLD instead of Bernoulli draws")
@@ -74,6 +86,8 @@ def _format_for(path: str, explicit: str | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     labels = _label_list(args.labels)
+    check_record_limit(args.n, "--n")  # before torch loads; release() checks the total too
+    check_record_limit(args.per_label, "--per-label")
     check_release(args.run)  # paths first: a bad one fails in well under a second, before torch loads
     check_output(Path(args.out), mkdir=args.mkdir)
     summary = read_summary(args.run) if args.summary else None  # before the work: a missing one fails fast

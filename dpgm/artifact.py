@@ -93,8 +93,6 @@ class RunLayout:
     def check_writable(self) -> None:
         """One-line OutputError, before any work, when the run directory cannot be made here
         (``runs_dir`` or the run's folder is a file, or is read-only)."""
-        if self.root.exists() and not self.root.is_dir():
-            raise OutputError(f"run directory {self.root}: is not a folder (check runs_dir and name)")
         check_folder(self.root, f"run directory {self.root}")
 
     def create(self) -> None:
@@ -104,7 +102,8 @@ class RunLayout:
             self.private.mkdir(mode=0o700, exist_ok=True)
             os.chmod(self.private, 0o700)  # mkdir's mode is filtered by the umask
         except OSError as exc:
-            raise OutputError(f"run directory {self.root}: cannot create it ({exc.strerror or exc})") from None
+            reason = exc.strerror or type(exc).__name__
+            raise OutputError(f"run directory {self.root}: cannot create it ({reason})") from None
 
     def remove_private(self) -> None:
         """Delete private/ (checkpoint and all): the run is complete and its release written."""
@@ -135,6 +134,13 @@ def check_release(path: str | Path) -> Path:
     return folder
 
 
+def check_record_limit(count: int | None, name: str) -> None:
+    """One-line error when ``count`` (``name``'s value) is over MAX_RECORDS (no torch needed)."""
+    if count is not None and count > MAX_RECORDS:
+        raise DpgmError(f"{name} must be <= {MAX_RECORDS:,} (the most records one release may "
+                        f"draw), got {count:,}")
+
+
 def read_report(folder: Path) -> dict[str, Any]:
     """The privacy report of a release folder; a missing or broken one is a one-line error that
     names it (the report is public: its line and column may be shown)."""
@@ -142,12 +148,13 @@ def read_report(folder: Path) -> dict[str, Any]:
     try:
         report = json.loads(report_path.read_bytes())
     except FileNotFoundError:
-        raise DpgmError(f"{report_path}: not found; refusing to release without a privacy report") from None
+        raise DpgmError(f"{report_path}: not found; no release without a privacy report") from None
     except json.JSONDecodeError as exc:
-        raise DpgmError(f"{report_path}: broken privacy report (not valid JSON at line {exc.lineno}, "
-                        f"column {exc.colno}: {exc.msg})") from None
+        raise DpgmError(f"{report_path}: broken privacy report (not valid JSON at line "
+                        f"{exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DpgmError(f"{report_path}: cannot read the privacy report ({exc.__class__.__name__})") from None
+        reason = type(exc).__name__
+        raise DpgmError(f"{report_path}: cannot read the privacy report ({reason})") from None
     if not isinstance(report, dict) or not isinstance(report.get("epsilon"), (int, float)):
         raise DpgmError(f"{report_path}: broken privacy report (no epsilon)")
     return report
@@ -249,7 +256,8 @@ def load_release(path: str | Path) -> ReleasedMixture:
         payload = torch.load(models_path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 (a corrupt or foreign file fails in many ways)
         first_line = str(exc).strip().split("\n", 1)[0]
-        raise DpgmError(f"{models_path}: cannot load the release ({exc.__class__.__name__}: {first_line})") from None
+        raise DpgmError(f"{models_path}: cannot load the release "
+                        f"({exc.__class__.__name__}: {first_line})") from None
     cfg = ModelConfig(**payload["model"])
     n_items = len(payload["item_names"])
     models = []

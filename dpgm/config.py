@@ -361,15 +361,31 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
     """Read a YAML config file (or a shipped config by name); errors name the file and the key."""
     path = resolve_config_path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_bytes())
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{path}: {_yaml_problem(exc)}") from None
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise ConfigError(f"{path}: cannot read it ({reason})") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     try:
         return config_from_dict(data or {}, overrides)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: where in the (public) config file, and what is wrong there."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        where = f" at line {mark.line + 1}, column {mark.column + 1}"
+    elif isinstance(exc, yaml.reader.ReaderError):  # bytes that are not text: no line to show
+        where = f" at byte {exc.position} ({exc.encoding} text expected)"
+    else:
+        where = ""
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or type(exc).__name__
+    return f"not valid YAML{where}: {' '.join(str(problem).split())}"
 
 
 def describe(cls: type = Config, prefix: str = "") -> list[str]:

@@ -23,12 +23,20 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from dpgm.artifact import FORMATS, PartLabels, ReleasedMixture, load_release
+from dpgm.artifact import (
+    FORMATS,
+    MAX_PNG_IMAGES,
+    MAX_RECORDS,
+    PartLabels,
+    ReleasedMixture,
+    check_record_limit,
+    load_release,
+)
 from dpgm.clustering.base import size_shares
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.imaging import write_png_grid, write_png_rows
-from dpgm.io import atomic_write, atomic_write_json, check_output
+from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_output
 from dpgm.progress import progress_scope, stage_bar
 
 #: A release gives up when, after at least MIN_DRAWS draws, fewer than MIN_ACCEPTANCE of them held
@@ -231,6 +239,9 @@ def draw_plan(mixture: ReleasedMixture, n: int | None, *, labels: Sequence[int] 
     parts = _label_parts(mixture, labels)
     if per_label is None:
         return [(_restricted_shares(shares, parts), n)]
+    if per_label * len(parts) > MAX_RECORDS:
+        raise DpgmError(f"{per_label:,} records of each of {len(parts)} labels: more than the "
+                        f"{MAX_RECORDS:,} records one release may draw")
     return [(np.eye(len(shares))[j], per_label) for j in parts]
 
 
@@ -297,10 +308,26 @@ def check_counts(n: int | None, per_label: int | None, names: tuple[str, str] = 
     if (n is None) == (per_label is None):
         raise DpgmError(f"give either {names[0]} (records in all) or {names[1]} (records of each label), not both"
                         if n is not None else f"{names[0]} is required (or {names[1]} N for N records of each label)")
-    if n is not None and n < 1:
-        raise DpgmError(f"{names[0]} must be >= 1, got {n}")
-    if per_label is not None and per_label < 1:
-        raise DpgmError(f"{names[1]} must be >= 1, got {per_label}")
+    for name, count in zip(names, (n, per_label)):
+        if count is not None and count < 1:
+            raise DpgmError(f"{name} must be >= 1, got {count}")
+        check_record_limit(count, name)
+
+
+def least_bytes(mixture: ReleasedMixture, records: int, fmt: str, *, gzipped: bool) -> int:
+    """A lower bound on a release's file size, to refuse one that cannot fit before drawing it.
+
+    csv: a digit and a comma or newline per value; transactions: at least ``min_items`` ids of
+    two bytes, else a newline, per record; png: 0 (at most MAX_PNG_IMAGES); gzip packs <= 1032:1.
+    """
+    if fmt == "png":
+        return 0
+    if fmt == "csv":
+        per_record = 2 * (mixture.n_items + (mixture.part_labels is not None))
+    else:
+        per_record = max(1, 2 * mixture.min_items)
+    size = records * per_record
+    return size // 1032 if gzipped else size
 
 
 def _check_request(n: int | None, per_label: int | None, fmt: str, threshold: float | None) -> None:
@@ -339,9 +366,15 @@ def release(
     plan = draw_plan(mixture, n, labels=labels, per_label=per_label)
     rows = None if mixture.part_labels is None else _label_parts(mixture, labels)
     total = sum(count for _, count in plan)
+    if fmt == "png" and total > MAX_PNG_IMAGES:
+        raise DpgmError(
+            f"--format png: at most {MAX_PNG_IMAGES:,} images in one grid, got {total:,}")
+    out = Path(out)
+    check_output(Path(f"{out}.privacy.json"), mkdir=False)
+    check_free_space(out.parent, least_bytes(mixture, total, fmt, gzipped=out.name.endswith(".gz")),
+                     f"--out {out}: {total:,} records")
     generator = torch.Generator()
     generator.manual_seed(seed if seed is not None else int(torch.seed()))
-    out = Path(out)
     spent = float(mixture.report["epsilon"])  # the run's; a release spends nothing more
     with progress_scope(enabled=progress, epsilon=lambda: spent):
         bar = stage_bar("sampling", total, unit="rec")
