@@ -1,8 +1,8 @@
 """DP kernel k-means with random Fourier features (paper Alg. 2, corrected per DESIGN.md 3.2-3.3).
 
-Records are mapped by a data-independent RBF feature map whose rows have norm <= 1 (paired
-map: exactly 1; cosine map: clipped to 1), so no DPNorm call is needed and the noisy sums
-have sensitivity 1. Then the shared noisy Lloyd iteration runs in feature space.
+Records are mapped by a data-independent RBF feature map whose rows are clipped to norm <= 1
+(paired map: 1 up to rounding; cosine map: up to sqrt 2), so no DPNorm call is needed and the
+noisy sums have sensitivity 1. Then the shared noisy Lloyd iteration runs in feature space.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from dpgm.clustering.base import STAGE, Partition
 from dpgm.clustering.noisy_lloyd import (
     DEFAULT_MIN_COUNT,
     Rows,
-    clip_rows_to,
     kmeans_pp_seeds,
     lloyd_event,
     lloyd_releases,
@@ -31,6 +30,7 @@ from dpgm.clustering.noisy_lloyd import (
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.clipping import clip_rows
 
 Init = Literal["public", "random"]
 
@@ -78,7 +78,7 @@ class DPLloyd:
 
     def _rows(self, records: Any) -> Rows:
         """The rows the noisy sums add up: records (as float32 CSR) clipped to L2 norm <= bound."""
-        return clip_rows_to(sp.csr_matrix(records, dtype=np.float32), self.bound_)
+        return clip_rows(sp.csr_matrix(records), self.bound_)
 
     def _info(self) -> dict[str, Any]:
         return {"clip_norm": self.bound_}

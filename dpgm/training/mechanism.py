@@ -16,6 +16,7 @@ from torch import Tensor
 
 from dpgm.config import TrainingConfig
 from dpgm.errors import ConfigError
+from dpgm.privacy.clipping import CLIP_MARGIN
 from dpgm.privacy.events import DpEvent, SampledGaussianEvent, SampledJointGaussianEvent
 from dpgm.training.dpnorm import mode_thresholds, norm_histograms
 
@@ -32,8 +33,9 @@ def poisson_sample(n: int, q: float, generator: torch.Generator | None) -> Tenso
 
 
 def clip_factors(norms: Tensor, clip_norm: float | Tensor) -> Tensor:
-    """min(1, C / ||g_i||) per record (1 for a zero gradient); C is one number or one per record."""
-    clip = torch.as_tensor(clip_norm, dtype=norms.dtype, device=norms.device)
+    """min(1, C (1 - CLIP_MARGIN) / ||g_i||) per record (1 for a zero gradient); C is one number or
+    one per record. The margin keeps float32 rounding of the norm and of g_i c_i below C."""
+    clip = torch.as_tensor(clip_norm, dtype=norms.dtype, device=norms.device) * (1.0 - CLIP_MARGIN)
     return torch.where(norms > clip, clip / norms.clamp_min(1e-30), torch.ones_like(norms))
 
 

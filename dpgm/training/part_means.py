@@ -25,12 +25,12 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch import Tensor, nn
 
-from dpgm.clustering.noisy_lloyd import clip_rows_to, part_sums
+from dpgm.clustering.noisy_lloyd import part_sums
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
 
 #: Ledger stage of this release.
@@ -58,13 +58,13 @@ def noisy_part_means(
 ) -> np.ndarray:
     """[k, n_items] noisy per-part item frequencies in [FLOOR, 1 - FLOOR] (charged to ``accountant``).
 
-    ``clip`` None means sqrt(n_items): no binary record is ever scaled down, so the means are
-    unbiased, at the price of more noise than a tighter public bound would need.
+    ``clip`` None means sqrt(n_items): no binary record is scaled down (one holding every item, by
+    the 1e-6 rounding margin of ``clip_rows``), so the means are unbiased, at the price of more
+    noise than a tighter public bound would need.
     """
     n_items = records.shape[1]
     bound = math.sqrt(n_items) if clip is None else float(clip)
-    rows = records.astype(np.float32) if sp.issparse(records) else np.asarray(records, dtype=np.float32)
-    _, sums = part_sums(clip_rows_to(rows, bound), np.asarray(assignments), len(noisy_sizes))
+    _, sums = part_sums(clip_rows(records, bound), np.asarray(assignments), len(noisy_sizes))
     sums = gaussian_release(sums, sensitivity=bound, noise_multiplier=noise_multiplier,
                             accountant=accountant, stage=STAGE, rng=rng)
     sizes = floor_counts(noisy_sizes)

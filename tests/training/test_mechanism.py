@@ -7,6 +7,7 @@ import torch
 
 from dpgm.config import TrainingConfig
 from dpgm.errors import ConfigError
+from dpgm.privacy.clipping import CLIP_MARGIN
 from dpgm.privacy.events import SampledJointGaussianEvent
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample
 
@@ -23,9 +24,12 @@ def test_poisson_sample_rate_and_indices() -> None:
 
 def test_clip_factors_scale_only_norms_above_the_threshold() -> None:
     norms = torch.tensor([0.0, 0.5, 2.0, 8.0], dtype=torch.float64)
-    torch.testing.assert_close(clip_factors(norms, 2.0), torch.tensor([1.0, 1.0, 1.0, 0.25], dtype=torch.float64))
+    kept = 1.0 - CLIP_MARGIN  # a norm at the threshold is scaled by the rounding margin too
+    expected = torch.tensor([1.0, 1.0, kept, 0.25 * kept], dtype=torch.float64)
+    torch.testing.assert_close(clip_factors(norms, 2.0), expected)
     per_row = torch.tensor([1.0, 0.25, 1.0, 4.0], dtype=torch.float64)
-    torch.testing.assert_close(clip_factors(norms, per_row), torch.tensor([1.0, 0.5, 0.5, 0.5], dtype=torch.float64))
+    expected = torch.tensor([1.0, 0.5 * kept, 0.5 * kept, 0.5 * kept], dtype=torch.float64)
+    torch.testing.assert_close(clip_factors(norms, per_row), expected)
 
 
 def test_thresholds_per_part_are_the_noisy_modes_of_their_own_histograms() -> None:

@@ -5,6 +5,10 @@ uniform random mask b_i with r of the m entries per record. ``SketchOperator.sum
 EXACT sum and the record count (a ``SketchSum``): private, never released as it is; sums of
 disjoint shards add. ``private.py`` turns a sum into a release. S is a plain sum (no division by
 the private n): n is released separately with noise, so nothing assumes a public n.
+
+Every record's contribution is added in float64. With f_e the sum is then scaled by 1 -
+CLIP_MARGIN (``dpgm.privacy.clipping``), as if each record's were: float32 cos and sin of a
+phase can put |f_e| at 1 + 1e-7, above the bound the sensitivity assumes. f_q is exactly +-1.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from threadpoolctl import threadpool_limits
 from dpgm.clustering.sketch.frequencies import FrequencyLaw, draw_frequencies
 from dpgm.clustering.sketch.signature import C_F, GAIN, Signature, signature_parts, signature_sums
 from dpgm.errors import ConfigError, DataError
+from dpgm.privacy.clipping import clip_target
 from dpgm.progress import progress_scope, share_bar
 
 #: Entries of the (chunk x m) phase block computed at once (cache-sized): memory O(m + chunk).
@@ -207,7 +212,8 @@ class SketchOperator:
                 re += fr
                 im += fi
                 bar.advance_share(n, total)  # a share: n is private (a bar only when the total is known)
-        return SketchSum(re, im, n, self.fingerprint())
+        shrink = clip_target(1.0) if self.signature == "exp" else 1.0  # see the module docstring
+        return SketchSum(re * shrink, im * shrink, n, self.fingerprint())
 
     def _block_sums(
         self, theta: np.ndarray, rng: np.random.Generator, work: np.ndarray, iwork: np.ndarray

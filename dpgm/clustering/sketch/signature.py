@@ -52,15 +52,15 @@ def signature_sums(
     work: np.ndarray | None = None,
     iwork: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Column sums of (Re f(theta), Im f(theta)) over a block of records.
+    """Column sums of (Re f(theta), Im f(theta)) over a block of records, accumulated in float64.
 
     ``work`` (float, like theta) and ``iwork`` (int32): optional scratch of at least its shape.
     """
     rows = theta.shape[0]
     work = np.empty_like(theta) if work is None else work[:rows]
     if signature == "exp":
-        re = np.cos(theta, out=work).sum(0).astype(np.float64)
-        return re, np.sin(theta, out=work).sum(0).astype(np.float64)
+        re = np.cos(theta, out=work).sum(0, dtype=np.float64)  # each entry to float64, then summed
+        return re, np.sin(theta, out=work).sum(0, dtype=np.float64)
     q = np.empty(theta.shape, dtype=np.int32) if iwork is None else iwork[:rows]
     np.multiply(theta, 2.0 / math.pi, out=work)
     np.floor(work, out=work)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from dpgm.clustering.sketch import SketchOperator
+from dpgm.privacy.clipping import CLIP_MARGIN
 
 SIGNATURES = ("exp", "quantised")
+#: The factor the operator applies to each record's f: f_e's rounding margin, none for f_q.
+SHRINK = {"exp": 1.0 - CLIP_MARGIN, "quantised": 1.0}
 
 
 def direct_f(theta: np.ndarray, signature: str) -> np.ndarray:
@@ -14,6 +17,11 @@ def direct_f(theta: np.ndarray, signature: str) -> np.ndarray:
     if signature == "exp":
         return np.exp(1j * theta)
     return np.sign(np.cos(theta)) + 1j * np.sign(np.sin(theta))
+
+
+def added_f(theta: np.ndarray, signature: str) -> np.ndarray:
+    """What the operator adds per record: f, less the rounding margin for f_e (operator.py)."""
+    return SHRINK[signature] * direct_f(theta, signature)
 
 
 def operator(d: int, m: int, signature: str = "exp", r: int | None = None, seed: int = 0):

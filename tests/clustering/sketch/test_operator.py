@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from dpgm.clustering.sketch import random_subsets
-from tests.clustering.sketch._helpers import SIGNATURES, direct_f, one_record_sums, operator
+from tests.clustering.sketch._helpers import SIGNATURES, added_f, one_record_sums, operator
 
 
 @pytest.mark.parametrize("signature", SIGNATURES)
@@ -16,7 +16,7 @@ def test_sketch_equals_direct_formula(signature):
     x = rng.normal(size=(7, 3))
     op = operator(3, 5, signature)
     s = op.sum(x, rng, dtype=np.float64, chunk_rows=3)
-    expected = direct_f(x @ op.omega + op.dither, signature).sum(axis=0)
+    expected = added_f(x @ op.omega + op.dither, signature).sum(axis=0)
     np.testing.assert_allclose(s.re + 1j * s.im, expected, atol=1e-9)
     assert s.n == 7
 
@@ -41,7 +41,7 @@ def test_each_record_contributes_to_exactly_r_entries(r):
     x = rng.normal(size=(40, 3))
     op = operator(3, 5, "exp", r)
     single = one_record_sums(op, x)
-    full = direct_f(x @ op.omega + op.dither, "exp")
+    full = added_f(x @ op.omega + op.dither, "exp")
     kept = np.abs(single) > 1e-9
     assert (kept.sum(axis=1) == r).all()
     np.testing.assert_allclose(single[kept], full[kept], atol=1e-9)
