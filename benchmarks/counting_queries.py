@@ -10,8 +10,9 @@ default), add/remove neighbours.
 
 Methods (JSON ``method``): mwem (T = 50 rounds as in the paper's footnote; full 2^m domain
 for msnbc, a data-independent 10,000-record support otherwise), mwem_pgm (MWEM+PGM: T = the
-number of items rounds of 2-way marginals on a graphical model, the last round started by
-``--mwem-pgm-time-limit``), aim and mst (private-pgm's), marginals (Gaussian noise on
+number of items rounds of 2-way marginals on a graphical model, at most
+``--mwem-pgm-max-rounds``), aim (private-pgm's, at most ``--aim-max-rounds`` rounds) and mst
+(private-pgm's), marginals (Gaussian noise on
 item counts and n), dpgm (``run_dpgm`` with ``--config``, else the dataset's file in configs/,
 which says whether it was tuned for that dataset). Baselines are calibrated so that the RDP accountant's epsilon at delta equals
 the target (``--accounting pure`` spends it as pure epsilon instead).
@@ -49,6 +50,17 @@ METHODS = ("dpgm", "aim", "mst", "mwem_pgm", "mwem", "marginals")
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+#: Default cap on AIM's rounds: T = 16 d makes hundreds of rounds (one mbi refit each) on 100 items.
+AIM_MAX_ROUNDS = 40
+
+
+class Replaced(argparse.Action):
+    """A removed option: using it is a one-line error naming its replacement (``const``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.exit(2, f"{parser.prog}: error: {option_string} was removed (a wall-clock stop "
+                       f"reads the data through the clock): cap the rounds with {self.const}\n")
 
 
 def config_file(name: str, override: Path | None) -> Path:
@@ -102,12 +114,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--subsample", type=int, default=None,
                    help="a uniform random sample of N records of each dataset (seeded by --seed)")
     p.add_argument("--seeds", type=int, default=1, help="repeat every method this many times (new seeds)")
-    p.add_argument("--aim-rounds", type=int, default=None, help="AIM's T (default: min(16 d, d + 40))")
-    p.add_argument("--aim-time-limit", type=float, default=600.0, help="AIM's last round starts after this")
+    p.add_argument("--aim-rounds", type=int, default=None, help="AIM's T (default: 16 d)")
+    p.add_argument("--aim-max-rounds", type=int, default=AIM_MAX_ROUNDS,
+                   help="cap on AIM's rounds, the last spending the rest (public; 0: none)")
     p.add_argument("--rounds", type=int, default=50, help="MWEM rounds T")
     p.add_argument("--mwem-pgm-rounds", type=int, default=None, help="MWEM+PGM's T (default: min(items, 60))")
-    p.add_argument("--mwem-pgm-time-limit", type=float, default=240.0,
-                   help="MWEM+PGM's last round starts after this (seconds)")
+    p.add_argument("--mwem-pgm-max-rounds", type=int, default=0,
+                   help="cap on MWEM+PGM's rounds, the last spending the rest (public; 0: none)")
+    for old in ("--aim-time-limit", "--mwem-pgm-time-limit"):
+        p.add_argument(old, action=Replaced, const=old.replace("time-limit", "max-rounds"),
+                       default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--accounting", choices=("rdp", "pure"), default="rdp")
     p.add_argument("--config", type=Path, default=None,
                    help="dpgm config file used on every dataset (default: configs/<dataset>.yaml)")
@@ -181,9 +197,10 @@ def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[floa
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     options = BaselineOptions(accounting=args.accounting, rounds=args.rounds,
-                              aim=AimOptions(rounds=args.aim_rounds, time_limit=args.aim_time_limit),
+                              aim=AimOptions(rounds=args.aim_rounds,
+                                             max_rounds=args.aim_max_rounds or None),
                               mwem_pgm=MwemPgmOptions(rounds=args.mwem_pgm_rounds,
-                                                      time_limit=args.mwem_pgm_time_limit))
+                                                      max_rounds=args.mwem_pgm_max_rounds or None))
     results, runs = [], []
     for name in args.datasets:
         data = load(name, args)

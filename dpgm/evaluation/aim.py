@@ -16,12 +16,16 @@ costs d / (2 sigma_0^2) + sum_t (epsilon_t^2 / 8 + 1 / (2 sigma_t^2)) add up to 
 schedule, ``AimSchedule``), rho is calibrated on the accountant (``rho_for_epsilon``), the
 worst case is checked before any data is touched, and every release is charged first.
 
-Defaults for 100 items (documented departures, accuracy for time): T = min(16 m, m + 40)
-instead of 16 m (the run makes about T - 0.9 m rounds before annealing), mirror descent
-``max_iters`` = 250 per refit instead of 1000, no extra final refit, and two caps after
-which the next round is the last one and spends what is left: ``time_limit`` (seconds) and
-``max_rounds``. ``max_model_size`` (MB, the paper's 80) bounds the junction tree. Each round
-costs one mbi refit, dominated by JAX compiling the new clique structure (seconds).
+Rounds (the authors' rule, private-pgm ``mechanisms/aim.py``): T = 16 m (``default_rounds``)
+sets sigma_0 and the first rounds' budget, annealing raises it, and the run ends when the
+budget left cannot pay two more rounds; optionally earlier, at ``max_rounds`` rounds, a public
+cap given by the caller, whose last round spends what is left. The rule (``AimSchedule``) reads
+only public numbers and earlier releases, never the data or the clock, so the number of rounds
+and their noise reveal nothing beyond the releases. ``max_model_size`` is the authors' 80 MB.
+Departures (run time, not privacy): mirror descent ``max_iters`` = 250 per refit instead of
+1000 and no extra final refit. Each round costs one mbi refit, dominated by JAX compiling the
+new clique structure (seconds); without annealing a run makes about T - 0.9 m rounds, so on
+100 items a caller short of time passes ``max_rounds``.
 """
 
 from __future__ import annotations
@@ -35,11 +39,13 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm_common import (
+    ALPHA,
     Clique,
     JunctionTree,
     PgmOptions,
     PgmResult,
     PgmRound,
+    RoundSchedule,
     Timer,
     TrueMarginals,
     at_epsilon,
@@ -59,12 +65,10 @@ from dpgm.evaluation.pgm_common import (
 from dpgm.privacy.accountant import Accountant
 from dpgm.progress import share_bar
 
-ALPHA = 0.9  # share of each round's zCDP for the measurement (AIM: 0.9), the rest for selection
-
 
 def default_rounds(n_items: int) -> int:
-    """T of Algorithm 1: the paper's 16 m, capped at m + 40 (about 40 rounds after the 1-way)."""
-    return min(16 * n_items, n_items + 40)
+    """T of Algorithm 1: the authors' 16 m (private-pgm ``mechanisms/aim.py``)."""
+    return 16 * n_items
 
 
 @dataclass(frozen=True)
@@ -72,15 +76,18 @@ class AimOptions(PgmOptions):
     """AIM's settings (``PgmOptions``; workload weight 1, the paper's 80 MB model size cap)."""
 
 
-class AimSchedule:
-    """AIM's budget schedule in zCDP (Algorithm 1, lines 1-3, 8-10, 16-17): no data involved."""
+class AimSchedule(RoundSchedule):
+    """AIM's budget schedule in zCDP (Algorithm 1, lines 1-3, 8-10, 16-17): no data involved.
 
-    def __init__(self, rho: float, rounds: int, n_items: int) -> None:
-        if not rho > 0 or rounds < 1 or n_items < 1:
-            raise ConfigError(
-                f"aim: need rho > 0, rounds >= 1, items >= 1 (got {rho}, {rounds}, {n_items})"
-            )
-        self.rho = float(rho)
+    Rounds at (epsilon, sigma) of rho / T, quadrupled by each ``anneal``; the last round is the
+    one before which the budget left cannot pay two rounds, or the ``max_rounds``-th."""
+
+    def __init__(
+        self, rho: float, rounds: int, n_items: int, max_rounds: int | None = None
+    ) -> None:
+        super().__init__(rho, max_rounds, "aim")
+        if rounds < 1 or n_items < 1:
+            raise ConfigError(f"aim: need rounds >= 1, items >= 1 (got {rounds}, {n_items})")
         self.epsilon, self.sigma = split_round(rho / rounds, ALPHA)
         self.initial_sigma = self.sigma
         self.used = n_items * 0.5 / self.sigma**2
@@ -90,15 +97,14 @@ class AimSchedule:
                 f"(need T > 0.9 m = {ALPHA * n_items:g})"
             )
 
-    def next_round(self, force_last: bool = False) -> tuple[float, float, bool]:
-        """(epsilon_t, sigma_t, last): the last round takes all the budget left."""
-        last = force_last or self.rho - self.used < 2 * (0.5 / self.sigma**2 + self.epsilon**2 / 8)
-        if last:
-            self.epsilon, self.sigma = split_round(self.rho - self.used, ALPHA)
-        self.used += self.epsilon**2 / 8 + 0.5 / self.sigma**2
-        return self.epsilon, self.sigma, last
+    def regular(self) -> tuple[float, float]:
+        return self.epsilon, self.sigma
+
+    def budget_last(self) -> bool:
+        return self.rho - self.used < 2 * (0.5 / self.sigma**2 + self.epsilon**2 / 8)
 
     def anneal(self) -> None:
+        """Halve sigma and double epsilon (the model barely moved: measure more precisely)."""
         self.sigma /= 2
         self.epsilon *= 2
 
@@ -140,7 +146,7 @@ def aim(
     m = truth.n_items
     names = names_of(records, m, item_names)
     rounds = opts.rounds if opts.rounds is not None else default_rounds(m)
-    schedule = AimSchedule(rho, rounds, m)
+    schedule = AimSchedule(rho, rounds, m, opts.max_rounds)
     check_plan(accountant, [(zcdp_event(rho), 1)], "aim")  # the whole run costs at most rho
     if workload is None:
         workload = make_workload(m, opts.degree, opts.max_workload, rng)
@@ -154,10 +160,8 @@ def aim(
     model = fit_model(measurements, m, opts.max_iters)
     tree = JunctionTree.from_mbi(model, m)
     trace_rounds: list[PgmRound] = []
-    last = False
     bar = share_bar("aim (share of the budget spent)")
-    while not last:
-        eps, sigma, last = schedule.next_round(opts.force_last(timer.elapsed(), len(trace_rounds)))
+    for eps, sigma, last in schedule.rounds():
         small = fitting_candidates(m, model, candidates, opts.max_model_size * schedule.used / schedule.rho)
         weights = np.array([candidates[c] for c in small])
         bias = math.sqrt(2 / math.pi) * sigma * np.array([2 ** len(c) for c in small])
@@ -197,6 +201,7 @@ def aim(
         seconds=timer.elapsed(),
         info={
             "T": rounds,
+            "max_rounds": opts.max_rounds,
             "rounds_run": len(trace_rounds),
             "initial_sigma": schedule.initial_sigma,
             "rho_used": schedule.used,

@@ -30,12 +30,13 @@ Defaults: the authors' alpha = 0.9, all pairs, 25 MB, 1000 mirror-descent iterat
 refit, and T = min(m, 60) rounds instead of their m (``default_rounds``): every refit compiles
 a new JAX program for the new clique structure, which takes longer the more cliques the model
 has (on 100 items about 2 s at 30 measured pairs, 7 s at 60, 25 s at 100, one thread), so
-T = 100 took 12 minutes where T = 60 takes about 2. Two optional caps end the run early, the
-next round then being the last one and spending all the budget left: ``time_limit`` (seconds)
-and ``max_rounds``. The size filter is evaluated lazily (``pgm.select_fitting``: draws of the
-mechanism over the whole workload until one fits), which selects with exactly the
-distribution of the mechanism over the fitting candidates without computing a junction tree
-for each of the 4,950 pairs every round.
+T = 100 took 12 minutes where T = 60 takes about 2. T and the optional cap ``max_rounds`` (the
+round it reaches is the last and spends all the budget left) are public inputs, and the
+schedule (``MwemPgmSchedule``) reads nothing else: neither the data nor the clock can change
+the number of rounds or their noise. The size filter is evaluated lazily
+(``pgm.select_fitting``: draws of the mechanism over the whole workload until one fits), which
+selects with exactly the distribution of the mechanism over the fitting candidates without
+computing a junction tree for each of the 4,950 pairs every round.
 
 Assumptions: the released model is a graphical model over the measured cliques only. Items
 that no measured clique covers stay uniform (P = 1/2): with pairs, the first rounds cover the
@@ -57,7 +58,7 @@ from dpgm.evaluation import pgm_common as pgm
 from dpgm.privacy.accountant import Accountant
 from dpgm.progress import share_bar
 
-ALPHA = 0.9  # share of each round's zCDP for the measurement (the authors' alpha)
+ALPHA = pgm.ALPHA  # share of each round's zCDP for the measurement (the authors' alpha)
 MAX_DEFAULT_ROUNDS = 60  # the default T is min(m, this): each refit compiles a new JAX program
 
 
@@ -75,24 +76,21 @@ class MwemPgmOptions(pgm.PgmOptions):
     max_iters: int = 1000
 
 
-class MwemPgmSchedule:
-    """The budget: rho / T per round, split by ``ALPHA``; a last round forced early spends the rest."""
+class MwemPgmSchedule(pgm.RoundSchedule):
+    """The budget: rho / T per round, split by ``ALPHA``, for T rounds or ``max_rounds`` if fewer
+    (that last round spends the rest): public inputs only."""
 
-    def __init__(self, rho: float, rounds: int) -> None:
-        if not rho > 0 or rounds < 1:
-            raise ConfigError(f"mwem_pgm: need rho > 0 and rounds >= 1 (got {rho}, {rounds})")
-        self.rho, self.rounds = float(rho), int(rounds)
-        self.t, self.used = 0, 0.0
+    def __init__(self, rho: float, rounds: int, max_rounds: int | None = None) -> None:
+        super().__init__(rho, max_rounds, "mwem_pgm")
+        if rounds < 1:
+            raise ConfigError(f"mwem_pgm: need rounds >= 1, got {rounds}")
+        self.rounds_planned = int(rounds)
 
-    def next_round(self, force_last: bool = False) -> tuple[float, float, bool]:
-        """(epsilon_t, sigma_t, last)."""
-        self.t += 1
-        last = force_last or self.t >= self.rounds
-        epsilon, sigma = pgm.split_round(
-            self.rho - self.used if last else self.rho / self.rounds, ALPHA
-        )
-        self.used += epsilon**2 / 8 + 0.5 / sigma**2
-        return epsilon, sigma, last
+    def regular(self) -> tuple[float, float]:
+        return pgm.split_round(self.rho / self.rounds_planned, ALPHA)
+
+    def budget_last(self) -> bool:
+        return self.done + 1 >= self.rounds_planned
 
 
 def mwem_pgm(
@@ -118,7 +116,8 @@ def mwem_pgm(
     opts = options or MwemPgmOptions()
     truth = pgm.TrueMarginals(records)
     m = truth.n_items
-    schedule = MwemPgmSchedule(rho, opts.rounds if opts.rounds is not None else default_rounds(m))
+    rounds_planned = opts.rounds if opts.rounds is not None else default_rounds(m)
+    schedule = MwemPgmSchedule(rho, rounds_planned, opts.max_rounds)
     pgm.check_plan(accountant, [(pgm.zcdp_event(rho), 1)], "mwem_pgm")  # the run costs <= rho
     if workload is None:
         workload = pgm.workload_cliques(m, opts.degree, opts.max_workload, rng, "mwem_pgm")
@@ -127,10 +126,8 @@ def mwem_pgm(
     model = pgm.fit_model(measurements, m, opts.max_iters)  # empty: uniform, total 1
     tree = pgm.JunctionTree.from_mbi(model, m)
     rounds: list[pgm.PgmRound] = []
-    last = False
     bar = share_bar("mwem_pgm (share of the budget spent)")
-    while not last:
-        eps, sigma, last = schedule.next_round(opts.force_last(timer.elapsed(), len(rounds)))
+    for eps, sigma, _ in schedule.rounds():
         limit = opts.max_model_size * schedule.used / schedule.rho
         fits = pgm.size_filter(m, model, limit)
         small = [c for c in workload if fits(c)] if trace else workload
@@ -154,8 +151,8 @@ def mwem_pgm(
         rounds=rounds,
         measured=[r.clique for r in rounds],
         seconds=timer.elapsed(),
-        info={"T": schedule.rounds, "rounds_run": len(rounds), "rho_used": schedule.used,
-              "workload": len(workload)},
+        info={"T": rounds_planned, "max_rounds": opts.max_rounds, "rounds_run": len(rounds),
+              "rho_used": schedule.used, "workload": len(workload)},
     )
 
 

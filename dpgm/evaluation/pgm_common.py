@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,8 @@ Clique = tuple[int, ...]
 CALIBRATION_MARGIN = 1e-9
 #: Up to this many items the true marginals come from one histogram over all 2^m records.
 MAX_HISTOGRAM_ITEMS = 20
+#: Share of each AIM and MWEM+PGM round's zCDP for the measurement (the authors' alpha).
+ALPHA = 0.9
 
 
 def import_mbi() -> Any:
@@ -465,6 +467,50 @@ def split_round(rho_round: float, alpha: float) -> tuple[float, float]:
     return math.sqrt(8 * (1 - alpha) * rho_round), math.sqrt(1 / (2 * alpha * rho_round))
 
 
+def cap_reached(max_rounds: int | None, rounds_done: int) -> bool:
+    """Whether the next round must be the last: the caller's public cap ``max_rounds`` is
+    reached. A function of counts only, never of the data or of the clock."""
+    return max_rounds is not None and rounds_done + 1 >= max_rounds
+
+
+class RoundSchedule:
+    """The rounds rule of AIM and MWEM+PGM: each round's (epsilon_t, sigma_t, last) from public
+    inputs (rho, T, the cap ``max_rounds``) and, for AIM, earlier releases (annealing). It never
+    sees the data or the clock, so neither can change how many rounds run or their noise; the
+    last round spends all the budget left."""
+
+    def __init__(self, rho: float, max_rounds: int | None, what: str) -> None:
+        if not rho > 0:
+            raise ConfigError(f"{what}: need rho > 0, got {rho}")
+        if max_rounds is not None and max_rounds < 1:
+            raise ConfigError(f"{what}: max_rounds must be >= 1 or None, got {max_rounds}")
+        self.rho, self.max_rounds = float(rho), max_rounds
+        self.used, self.done = 0.0, 0
+
+    def regular(self) -> tuple[float, float]:
+        """(epsilon_t, sigma_t) of a round that is not the last."""
+        raise NotImplementedError
+
+    def budget_last(self) -> bool:
+        """Whether the mechanism's own rule makes the next round the last one."""
+        raise NotImplementedError
+
+    def next_round(self) -> tuple[float, float, bool]:
+        """(epsilon_t, sigma_t, last), its zCDP added to ``used``."""
+        last = cap_reached(self.max_rounds, self.done) or self.budget_last()
+        epsilon, sigma = split_round(self.rho - self.used, ALPHA) if last else self.regular()
+        self.used += epsilon**2 / 8 + 0.5 / sigma**2
+        self.done += 1
+        return epsilon, sigma, last
+
+    def rounds(self) -> Iterator[tuple[float, float, bool]]:
+        """``next_round`` until the last one (lazily: an anneal between rounds takes effect)."""
+        last = False
+        while not last:
+            epsilon, sigma, last = self.next_round()
+            yield epsilon, sigma, last
+
+
 def powerset(clique: Clique) -> list[Clique]:
     """The non-empty subsets of ``clique`` (by size, then lexicographic)."""
     return [c for r in range(1, len(clique) + 1) for c in itertools.combinations(clique, r)]
@@ -577,22 +623,15 @@ def select_and_measure(
 class PgmOptions:
     """Settings of AIM and MWEM+PGM: workload (all ``degree``-way marginals, optionally
     ``max_workload`` of them at random), T = ``rounds`` (None: the mechanism's default), model
-    size cap in MB, mirror-descent iterations per refit, and the caps ``time_limit`` (seconds)
-    and ``max_rounds`` after which the next round is the last one and spends what is left."""
+    size cap in MB, mirror-descent iterations per refit, and ``max_rounds``, a public cap on the
+    rounds (None: none) whose last round spends what is left (``RoundSchedule``)."""
 
     degree: int = 2
     max_workload: int | None = None
     rounds: int | None = None
     max_model_size: float = 80.0
     max_iters: int = 250
-    time_limit: float | None = None
     max_rounds: int | None = None
-
-    def force_last(self, elapsed: float, rounds_done: int) -> bool:
-        """Whether the next round must be the last one (a cap is reached)."""
-        return (self.time_limit is not None and elapsed > self.time_limit) or (
-            self.max_rounds is not None and rounds_done + 1 >= self.max_rounds
-        )
 
 
 @dataclass
@@ -676,6 +715,8 @@ def default_n_out(result: PgmResult) -> int:
 
 
 class Timer:
+    """Wall-clock seconds of a fit, for the report only: no rounds rule reads it."""
+
     def __init__(self) -> None:
         self.start = time.perf_counter()
 

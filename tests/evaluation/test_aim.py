@@ -125,14 +125,14 @@ def test_first_round_matches_brute_force() -> None:
     )
     rho, T, seed = 0.01, 6, 5  # weak correlation, small rho: no candidate is near-certain
     acc = Accountant(delta=1e-6)
-    # time_limit=0: the first round is the last and spends the rest of rho
+    # max_rounds=1: the first round is the last and spends the rest of rho
     res = aim(
         x,
         rho=rho,
         accountant=acc,
         rng=np.random.default_rng(seed),
         trace=True,
-        options=AimOptions(rounds=T, max_iters=1000, time_limit=0.0),
+        options=AimOptions(rounds=T, max_iters=1000, max_rounds=1),
     )
     assert len(res.rounds) == 1
 

@@ -32,13 +32,13 @@ def test_schedule_matches_the_authors_and_cdp2adp(epsilon: float, delta: float, 
     rho = rho_for_epsilon(epsilon, delta)
     assert rho == pytest.approx(cdp_rho(epsilon, delta), rel=5e-3)  # grid of orders vs continuous
     assert ALPHA == 0.9
-    for stop in (rounds, 1, max(1, rounds // 3)):  # the full plan, and last rounds forced early
+    for stop in (rounds, 1, max(1, rounds // 3)):  # the full plan, and capped by max_rounds
         acc = Accountant(delta=delta, budget_epsilon=epsilon)
-        sched = MwemPgmSchedule(rho, rounds)
+        sched = MwemPgmSchedule(rho, rounds, max_rounds=stop)
         total, t, last = 0.0, 0, False
         while not last:
             t += 1
-            eps_t, sigma_t, last = sched.next_round(force_last=t >= stop)
+            eps_t, sigma_t, last = sched.next_round()
             if not last:
                 assert (eps_t, sigma_t) == pytest.approx(authors_round(rho, rounds), rel=1e-12)
             acc.spend("mwem_pgm", ExponentialEvent(epsilon=eps_t))
