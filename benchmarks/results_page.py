@@ -1,0 +1,302 @@
+"""The documentation's results page (docs/results.md), generated from benchmarks/results/.
+
+Every figure on the page is read from a benchmark's JSON, and every table names the file it
+comes from (with the commit and date of its provenance where the file has one). After a
+benchmark writes new JSON, regenerate the page:
+
+    python benchmarks/results_page.py            # rewrite docs/results.md
+    python benchmarks/results_page.py --check    # exit 1 if docs/results.md is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sweep_report as sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "docs" / "results.md"
+#: Train on synthetic, test on real: the runs of the shipped labelled MNIST configs.
+TOS_FILES = (
+    "tos/final_mnist_s01.json", "tos/final_mnist_s1.json", "tos/final_mnist_s2.json",
+    "tos/final_s12_seed0.json", "tos/final_s12_seed1.json", "tos/final_s12_seed2.json",
+    "tos/final_fashion_s0.json",
+)
+GOWALLA_10_SEEDS = ("gowalla_eps1_10seeds_dpgm.json", "gowalla_eps1_10seeds_mst.json")
+METHODS = {"dpgm (generic)": "dpgm (generic)", "aim": "AIM", "mst": "MST",
+           "mwem_pgm": "MWEM+PGM", "mwem": "MWEM", "marginals": "marginals"}
+THROUGHPUT = {"plain": "non-private (no clipping, no noise)", "opacus": "Opacus",
+              "dpgm_fixed": "dpgm, fixed clipping", "dpgm_adaptive": "dpgm, DPNorm clipping"}
+TOS_METHODS = {"dpgm": "dpgm", "nonprivate": "dpgm, no noise", "real": "real images"}
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((RESULTS / name).read_text())
+
+
+def source(*names: str) -> str:
+    """'Source: `benchmarks/results/NAME` (commit, date)' for each file, from its provenance."""
+    parts = []
+    for name in names:
+        prov = load(name).get("provenance") or {}
+        about = [f"commit {prov['commit'][:7]}" + " with local changes" * bool(prov.get("dirty"))
+                 ] if prov.get("commit") else []
+        about += [prov["date"][:10]] if prov.get("date") else []
+        parts.append(f"`benchmarks/results/{name}`" + (f" ({', '.join(about)})" if about else ""))
+    return "Source: " + "; ".join(parts) + "."
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+def seconds(value: float) -> str:
+    """Whole seconds from 10 s on, two significant digits below."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def mean_sd(values: Sequence[float], digits: int = 3) -> str:
+    """'mean ± sd' (sample sd) of several values, the value alone for one."""
+    if len(values) == 1:
+        return num(values[0], digits)
+    return f"{num(float(np.mean(values)), digits)} ± {num(float(np.std(values, ddof=1)), 2)}"
+
+
+def timings() -> str:
+    """Seconds per shipped config: of each config, the newest run in the timing files."""
+    newest: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    files = sorted(RESULTS.glob("config_timings*.json")) + sorted(RESULTS.glob("timing_*.json"))
+    for path in files:
+        data = load(path.name)
+        date = (data.get("provenance") or {}).get("date", "")
+        for run in data["runs"]:
+            if run.get("returncode") == 0 and date >= newest.get(run["config"], ("",))[0]:
+                newest[run["config"]] = (date, path.name, run)
+    rows = []
+    for config, (_, name, run) in sorted(newest.items(), key=lambda kv: kv[1][2]["seconds"]):
+        made = run.get("generate_records")
+        gen = f"{made:,} records in {run['generate_seconds']:.1f} s" if made else ""
+        rows.append((f"`{config}`", f"{run['seconds']:.1f}", gen, f"`{name}`"))
+    used = sorted({name for _, name, _ in newest.values()})
+    return "\n\n".join([
+        "## Time per shipped config",
+        ("`python train.py --config NAME`, each run a fresh process (imports, loading, partition, "
+        "training, release files), default threads, on the machine its provenance describes "
+        "(`benchmarks/config_timings.py`). Of each config, the newest run is shown."),
+        table(("config", "seconds to train", "generating", "file"), rows),
+        source(*used)])
+
+
+def accounting() -> str:
+    """The paper's MNIST plan: epsilon under each change of analysis."""
+    data = load("paper_epsilon.json")
+    plan = data["plan"]
+    rows = [(r["label"], f"{r['epsilon']:.4f}", num(r["order"])) for r in data["rows"]]
+    rows.append(("privacy loss distribution (PLD) accountant, for comparison",
+                 f"{data['pld_epsilon']:.4f}", ""))
+    rows.append(("the paper's published value", f"{data['paper_epsilon']}", ""))
+    return "\n\n".join([
+        "## Privacy accounting: the paper's MNIST plan",
+        (f"{plan['kmeans_iterations']} DP k-means iterations (noisy counts and sums, sigma_K = "
+        f"{plan['sigma_k']:g}), then {plan['steps']:,} DP-SGD steps ({plan['epochs']:g} epochs, "
+        f"q = {plan['sampling_rate']:g}) each releasing a DPNorm histogram (sigma_C = "
+        f"{plan['sigma_c']:g}) and a gradient (sigma_G = {plan['sigma_g']:g}) from one Poisson "
+        f"batch; delta = {plan['delta']:g}. One change of analysis per row "
+        "(`benchmarks/paper_epsilon.py`); dpgm's analyses are the rows naming `bound='joint'` "
+        "(the default) and `bound='holder'`."),
+        table(("analysis", "epsilon", "RDP order"), rows),
+        source("paper_epsilon.json")])
+
+
+def throughput() -> str:
+    """DP-SGD records per second against Opacus and non-private training."""
+    data = load("dpsgd_throughput.json")
+    rows = []
+    for run in data["results"] + data.get("extra_results", []):
+        name = THROUGHPUT.get(run["variant"], run["variant"])
+        rows.append((f"{run['expected_batch_size']:g}", name,
+                     f"{run['records_per_s']:,.0f}", f"{run['best_records_per_s']:,.0f}"))
+    return "\n\n".join([
+        "## DP-SGD throughput",
+        (f"{data['model']}; data: {data['data']}, n = {data['n']:,}; {data['threads']} threads, "
+        f"torch {data['torch']}, {data['rounds']} rounds of {data['epochs']:g} epoch; records "
+        "per second over all rounds and in the best one (`benchmarks/dpsgd_throughput.py`)."),
+        table(("expected batch", "training", "records/s", "best round, records/s"), rows),
+        source("dpsgd_throughput.json")])
+
+
+def group_means(cell: dict[str, Any]) -> list[str]:
+    return [num((cell["groups"].get(str(g)) or {}).get("mean")) for g in sweep.GROUPS]
+
+
+def tvd_means(cell: dict[str, Any]) -> list[str]:
+    return [num((cell["tvd"].get(m) or {}).get("mean")) for m in sweep.TVDS]
+
+
+def counting() -> str:
+    """The sweep at epsilon 1 on the full datasets, and dpgm's standing at every setting."""
+    data = load("sweep_report/summary.json")
+    cells = {(c["dataset"], c["size"], c["epsilon"], c["method"]): c for c in data["cells"]}
+    queries, marginals = [], []
+    for ds in sorted({k[0] for k in cells if k[1] == "all" and k[2] == 1.0}):
+        here = {k[3] for k in cells if k[:3] == (ds, "all", 1.0)}
+        for method in sweep.method_order(here):
+            cell = cells[(ds, "all", 1.0, method)]
+            queries.append((ds, METHODS.get(method, method), *group_means(cell)))
+            marginals.append((ds, METHODS.get(method, method), *tvd_means(cell),
+                              seconds(cell["seconds"]["mean"]), cell["seeds"]))
+    aim_limits = {load(f"sweep/{p.name}")["settings"].get("aim_time_limit")
+                  for p in (RESULTS / "sweep").glob("*_baselines.json")}
+    wins = [(w["dataset"] + ("" if w["size"] == "all" else f", {int(w['size']):,} records"),
+             f"{w['epsilon']:g}", w["groups <= AIM"], w["groups < MWEM"],
+             w["groups < marginals"], f"{yes(w['2-way <= MST'])} / {yes(w['3-way <= MST'])}",
+             num(w["1-way / MST"], 2)) for w in data["wins"]]
+    return "\n\n".join([
+        "## Counting queries and marginals",
+        ("`benchmarks/counting_queries.py` on msnbc (17 items), retail and gowalla (their 100 most "
+        "frequent items): 1,000 random item-set queries per dataset in 5 length groups, the mean "
+        "relative error per group, and the average total variation distance (TVD) of the 1-, 2- "
+        "and 3-way marginals; dpgm with the generic config (`configs/transactions.yaml`), "
+        "marginals: independent noisy item frequencies; every "
+        "method at the same epsilon through the same accountant, means over the seeds. AIM ran "
+        f"with a time limit of {', '.join(f'{t:g}' for t in sorted(aim_limits))} s. One thread "
+        "per run on a shared 2-core machine, so the seconds are upper bounds. Aggregated by "
+        "`benchmarks/sweep_report.py` from `benchmarks/results/sweep/*.json`."),
+        "### At epsilon 1",
+        "Mean relative error of the counting queries, per length group:",
+        table(("dataset", "method", *(f"group {g}" for g in sweep.GROUPS)), queries),
+        "Average TVD of the marginals, and the seconds per run:",
+        table(("dataset", "method", "TVD 1-way", "2-way", "3-way", "seconds", "seeds"),
+              marginals),
+        "### dpgm against the baselines at every epsilon and size",
+        ("Groups (of 5) where dpgm's mean error is at or below AIM's, below MWEM's and below "
+        "independent marginals'; whether dpgm's 2- and 3-way TVDs are at or below MST's; dpgm's "
+        "1-way TVD over MST's. The whole dataset, or a random sample of that many records."),
+        table(("data", "epsilon", "groups <= AIM", "< MWEM", "< marginals",
+               "2-/3-way TVD <= MST", "1-way TVD / MST"), wins),
+        source("sweep_report/summary.json"),
+        gowalla_pairs()])
+
+
+def yes(value: bool | None) -> str:
+    return "n/a" if value is None else ("yes" if value else "no")
+
+
+def gowalla_pairs() -> str:
+    """gowalla's marginals with 10 seeds, where 3 seeds left dpgm and MST level on pairs."""
+    runs, _ = sweep.merge({name: load(name) for name in GOWALLA_10_SEEDS})
+    cells = sweep.aggregate(runs)
+    rows = []
+    for method in sweep.method_order({k[3] for k in cells}):
+        cell = cells[("gowalla", "all", 1.0, method)]
+        rows.append((METHODS.get(method, method),
+                     *(sweep.fmt(cell["tvd"][m]) for m in sweep.TVDS),
+                     seconds(cell["seconds"]["mean"]), cell["seeds"]))
+    return "\n\n".join([
+        "### gowalla's marginals over 10 seeds",
+        "The same protocol at epsilon 1 with 10 seeds for dpgm and MST (mean ± sd).",
+        table(("method", "TVD 1-way", "2-way", "3-way", "seconds", "seeds"), rows),
+        source(*GOWALLA_10_SEEDS)])
+
+
+def train_on_synthetic() -> str:
+    """A fixed CNN trained on labelled dpgm images, tested on the real test set."""
+    acc: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    secs: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for name in TOS_FILES:
+        data = load(name)
+        s = data["settings"]
+        for r in data["results"]:
+            eps = "" if r["epsilon"] is None else num(r["epsilon"])
+            key = (s["dataset"], s["config_used"], r["method"], eps)
+            acc[key].append(r["accuracy"])
+            secs[key] += [r["dpgm_seconds"]] if r.get("dpgm_seconds") else []
+    rows = [(ds, f"`{config}`", TOS_METHODS.get(method, method), eps, mean_sd(v), len(v),
+             f"{np.mean(secs[k]) / 60:.0f}" if secs[k] else "")
+            for k, v in acc.items() for ds, config, method, eps in [k]]
+    return "\n\n".join([
+        "## Train on synthetic, test on real",
+        ("`benchmarks/train_on_synthetic.py`: 60,000 labelled images released by a config, a "
+        "fixed small CNN trained on them and tested on the real test set (delta 1e-5; the "
+        "configs were chosen on a validation split of the training images, never the test set). "
+        "Trained on: the release of the config at that epsilon, the same config without noise, "
+        "or the real training images. Accuracy: mean ± sd over the seeds (each seed's figure is "
+        "in the JSON). Minutes: the dpgm run (partition, training, release) at one thread."),
+        table(("data", "config", "trained on", "epsilon", "accuracy", "seeds", "minutes"),
+              rows),
+        source(*TOS_FILES)])
+
+
+def audit() -> str:
+    """The one-run audit's lower bounds with the noise on and off (the --leak switch)."""
+    data = load("audit.json")
+    by_setting: dict[str, dict[bool, dict[str, Any]]] = defaultdict(dict)
+    for r in data["results"]:
+        by_setting[r["setting"]][bool(r["leak"])] = r
+
+    def bound(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return "n/a"
+        guesses = r["guesses_in"] + r["guesses_out"]
+        return f"{r['epsilon_lower_bound']:.2f} ({r['correct']}/{guesses} correct)"
+
+    rows = [(setting, pair[False]["steps"] if False in pair else pair[True]["steps"],
+             f"{(pair.get(False) or pair[True])['claimed_epsilon']:.2f}",
+             bound(pair.get(False)), bound(pair.get(True)))
+            for setting, pair in by_setting.items()]
+    canaries = sorted({r["canaries"] for r in data["results"]})
+    return "\n\n".join([
+        "## Empirical privacy audit",
+        (f"`python -m dpgm.audit` (`benchmarks/audit.py`): {', '.join(f'{c:,}' for c in canaries)} "
+        "canaries, a lower bound on epsilon at 95% confidence from the correct guesses, with the "
+        "noise on and with it off (`--leak`, which still claims the plan's epsilon). A lower bound "
+        "above the claim with the noise on would mean a leak."),
+        table(("setting", "steps", "claimed epsilon", "lower bound, noise on",
+               "lower bound, noise off"), rows),
+        source("audit.json")])
+
+
+def page() -> str:
+    intro = (
+        "# Results\n\n"
+        "Every figure on this page is read from a JSON file in `benchmarks/results/` by "
+        "`benchmarks/results_page.py`, and each table names its file (with the commit and date "
+        "of its provenance where it has one). The command behind every file, and the outputs "
+        "not shown here (clustering accuracy, compressive k-means, the searches that chose the "
+        "tuned configs and the generic rules), are listed in `benchmarks/results/README.md`. "
+        "Unless a table says otherwise, the machine had 2 cores.")
+    sections = (timings(), counting(), train_on_synthetic(), accounting(), throughput(), audit())
+    return "\n\n".join((intro, *sections)) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help=f"exit 1 if {PAGE.relative_to(ROOT)} differs from the generated page")
+    args = parser.parse_args(argv)
+    text = page()
+    if args.check:
+        if not PAGE.is_file() or PAGE.read_text() != text:
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python benchmarks/results_page.py")
+            return 1
+        return 0
+    PAGE.write_text(text)
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The configuration reference, generated from the typed config (``dpgm/config.py``).
+
+A mkdocs hook (``hooks`` in mkdocs.yml): on the page that holds ``MARKER``, the marker is
+replaced by one table per section of ``dpgm.config.Config`` (option, default, values, meaning),
+so the reference is rebuilt from the code on every build and cannot drift from it. Run alone,
+it prints the generated Markdown:
+
+    python docs/gen_config_reference.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal
+
+import yaml
+
+from dpgm.config import Config
+
+#: The line of docs/reference/config.md that the tables replace.
+MARKER = "<!-- generated: configuration options -->"
+
+
+def type_text(tp: Any) -> str:
+    """A type hint in words: ``one of `a`, `b```, ``int or `null```, ``list of int``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(f"`{a}`" for a in args)
+    if origin in (typing.Union, types.UnionType):
+        words = [type_text(a) for a in args if a is not type(None)]
+        return " or ".join(words + ["`null`"] * (type(None) in args))
+    if origin is list:
+        return f"list of {type_text(args[0])}"
+    return getattr(tp, "__name__", str(tp))
+
+
+def yaml_text(value: Any) -> str:
+    """``value`` as it is written in a config file (``null``, ``true``, ``[200]``)."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def default_of(f: dataclasses.Field) -> Any:
+    """The field's default (from its factory for lists and dicts)."""
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+
+
+def cell(text: str) -> str:
+    """Plain text (no Markdown, no HTML) that is safe inside one cell of a Markdown table."""
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+
+
+def breakable(key: str) -> str:
+    """A dotted key as code that may wrap after its dots and underscores, never inside a word."""
+    return "<code>" + key.replace(".", ".<wbr>").replace("_", "_<wbr>") + "</code>"
+
+
+def options(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """(dotted key, default, values, meaning) of every plain option of ``cls``, in source order."""
+    hints = typing.get_type_hints(cls)
+    return [(f"{prefix}{f.name}", yaml_text(default_of(f)), type_text(hints[f.name]),
+             f.metadata.get("doc", "")) for f in dataclasses.fields(cls)
+            if not dataclasses.is_dataclass(hints[f.name])]
+
+
+def sections() -> list[tuple[str, str, list[tuple[str, str, str, str]]]]:
+    """(title, description, options): the run's top-level options, then each section."""
+    hints = typing.get_type_hints(Config)
+    out = [("run", "the run as a whole", options(Config))]
+    for f in dataclasses.fields(Config):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out.append((f.name, f.metadata.get("doc", ""), options(hints[f.name], f"{f.name}.")))
+    return out
+
+
+def reference_markdown() -> str:
+    """The tables that replace ``MARKER``."""
+    out = []
+    for title, about, rows in sections():
+        out += [f"## {title}", "", cell(about[:1].upper() + about[1:]) + ".", "",
+                "| option | default | values | meaning |", "|---|---|---|---|"]
+        out += [f"| {breakable(key)} | `{default}` | {values} | {cell(doc)} |"
+                for key, default, values, doc in rows]
+        out.append("")
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+    """mkdocs hook: the marker line becomes the generated tables."""
+    return markdown.replace(MARKER, reference_markdown()) if MARKER in markdown else markdown
+
+
+if __name__ == "__main__":
+    print(reference_markdown())

@@ -1,0 +1,122 @@
+"""The documentation: the mkdocs site builds without a warning, its generated pages match the
+code and the benchmark JSON, the README stays short, and no numbered history is left in the
+product's files."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from dpgm.config import describe
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+README_MAX_LINES = 150
+#: Numbered development history ("session" or "issue" and a number): git keeps it, files do not.
+HISTORY = re.compile(r"\b(session|issue) [0-9]+", re.IGNORECASE)
+HISTORY_PATHS = ("dpgm", "tests", "configs", "docs", "README.md")
+TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".json"}
+
+
+def generator():
+    """docs/gen_config_reference.py as a module (it is a mkdocs hook, not a package module)."""
+    spec = importlib.util.spec_from_file_location("gen_config_reference",
+                                                  ROOT / "docs" / "gen_config_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """This Python with ``args`` in the repository root; the caller checks the exit code."""
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built by ``mkdocs build --strict`` (a warning fails the build)."""
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (pip install -e '.[dev]')")
+    out = tmp_path_factory.mktemp("docs") / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+    done = run("-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+               "-d", str(out), env=env)
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
+    return out
+
+
+def test_mkdocs_builds_every_page(site: Path) -> None:
+    pages = ["index", "privacy", "results", "development", "reference/config", "reference/api",
+             *(f"guide/{name}" for name in ("data", "configs", "commands", "python", "tools"))]
+    for page in pages:
+        assert (site / f"{page}.html").is_file(), page
+    api = (site / "reference" / "api.html").read_text()
+    assert 'id="dpgm.api.fit"' in api and 'id="dpgm.api.Release.sample"' in api
+
+
+def config_keys() -> list[str]:
+    """Every option's dotted key, as ``python -m dpgm.config`` lists them."""
+    return [line.split(" = ")[0].strip() for line in describe() if " = " in line]
+
+
+def test_config_reference_generator_covers_every_option() -> None:
+    gen = generator()
+    listed = [key for _, _, rows in gen.sections() for key, *_ in rows]
+    assert listed == config_keys()
+    text = gen.reference_markdown()
+    assert all(f"| {gen.breakable(key)} |" in text for key in listed)
+
+
+def test_built_config_reference_is_the_generated_one(site: Path) -> None:
+    gen = generator()
+    html = (site / "reference" / "config.html").read_text().replace("<wbr>", "")
+    assert gen.MARKER not in html and "generated: configuration options" not in html
+    for _, _, rows in gen.sections():
+        for key, default, _, _ in rows:
+            assert f"<code>{key}</code>" in html, key
+            assert f"<code>{escape(default, quote=False)}</code>" in html, (key, default)
+
+
+def test_results_page_is_generated_from_the_current_json() -> None:
+    done = run(str(ROOT / "benchmarks" / "results_page.py"), "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (ROOT / "docs" / "results.md").read_text()
+    sections = page.count("\n## ")
+    assert sections >= 5 and page.count("Source: `benchmarks/results/") >= sections
+
+
+def test_readme_is_short_and_keeps_the_test_command() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines"
+    at = lines.index("## Run the tests")
+    assert lines[at + 2] == "    .venv/bin/python -m pytest"
+
+
+def test_readme_links_exist() -> None:
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text())
+    assert links
+    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
+    assert not missing
+
+
+def test_no_numbered_history_in_the_product() -> None:
+    found = []
+    for name in HISTORY_PATHS:
+        path = ROOT / name
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for file in files:
+            if file.suffix not in TEXT_SUFFIXES or "__pycache__" in file.parts:
+                continue
+            for number, line in enumerate(file.read_text(errors="replace").splitlines(), 1):
+                if HISTORY.search(line):
+                    found.append(f"{file.relative_to(ROOT)}:{number}")
+    assert not found, "numbered history (git keeps it): " + ", ".join(found)
