@@ -4,24 +4,33 @@ m canaries are built from the base data: canary i is a random base record plus o
 ("mark") that only canary i has. Each canary joins the training set independently with
 probability 1/2 (auditor's seeded generator). One model (k = 1 part) is trained by dpgm's own
 DP-SGD path (MixtureTrainer, DPSGD, Poisson batches, the RDP accountant charging every step).
-Each canary's score is log p(canary) - log p(canary without its mark) under the released model
-(negative ELBO differences for a VAE, free-energy differences for an RBM): a model that learnt
-the mark scores high. The auditor guesses "in" for the highest scores and "out" for the lowest
-and dpgm.privacy.one_run_audit turns the count of correct guesses into a lower bound on epsilon
+The auditor guesses "in" for the highest canary scores and "out" for the lowest, and
+dpgm.privacy.one_run_audit turns the count of correct guesses into a lower bound on epsilon
 (their Theorem 5.2) at the run's delta, to set against the accountant's claimed epsilon.
 
-Only the training stage is audited: no partition (one part), no noisy part means (the
-output bias keeps its default initialisation), no private item choice (data.top_items is
-ignored). A target epsilon, if set, calibrates the training noise alone. The expected batch
-size uses the public size n_base + m/2, not a released count. ``leak=True`` is a test
-switch: training runs with the noise effectively off (multiplier LEAK_NOISE_MULTIPLIER,
-fixed clipping) while the claim is still the configured plan's epsilon, so the audit must
-catch it.
+The claim is known before training (the plan's epsilon), so the number of guesses follows it:
+the fewest whose cap (the bound if every guess is right) is at least claim + margin. With too
+few guesses no run, however leaky, could refute the claim. Scores ("weights", default): the
+squared movement, from initialisation to release, of the weights that read the canary's mark
+(the input column of every linear layer over the record). Only canary i's own gradient reaches
+its column, so with the noise off an excluded canary's column stays where it started; with the
+noise on every column moves by the same noise. The initial weights are data-independent, and
+DP-SGD is private for any initialisation, so using them leaves Thm 5.2 valid. "likelihood"
+(black-box): log p(canary) - log p(canary without its mark) under the released model.
+
+Only the training stage is audited: no partition (one part), no noisy part means (the output
+bias keeps its default initialisation), no private item choice (data.top_items is ignored);
+``rules: public`` configs get their rules from the base data. A target epsilon, if set,
+calibrates the training noise alone, so the claim is the epsilon of exactly the run audited.
+delta is that of a training run on the base records; the expected batch size uses
+the public size n_base + m/2, not a released count. ``leak=True`` is a test switch: training
+runs with the noise off (multiplier LEAK_NOISE_MULTIPLIER, fixed clipping) while the claim is
+still the plan's epsilon, so the audit must catch it.
 
 The audit's output is NOT a differentially private release: it tests the implementation, on
 data the auditor may look at (public or synthetic data, or a custodian's own check).
 
-    python -m dpgm.audit --set training.epochs=5 --canaries 500 --json audit.json
+    python -m dpgm.audit --config configs/digits.yaml --json audit.json
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,56 +50,95 @@ import torch
 from torch import nn
 
 from dpgm.cli import run_cli
-from dpgm.config import Config, config_from_dict, load_config
+from dpgm.config import Config, TrainingConfig, config_from_dict, load_config
 from dpgm.data import load_dataset
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.io import atomic_write_json
 from dpgm.models import build_model
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import default_delta, sigma_for_epsilon, steps_for_epochs
+from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
-from dpgm.privacy.one_run_audit import AuditOutcome, audit_scores
+from dpgm.privacy.one_run_audit import (
+    AuditOutcome,
+    AuditSize,
+    audit_scores,
+    audit_size,
+    canaries_for_guesses,
+    epsilon_cap,
+)
 from dpgm.progress import progress_scope, stage_bar
+from dpgm.rules import PublicFacts, apply_public_rules
 from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
+from dpgm.training.run import run_delta, run_magnitude
 
-#: Gradient noise multiplier of the ``leak`` test switch (noise effectively off).
-LEAK_NOISE_MULTIPLIER = 1e-6
+#: Gradient noise multiplier of the ``leak`` test switch: the noise is off in all but name
+#: (it must stay far below Adam's epsilon 1e-8 times the expected batch size, or Adam would
+#: scale it up to steps of the learning rate's size in every coordinate).
+LEAK_NOISE_MULTIPLIER = 1e-12
+#: Models the audit can train (the mark items must be plain extra inputs) and their "auto" score.
+AUTO_SCORE = {"vae": "weights", "rbm": "likelihood"}
 
 
 @dataclass(frozen=True)
 class AuditPlan:
-    """What the auditor chooses before training: canaries, guesses, confidence, the test switch.
+    """What the auditor chooses before training: guesses, canaries, score and the test switch.
 
-    ``guesses_in`` / ``guesses_out`` default to m // 10 each (fixed in advance, as Thm 5.2 needs).
+    ``guesses`` None (default): the fewest whose cap (the bound if every guess is right) is at
+    least the claim + ``margin``, and at least ``min_guesses`` (audit_size); half are "in",
+    half "out". ``canaries`` None: enough that both halves can be right (canaries_for_guesses).
+    ``score``: "weights" (white-box) or "likelihood" (black-box), see ``weight_scores`` and
+    ``likelihood_scores``; "auto": weights for a VAE, likelihood for an RBM (its negative phase
+    moves every mark's weights, canary or not).
     """
 
-    canaries: int = 500
-    guesses_in: int | None = None
-    guesses_out: int | None = None
+    canaries: int | None = None
+    guesses: int | None = None
     confidence: float = 0.95
+    margin: float = 1.0
+    min_guesses: int = 200
+    score: Literal["auto", "weights", "likelihood"] = "auto"
     score_draws: int = 16
     leak: bool = False
 
-    def guesses(self) -> tuple[int, int]:
-        k_in = self.canaries // 10 if self.guesses_in is None else self.guesses_in
-        k_out = self.canaries // 10 if self.guesses_out is None else self.guesses_out
-        return k_in, k_out
-
     def validate(self) -> None:
-        k_in, k_out = self.guesses()
-        if self.canaries < 1:
+        if self.canaries is not None and self.canaries < 1:
             raise ConfigError(f"audit: canaries must be >= 1, got {self.canaries}")
-        if k_in < 0 or k_out < 0 or k_in + k_out < 1 or k_in + k_out > self.canaries:
+        if self.guesses is not None and not (
+            2 <= self.guesses
+            and self.guesses % 2 == 0
+            and (self.canaries is None or self.guesses <= self.canaries)
+        ):
             raise ConfigError(
-                f"audit: need 1 <= guesses_in + guesses_out <= canaries, got {k_in} + {k_out}"
+                f"audit: guesses must be even, >= 2 and <= canaries, got {self.guesses}"
             )
         if not 0 < self.confidence < 1:
             raise ConfigError(f"audit: confidence must be in (0, 1), got {self.confidence}")
+        if not (math.isfinite(self.margin) and self.margin >= 0):
+            raise ConfigError(f"audit: margin must be >= 0, got {self.margin}")
+        if self.min_guesses < 2:
+            raise ConfigError(f"audit: min_guesses must be >= 2, got {self.min_guesses}")
+        if self.score not in ("auto", "weights", "likelihood"):
+            raise ConfigError(
+                f"audit: score must be auto, weights or likelihood, got {self.score!r}"
+            )
         if self.score_draws < 1:
             raise ConfigError(f"audit: score_draws must be >= 1, got {self.score_draws}")
+
+    def size(self, claim: float, delta: float) -> AuditSize:
+        """Guesses, canaries and cap for this claim (audit_size, unless the plan fixes them)."""
+        r = self.guesses
+        if r is None:
+            try:
+                r = audit_size(claim, delta, self.confidence, self.margin, self.min_guesses).guesses
+            except ValueError as exc:
+                raise ConfigError(f"audit: claim {claim:.4g} cannot be refuted: {exc}") from exc
+        m = self.canaries if self.canaries is not None else canaries_for_guesses(r)
+        if r > m:
+            raise ConfigError(f"audit: {r} guesses need at least as many canaries, got {m}")
+        return AuditSize(guesses=r, canaries=m, cap=epsilon_cap(m, r, delta, self.confidence))
 
 
 class _Unaccounted:
@@ -125,18 +173,44 @@ def training_records(
     return records if base.is_sparse else records.toarray()
 
 
+# ------------------------------------------------------------------ scores
+def input_weights(model: nn.Module) -> list[torch.Tensor]:
+    """Weights [out, n_items] of the linear layers that read the record (VAE: the encoder's
+    first layer; RBM: W and the visible bias): column j multiplies item j and nothing else."""
+    n_items = int(model.n_items)  # type: ignore[arg-type]
+    return [
+        layer.weight
+        for layer in model.modules()
+        if isinstance(layer, nn.Linear) and layer.in_features == n_items
+    ]
+
+
 @torch.no_grad()
-def canary_scores(
+def weight_scores(
+    initial: Sequence[torch.Tensor], released: Sequence[torch.Tensor], n_base_items: int
+) -> np.ndarray:
+    """White-box: how far each canary's mark columns of the input weights (``input_weights``)
+    moved from ``initial`` to ``released``, squared. Only the canary's own gradient and the
+    step noise reach its column: with the noise off an excluded canary's column never moves.
+    Built to catch a broken run: with the noise on (and Adam) an included column tends to move
+    a little LESS than an excluded one (its canary's loss pulls it back), so the bound is 0."""
+    total = torch.zeros(released[0].shape[1] - n_base_items, dtype=torch.float64)
+    for start, end in zip(initial, released):
+        moved = end[:, n_base_items:].double().cpu() - start[:, n_base_items:].double().cpu()
+        total += moved.pow(2).sum(dim=0)
+    return total.numpy()
+
+
+@torch.no_grad()
+def likelihood_scores(
     model: nn.Module,
     canaries: sp.csr_matrix,
     n_base_items: int,
     draws: int,
     generator: torch.Generator,
 ) -> np.ndarray:
-    """log p(canary) - log p(canary without its mark) from per-record losses (higher: learnt).
-
-    Both losses use the same reparameterisation draws (common random numbers), ``draws`` times.
-    """
+    """Black-box: log p(canary) - log p(canary without its mark) from per-record losses (higher:
+    the mark was learnt). Both losses use the same reparameterisation draws, ``draws`` times."""
     model.eval()
     p = next(model.parameters())
     with_mark = torch.as_tensor(canaries.toarray(), dtype=p.dtype, device=p.device)
@@ -153,42 +227,55 @@ def canary_scores(
 
 
 # ------------------------------------------------------------------ the experiment
-def _plan_event(cfg: Config) -> DpEvent:
-    t = cfg.training
+def _step_event(t: TrainingConfig, noise_multiplier: float) -> DpEvent:
+    """One planned DP-SGD step's event at this gradient noise multiplier."""
     return step_event(
         sampling_rate=t.sampling_rate,
-        noise_multiplier=t.noise_multiplier,
+        noise_multiplier=noise_multiplier,
         clipping=t.clipping,
         hist_noise_multiplier=t.hist_noise_multiplier,
     )
 
 
-def _resolve(cfg: Config, n_expected: float, steps: int) -> tuple[Config, float]:
-    """The audited config (default output bias; sigma calibrated if a target is set) and delta."""
+def audited_config(cfg: Config, base: BinaryDataset) -> tuple[Config, float, int, float]:
+    """The config the audit trains (rules applied, default output bias, sigma calibrated to a
+    target), its delta, its steps and its claim: the epsilon of exactly those steps."""
     cfg = copy.deepcopy(cfg)
+    magnitude = run_magnitude(cfg, base)
+    delta = run_delta(cfg, magnitude)  # a training run's delta on the base records
+    if cfg.rules == "public":
+        facts = PublicFacts(
+            n_items=base.n_items,
+            records_magnitude=magnitude,
+            epsilon=float(cfg.privacy.target_epsilon),  # type: ignore[arg-type]
+            delta=delta,
+            min_items=cfg.data.min_items,
+        )
+        apply_public_rules(cfg, facts, cfg.stated)
+    if cfg.model.kind not in AUTO_SCORE:
+        raise ConfigError(
+            f"audit: model.kind must be one of {list(AUTO_SCORE)}, got {cfg.model.kind}"
+        )
     cfg.model.output_bias = "default"  # the noisy-means stage is not audited here
     cfg.model.calibrate = False
-    delta = cfg.privacy.delta or default_delta(math.floor(n_expected))
+    t = cfg.training
+    steps = steps_for_epochs(t.epochs, t.sampling_rate)
     if cfg.privacy.target_epsilon is not None:  # training alone gets the whole target
-        t = cfg.training
         t.noise_multiplier = sigma_for_epsilon(
             sampling_rate=t.sampling_rate,
             steps=steps,
             delta=delta,
             target_epsilon=cfg.privacy.target_epsilon,
-            event_factory=lambda s: step_event(
-                sampling_rate=t.sampling_rate,
-                noise_multiplier=s,
-                clipping=t.clipping,
-                hist_noise_multiplier=t.hist_noise_multiplier,
-            ),
+            event_factory=lambda sigma: _step_event(t, sigma),
             bound=cfg.privacy.dependent_bound,
         )
-    return cfg, delta
+    event = _step_event(t, t.noise_multiplier)
+    claim = plan_epsilon(event, steps=steps, delta=delta, bound=cfg.privacy.dependent_bound)
+    return cfg, delta, steps, claim
 
 
 def _trained_config(cfg: Config, leak: bool) -> Config:
-    """What actually trains: the plan, or (leak) the plan with the noise effectively off."""
+    """What actually trains: the plan, or (leak) the plan with the noise off."""
     if not leak:
         return cfg
     trained = copy.deepcopy(cfg)
@@ -205,11 +292,14 @@ def run_audit(
     data: BinaryDataset | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Build canaries, train by the real DP-SGD path, score, guess and bound: a JSON-ready dict."""
+    """Size the audit to the claim, build canaries, train by the real DP-SGD path, score, guess
+    and bound: a JSON-ready dict."""
     plan.validate()
     start = time.perf_counter()
     base = data if data is not None else load_dataset(cfg.data)
-    m = plan.canaries
+    cfg, delta, steps, planned_claim = audited_config(cfg, base)
+    size = plan.size(planned_claim, delta)
+    m = size.canaries
     rng = np.random.default_rng(seed)
     generator = torch.Generator()
     generator.manual_seed(int(rng.integers(2**62)))
@@ -220,12 +310,10 @@ def run_audit(
     included = rng.random(m) < 0.5
     records = training_records(base, canaries, included)
     n_expected = base.n_records + m / 2  # public: the realised count is never used
-    steps = steps_for_epochs(cfg.training.epochs, cfg.training.sampling_rate)
-    cfg, delta = _resolve(cfg, n_expected, steps)
     trained_cfg = _trained_config(cfg, plan.leak)
 
-    n_items = base.n_items + m
-    model = build_model(cfg.model, n_items, generator=generator).to(cfg.device)
+    model = build_model(cfg.model, base.n_items + m, generator=generator).to(cfg.device)
+    initial = [w.detach().clone() for w in input_weights(model)]
     trainer = MixtureTrainer(
         [model],
         RecordStore(records, cfg.device),
@@ -233,28 +321,36 @@ def run_audit(
         np.array([n_expected]),
         trained_cfg.training,
         generator=generator,
+        total_steps=steps,
     )
     accountant = Accountant(delta=delta, bound=cfg.privacy.dependent_bound)
     charged: Accountant | _Unaccounted = _Unaccounted() if plan.leak else accountant
     desc = "audit: DP-SGD" + (" (LEAK: noise off)" if plan.leak else "")
-    with progress_scope(enabled=progress), stage_bar(desc, steps, unit="step") as bar:  # terminal only
+    with progress_scope(enabled=progress), stage_bar(desc, steps, unit="step") as bar:
         for _ in range(steps):
             trainer.step(charged)  # type: ignore[arg-type]
             bar.advance()
     if plan.leak:  # the claim stays that of the configured plan, for exactly the steps trained
-        accountant.spend(STAGE, _plan_event(cfg), count=steps)
+        accountant.spend(
+            STAGE, _step_event(cfg.training, cfg.training.noise_multiplier), count=steps
+        )
     released = trainer.released_models()[0]
-    scores = canary_scores(released, canaries, base.n_items, plan.score_draws, score_generator)
-    k_in, k_out = plan.guesses()
-    outcome = audit_scores(scores, included, k_in, k_out, delta, plan.confidence)
-    claimed = accountant.spent()
+    score = plan.score if plan.score != "auto" else AUTO_SCORE[cfg.model.kind]
+    if score == "weights":
+        scores = weight_scores(initial, input_weights(released), base.n_items)
+    else:
+        scores = likelihood_scores(
+            released, canaries, base.n_items, plan.score_draws, score_generator
+        )
+    half = size.guesses // 2
+    outcome = audit_scores(scores, included, half, half, delta, plan.confidence)
     return _report(
         cfg,
         trained_cfg,
         plan,
+        score,
         base,
         outcome,
-        claimed.epsilon,
         accountant,
         steps,
         seed,
@@ -267,9 +363,9 @@ def _report(
     cfg: Config,
     trained_cfg: Config,
     plan: AuditPlan,
+    score: str,
     base: BinaryDataset,
     outcome: AuditOutcome,
-    claimed: float,
     accountant: Accountant,
     steps: int,
     seed: int,
@@ -277,14 +373,20 @@ def _report(
     wall: float,
 ) -> dict[str, Any]:
     t = trained_cfg.training
+    claimed = accountant.spent().epsilon
     return {
         "method": "one-run audit (Steinke, Nasr, Jagielski 2023, Thm 5.2); mark canaries; k = 1",
         "claimed_epsilon": claimed,
         "epsilon_lower_bound": outcome.epsilon_lower_bound,
+        "epsilon_cap": outcome.epsilon_cap,
+        "refuted": outcome.epsilon_lower_bound > claimed,
         "delta": outcome.delta,
         "confidence": outcome.confidence,
+        "margin": plan.margin,
+        "score": score,
         "canaries": outcome.m,
         "canaries_included": int(included.sum()),
+        "guesses": outcome.guesses,
         "guesses_in": outcome.guesses_in,
         "guesses_out": outcome.guesses_out,
         "correct": outcome.correct,
@@ -295,6 +397,7 @@ def _report(
             "clipping": t.clipping,
             "clip_norm": t.clip_norm,
             "sampling_rate": t.sampling_rate,
+            "model": cfg.model.kind,
         },
         "base_records": base.n_records,
         "base_items": base.n_items,
@@ -309,15 +412,18 @@ def _report(
 
 
 def summary(report: dict[str, Any]) -> str:
-    """Two human lines: the claim and the audited lower bound with its confidence."""
+    """Two human lines: the claim, and the audited lower bound beside its cap and confidence."""
     leak = "  [LEAK TEST: trained with the noise off]" if report["leak"] else ""
+    verdict = "REFUTES the claim" if report["refuted"] else "does not refute the claim"
     return (
         f"claimed epsilon      {report['claimed_epsilon']:.4g} at delta={report['delta']:g} "
         f"(RDP accountant, {report['steps']} DP-SGD steps){leak}\n"
         f"audit lower bound    {report['epsilon_lower_bound']:.4g} "
-        f"at {100 * report['confidence']:g}% confidence "
-        f"({report['correct']}/{report['guesses_in'] + report['guesses_out']} guesses correct; "
-        f"m={report['canaries']} canaries, {report['guesses_in']} in + {report['guesses_out']} out)"
+        f"(cap {report['epsilon_cap']:.4g}) "
+        f"at {100 * report['confidence']:g}% confidence, {verdict} "
+        f"({report['correct']}/{report['guesses']} guesses correct; m={report['canaries']} "
+        f"canaries, {report['guesses_in']} in + {report['guesses_out']} out; "
+        f"{report['score']} scores)"
     )
 
 
@@ -327,14 +433,15 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m dpgm.audit",
         description=(
             "Empirical privacy audit of dpgm's DP-SGD training in ONE run (Steinke, Nasr and "
-            "Jagielski, "
-            "NeurIPS 2023). Inserts m canaries (each a base record plus an item only it has), each "
-            "included with probability 1/2, trains one model (k = 1 part) through the real DP-SGD "
-            "path, scores every canary by log p(canary) - log p(canary without its item), guesses "
-            "'in' for the highest and 'out' for the lowest scores, and prints the accountant's "
-            "claimed epsilon "
-            "beside the audit's lower bound (Thm 5.2) at the run's delta. A lower bound above the "
-            "claim means the implementation leaks more than it claims."
+            "Jagielski, NeurIPS 2023). Inserts m canaries (each a base record plus an item only "
+            "it has), each included with probability 1/2, trains one model (k = 1 part) through "
+            "the real DP-SGD path, scores every canary (default: how far the weights reading its "
+            "item moved from their initial values), guesses 'in' for the highest and 'out' for "
+            "the lowest scores, and prints the accountant's claimed epsilon beside the audit's "
+            "lower bound (Thm 5.2) at the run's delta and its cap, the bound if every guess were "
+            "right. The number of guesses follows the claim so that the cap clears it by "
+            "--margin. A lower bound above the claim means the implementation leaks more than "
+            "it claims."
         ),
         epilog="Example: python -m dpgm.audit --config configs/digits.yaml "
         "--set training.epochs=5 --json audit.json",
@@ -345,19 +452,70 @@ def _parser() -> argparse.ArgumentParser:
         help="run config (YAML); its data, model, training and privacy.delta "
         "are used (default: the built-in defaults, digits data)",
     )
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, e.g. training.epochs=5 (repeatable)")
-    p.add_argument("--canaries", type=int, default=AuditPlan.canaries, help="m: number of canaries (default 500)")
-    p.add_argument("--guesses-in", type=int, help="guess 'included' for this many top scores (default m/10)")
-    p.add_argument("--guesses-out", type=int, help="guess 'excluded' for this many bottom scores (default m/10)")
-    p.add_argument("--confidence", type=float, default=AuditPlan.confidence, help="confidence level (default 0.95)")
-    p.add_argument("--score-draws", type=int, default=AuditPlan.score_draws,
-                   help="reparameterisation draws averaged per canary score (VAE; default 16)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the auditor's generator (default 0)")
-    p.add_argument("--leak", action="store_true", help="TEST SWITCH: train with the noise effectively off "
-                   "(multiplier 1e-6, fixed clipping) while claiming the configured plan's epsilon; the audit "
-                   "should catch it")
-    p.add_argument("--threads", type=int, help="torch and BLAS threads (default: the cores available)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. training.epochs=5 (repeatable)",
+    )
+    p.add_argument(
+        "--guesses",
+        type=int,
+        help="guesses, half 'in' and half 'out' (default: the fewest whose cap is "
+        "the claim + margin, at least --min-guesses)",
+    )
+    p.add_argument(
+        "--canaries",
+        type=int,
+        help="m: number of canaries (default: enough that every guess can be right)",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=AuditPlan.margin,
+        help="the cap must reach claim + margin (default 1)",
+    )
+    p.add_argument(
+        "--min-guesses",
+        type=int,
+        default=AuditPlan.min_guesses,
+        help=f"fewest guesses (default {AuditPlan.min_guesses})",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=AuditPlan.confidence,
+        help="confidence level (default 0.95)",
+    )
+    p.add_argument(
+        "--score",
+        choices=("auto", "weights", "likelihood"),
+        default=AuditPlan.score,
+        help="weights: movement of the weights reading the canary's item (white-box); "
+        "likelihood: log p(canary) - log p(canary without it) (black-box); auto "
+        "(default): weights for a VAE, likelihood for an RBM",
+    )
+    p.add_argument(
+        "--score-draws",
+        type=int,
+        default=AuditPlan.score_draws,
+        help="reparameterisation draws per likelihood score (VAE; default 16)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the auditor's generator (default 0)"
+    )
+    p.add_argument(
+        "--leak",
+        action="store_true",
+        help=f"TEST SWITCH: train with the noise off (multiplier "
+        f"{LEAK_NOISE_MULTIPLIER:g}, fixed clipping) while claiming the plan's "
+        "epsilon; the audit should catch it",
+    )
+    p.add_argument(
+        "--threads", type=int, help="torch and BLAS threads (default: the cores available)"
+    )
     p.add_argument("--json", type=Path, help="write the full report to this JSON file")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
@@ -370,8 +528,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config
         else config_from_dict({}, args.overrides)
     )
-    plan = AuditPlan(canaries=args.canaries, guesses_in=args.guesses_in, guesses_out=args.guesses_out,
-                     confidence=args.confidence, score_draws=args.score_draws, leak=args.leak)
+    plan = AuditPlan(
+        canaries=args.canaries,
+        guesses=args.guesses,
+        confidence=args.confidence,
+        margin=args.margin,
+        min_guesses=args.min_guesses,
+        score=args.score,
+        score_draws=args.score_draws,
+        leak=args.leak,
+    )
     set_threads(args.threads)
     report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)
     print(summary(report))

@@ -1,5 +1,5 @@
-"""The one-run audit (dpgm.audit) on a small real configuration: the bound stays below the claim
-with the noise on, and catches training with the noise off (the test switch)."""
+"""The one-run audit (dpgm.audit) on a small real configuration: the guesses follow the claim, the
+bound stays below the claim with the noise on, and training with the noise off is caught."""
 
 from __future__ import annotations
 
@@ -10,23 +10,34 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from dpgm.audit import AuditPlan, main, make_canaries, run_audit, training_records
+from dpgm.audit import (
+    AuditPlan,
+    audited_config,
+    input_weights,
+    main,
+    make_canaries,
+    run_audit,
+    training_records,
+    weight_scores,
+)
 from dpgm.config import config_from_dict
 from dpgm.data import load_digits
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.models import build_model
+from dpgm.privacy.one_run_audit import audit_size
 
-#: 300 digits + 200 canaries (about 100 in), 300 DP-SGD steps at q = 0.1; DPNorm clipping.
+#: 300 digits, 100 DP-SGD steps at q = 0.1, the noise calibrated to epsilon 1 (fixed clipping).
 SMALL = [
     "data.limit=300",
-    "model.hidden=[64]",
+    "model.hidden=[32]",
     "training.sampling_rate=0.1",
-    "training.epochs=30",
-    "training.noise_multiplier=8.0",
-    "training.clipping=adaptive",
-    "training.hist_noise_multiplier=10.0",
-    "training.hist_bins=50",
+    "training.epochs=10",
+    "privacy.target_epsilon=1.0",
+    "training.clipping=fixed",
     "training.learning_rate=0.01",
 ]
-PLAN = {"canaries": 200, "guesses_in": 50, "guesses_out": 50}
+PLAN = AuditPlan(min_guesses=50)
 
 
 @pytest.fixture(scope="module")
@@ -35,33 +46,100 @@ def audits() -> dict[bool, dict]:
     data = load_digits(limit=300)
     cfg = config_from_dict({}, SMALL)
     return {
-        leak: run_audit(cfg, AuditPlan(**PLAN, leak=leak), seed=0, data=data, progress=False)
+        leak: run_audit(
+            cfg, AuditPlan(min_guesses=50, leak=leak), seed=0, data=data, progress=False
+        )
         for leak in (False, True)
     }
 
 
-def test_noise_on_lower_bound_is_below_the_claim(audits: dict[bool, dict]) -> None:
+def test_noise_on_lower_bound_stays_below_the_claim(audits: dict[bool, dict]) -> None:
     report = audits[False]
-    assert 0.5 < report["claimed_epsilon"] < 1.5
-    assert report["epsilon_lower_bound"] <= report["claimed_epsilon"]
-    assert report["trained"]["noise_multiplier"] == 8.0
+    assert report["claimed_epsilon"] == pytest.approx(1.0, abs=1e-3)
+    assert report["claimed_epsilon"] <= 1.0  # calibration never overshoots the target
+    assert report["epsilon_lower_bound"] <= report["claimed_epsilon"] and not report["refuted"]
+    assert report["trained"]["noise_multiplier"] > 1.0
     assert report["privacy_report"]["stage_epsilons"] == {"training": report["claimed_epsilon"]}
 
 
 def test_noise_off_is_caught(audits: dict[bool, dict]) -> None:
     on, off = audits[False], audits[True]
     assert off["claimed_epsilon"] == pytest.approx(on["claimed_epsilon"], rel=1e-12)
-    assert off["trained"]["noise_multiplier"] < 1e-3 and off["trained"]["clipping"] == "fixed"
-    assert off["epsilon_lower_bound"] > 2 * off["claimed_epsilon"]
-    assert off["correct"] >= 95  # of 100 guesses
+    assert off["trained"]["noise_multiplier"] < 1e-9 and off["trained"]["clipping"] == "fixed"
+    assert off["correct"] == off["guesses"]  # every excluded canary's column stayed put
+    assert off["epsilon_lower_bound"] == pytest.approx(off["epsilon_cap"])
+    assert off["epsilon_lower_bound"] > off["claimed_epsilon"] + 1.0 and off["refuted"]
+
+
+def test_the_guesses_follow_the_claim(audits: dict[bool, dict]) -> None:
+    report = audits[False]
+    size = audit_size(report["claimed_epsilon"], report["delta"], 0.95, 1.0, min_guesses=50)
+    assert report["guesses"] == size.guesses and report["canaries"] == size.canaries
+    assert report["epsilon_cap"] == pytest.approx(size.cap)
+    assert report["epsilon_cap"] >= report["claimed_epsilon"] + report["margin"]
+    assert report["guesses_in"] == report["guesses_out"] == report["guesses"] // 2
+    # a larger claim needs more guesses (100 would cap the bound at 3.49, below 5.71)
+    assert PLAN.size(5.71, 1e-5).guesses > 2000 and PLAN.size(5.71, 1e-5).cap >= 6.71
 
 
 def test_report_names_the_setting(audits: dict[bool, dict]) -> None:
     report = audits[False]
-    assert report["canaries"] == 200 and report["guesses_in"] == report["guesses_out"] == 50
-    assert report["confidence"] == 0.95 and report["delta"] == 1e-4  # 1/(10 n), n ~ 400
-    assert report["steps"] == 300 and report["base_items"] == 64
+    assert report["confidence"] == 0.95 and report["delta"] == 1e-4  # 1/(100 N), N = 100
+    assert report["steps"] == 100 and report["base_items"] == 64 and report["score"] == "weights"
     json.dumps(report)  # JSON-ready
+
+
+def test_the_claim_is_the_epsilon_of_the_plan_audited(audits: dict[bool, dict]) -> None:
+    data = load_digits(limit=300)
+    _, delta, _, planned = audited_config(config_from_dict({}, SMALL), data)
+    assert planned == pytest.approx(audits[False]["claimed_epsilon"], rel=1e-9)  # the ledger's
+    assert delta == audits[False]["delta"]
+    fixed = config_from_dict({}, [*SMALL[:-3], "training.noise_multiplier=2.0"])
+    _, _, steps, claim = audited_config(fixed, data)
+    fewer = config_from_dict(
+        {}, [*SMALL[:-4], "training.epochs=5", "training.noise_multiplier=2.0"]
+    )
+    _, _, fewer_steps, fewer_claim = audited_config(fewer, data)
+    assert (steps, fewer_steps) == (100, 50) and fewer_claim < claim
+
+
+def test_rules_public_configs_are_audited_with_their_rules() -> None:
+    base = BinaryDataset(
+        np.eye(10, dtype=np.uint8)[np.arange(20_000) % 10], [f"i{j}" for j in range(10)]
+    )
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0}})
+    audited, delta, steps, claim = audited_config(cfg, base)
+    assert audited.model.kind == "vae" and audited.model.hidden == [128]
+    assert audited.training.clipping == "fixed" and audited.training.clip_norm == 30.0
+    assert audited.model.output_bias == "default" and delta == 1e-6 and steps == 205
+    assert claim == pytest.approx(1.0, abs=1e-3) and claim <= 1.0
+
+
+def test_models_without_plain_inputs_are_refused() -> None:
+    data = load_digits(limit=50)
+    with pytest.raises(ConfigError, match="model.kind"):
+        audited_config(config_from_dict({}, ["model.kind=independent"]), data)
+
+
+def test_plans_are_checked() -> None:
+    for bad in (AuditPlan(guesses=7), AuditPlan(guesses=20, canaries=10), AuditPlan(margin=-1.0)):
+        with pytest.raises(ConfigError):
+            bad.validate()
+    with pytest.raises(ConfigError, match="cannot be refuted"):
+        AuditPlan().size(7.0, 1e-4)
+    fixed = AuditPlan(guesses=100).size(5.71, 1e-5)  # fixed by the auditor: its cap is reported
+    assert fixed.guesses == 100 and fixed.cap < 3.5
+
+
+def test_weight_scores_measure_how_far_each_mark_column_moved() -> None:
+    model = build_model(config_from_dict({}, ["model.hidden=[8]"]).model, 4 + 3)
+    initial = [w.detach().clone() for w in input_weights(model)]
+    assert [tuple(w.shape) for w in initial] == [(8, 7)]  # the encoder's first layer only
+    with torch.no_grad():
+        input_weights(model)[0][:, 5] += 0.5
+        input_weights(model)[0][:, 0] += 9.0  # a base item's column: no canary's score
+    scores = weight_scores(initial, input_weights(model), 4)
+    np.testing.assert_allclose(scores, [0.0, 8 * 0.25, 0.0])
 
 
 def test_canaries_carry_their_own_mark_and_only_included_ones_train() -> None:
@@ -78,23 +156,28 @@ def test_canaries_carry_their_own_mark_and_only_included_ones_train() -> None:
     assert not sp.issparse(records)
 
 
-def test_cli_prints_claim_and_bound_and_writes_json(tmp_path, capsys) -> None:
+def test_cli_prints_claim_bound_and_cap_and_writes_json(tmp_path, capsys) -> None:
     out = tmp_path / "audit.json"
     sets = [
         a
         for kv in ["data.limit=100", "model.hidden=[16]", "training.epochs=1"]
         for a in ("--set", kv)
     ]
-    code = main([*sets, "--canaries", "20", "--no-progress", "--threads", "1", "--json", str(out)])
+    code = main(
+        [*sets, "--min-guesses", "20", "--no-progress", "--threads", "1", "--json", str(out)]
+    )
     assert code == 0
     text = capsys.readouterr().out
-    assert "claimed epsilon" in text and "audit lower bound" in text and "95% confidence" in text
+    assert "claimed epsilon" in text and "audit lower bound" in text and "(cap " in text
     report = json.loads(out.read_text())
-    assert report["canaries"] == 20 and report["guesses_in"] == 2 and report["torch_threads"] == 1
+    assert report["epsilon_cap"] >= report["claimed_epsilon"] + 1.0
+    assert report["guesses"] >= 20 and report["torch_threads"] == 1
 
 
-def test_rbm_free_energy_scores_catch_the_leak_too() -> None:
-    """RBM canaries are scored by free-energy differences (exact log-likelihood ratios)."""
+def test_rbm_free_energy_scores_see_the_noise_off_run() -> None:
+    """RBM canaries are scored by free-energy differences (exact log-likelihood ratios). Its
+    Gibbs chains move every mark's weights, so a no-noise RBM is harder to catch: the bound
+    still rejects epsilon 0, i.e. the scores carry the canaries' presence."""
     torch.set_num_threads(1)
     sets = [
         "data.limit=200",
@@ -103,11 +186,12 @@ def test_rbm_free_energy_scores_catch_the_leak_too() -> None:
         "training.epochs=20",
         "training.sampling_rate=0.1",
         "training.clipping=fixed",
+        "training.noise_multiplier=3.0",
         "training.learning_rate=0.05",
     ]
-    plan = AuditPlan(canaries=100, guesses_in=10, guesses_out=10, leak=True)
+    plan = AuditPlan(min_guesses=50, leak=True)
     report = run_audit(
         config_from_dict({}, sets), plan, seed=0, data=load_digits(limit=200), progress=False
     )
-    assert report["correct"] == 20
-    assert report["epsilon_lower_bound"] > 1.5
+    assert report["score"] == "likelihood"
+    assert report["correct"] > 0.75 * report["guesses"] and report["epsilon_lower_bound"] > 0.5

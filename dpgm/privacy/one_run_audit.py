@@ -10,6 +10,10 @@ computed as in their Appendix D code)
 
 and with delta = 0 the bound is f(v) alone (Theorem 3.1). An observed v whose bound is below
 1 - confidence rejects "(epsilon, delta)-DP"; the lower bound is the largest such epsilon.
+
+The bound can never exceed its "cap", the lower bound when all r guesses are right: about
+log(r / 3) at 95% confidence, so 100 guesses cannot refute any claim above 3.49. ``audit_size``
+picks the guesses (and canaries) from the claim, so that the cap clears it by a margin.
 Pure numpy/scipy: this module knows nothing about training.
 """
 
@@ -25,6 +29,8 @@ from scipy import special, stats
 #: Bisection steps on epsilon (the bracket starts at width <= 2^k; 60 halvings reach ~1e-15).
 _BISECTION_STEPS = 60
 _EPS_CAP = 1024.0
+#: ``audit_size`` gives up beyond this many guesses.
+_MAX_GUESSES = 2**30
 
 
 def _check_counts(m: int, r: int, v: int) -> None:
@@ -96,9 +102,94 @@ def epsilon_lower_bound(
     return lo
 
 
+def epsilon_cap(m: int, r: int, delta: float = 0.0, confidence: float = 0.95) -> float:
+    """The largest lower bound r guesses (m canaries) can give: all r right. No claim above it
+    can be refuted, however much the run leaks."""
+    return epsilon_lower_bound(m, r, r, delta, confidence)
+
+
+def canaries_for_guesses(r: int, shortfall: float = 1e-4) -> int:
+    """Fewest canaries m whose included and excluded counts (each Binomial(m, 1/2)) both reach
+    ceil(r / 2), except with probability <= shortfall: r/2 "in" and r/2 "out" guesses can then
+    all be right. Fewer forces wrong guesses however well the scores separate."""
+    if not 0 < shortfall < 1:
+        raise ValueError(f"shortfall must be in (0, 1), got {shortfall!r}")
+    k = math.ceil(r / 2)
+    if k <= 0:
+        return max(r, 0)
+
+    def short(m: int) -> bool:  # P[included < k] + P[excluded < k] > shortfall
+        return 2.0 * float(stats.binom.cdf(k - 1, m, 0.5)) > shortfall
+
+    lo, hi = 2 * k - 1, 2 * k  # short(lo) holds whenever k >= 1
+    while short(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if short(mid) else (lo, mid)
+    return hi
+
+
+@dataclass(frozen=True)
+class AuditSize:
+    """Guesses (half "in", half "out"), canaries and the cap they give (``epsilon_cap``)."""
+
+    guesses: int
+    canaries: int
+    cap: float
+
+
+def _size(r: int, delta: float, confidence: float) -> AuditSize:
+    m = canaries_for_guesses(r)
+    return AuditSize(guesses=r, canaries=m, cap=epsilon_cap(m, r, delta, confidence))
+
+
+def audit_size(
+    claim: float,
+    delta: float,
+    confidence: float = 0.95,
+    margin: float = 1.0,
+    min_guesses: int = 2,
+) -> AuditSize:
+    """Fewest even guesses r (>= min_guesses) whose cap is >= claim + margin, and their canaries.
+
+    Without it an audit cannot refute the claim even when the run has no noise at all. The cap
+    rises like log r until the 2 m delta term of Thm 5.2 takes over: a claim beyond the peak
+    raises ValueError (no audit of this design can refute it at this delta).
+    """
+    if not (math.isfinite(claim) and claim >= 0 and math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"need a finite claim and margin >= 0, got {claim!r}, {margin!r}")
+    target = claim + margin
+    lo = max(2, min_guesses + min_guesses % 2)  # even
+    best = _size(lo, delta, confidence)
+    if best.cap >= target:
+        return best
+    hi = lo
+    while True:  # double until the cap clears the target, or stops rising
+        hi *= 2
+        size = _size(hi, delta, confidence)
+        if size.cap >= target:
+            best = size
+            break
+        if size.cap < best.cap or hi > _MAX_GUESSES:  # past the peak (below it: 0 or rising)
+            raise ValueError(
+                f"no number of guesses reaches epsilon {target:.4g} at delta={delta:g}: the cap "
+                f"peaks near {best.cap:.4g} ({best.guesses} guesses)"
+            )
+        lo, best = hi, size
+    while hi - lo > 2:  # invariant: cap(lo) < target <= cap(hi); both even
+        mid = (lo + hi) // 4 * 2
+        size = _size(mid, delta, confidence)
+        if size.cap >= target:
+            hi, best = mid, size
+        else:
+            lo = mid
+    return best
+
+
 @dataclass(frozen=True)
 class AuditOutcome:
-    """The guesses' tally and the bound they give (JSON-ready via ``to_dict``)."""
+    """The guesses' tally, the bound they give and its cap (JSON-ready via ``to_dict``)."""
 
     m: int
     guesses_in: int
@@ -107,6 +198,7 @@ class AuditOutcome:
     delta: float
     confidence: float
     epsilon_lower_bound: float
+    epsilon_cap: float
 
     @property
     def guesses(self) -> int:
@@ -153,7 +245,8 @@ def audit_scores(
     """
     m = len(scores)
     correct = guess_and_count(scores, included, k_in, k_out)
-    bound = epsilon_lower_bound(m, k_in + k_out, correct, delta, confidence)
+    r = k_in + k_out
+    bound = epsilon_lower_bound(m, r, correct, delta, confidence)
     return AuditOutcome(
         m=m,
         guesses_in=k_in,
@@ -162,4 +255,5 @@ def audit_scores(
         delta=float(delta),
         confidence=float(confidence),
         epsilon_lower_bound=bound,
+        epsilon_cap=epsilon_cap(m, r, delta, confidence),
     )

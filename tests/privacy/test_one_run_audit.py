@@ -1,5 +1,5 @@
 """The one-run audit bound (Steinke, Nasr and Jagielski 2023) on hand-checkable cases and an
-independent evaluation of their Theorem 5.2."""
+independent evaluation of their Theorem 5.2; the cap and the guesses sized to a claim."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from scipy import optimize, special, stats
 
 from dpgm.privacy.one_run_audit import (
     audit_scores,
+    audit_size,
+    canaries_for_guesses,
+    epsilon_cap,
     epsilon_lower_bound,
     guess_accuracy,
     guess_and_count,
@@ -137,7 +140,70 @@ def test_audit_scores_perfect_separation() -> None:
     outcome = audit_scores(included.astype(float) + 0.01 * rng.random(400), included, 40, 40, 0.0)
     assert outcome.correct == 80 and outcome.guesses == 80
     assert outcome.epsilon_lower_bound == pytest.approx(epsilon_lower_bound(400, 80, 80))
+    assert outcome.epsilon_cap == outcome.epsilon_lower_bound  # every guess right: the cap
     assert outcome.to_dict()["guesses"] == 80
+
+
+def test_the_cap_is_the_bound_of_all_guesses_right_and_caps_every_outcome() -> None:
+    m, r, delta = 1000, 100, 1e-5
+    cap = epsilon_cap(m, r, delta)
+    assert cap == epsilon_lower_bound(m, r, r, delta)
+    assert all(epsilon_lower_bound(m, r, v, delta) <= cap for v in range(r + 1))
+    # 100 guesses cannot refute a claim of 3.5, let alone 5.71: the reason the cap is sized
+    assert 3.4 < cap < 3.5
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-5])
+def test_the_cap_grows_with_the_guesses(delta: float) -> None:
+    guesses = [2, 10, 50, 100, 200, 500, 1000, 2000, 4000]
+    caps = [epsilon_cap(canaries_for_guesses(r), r, delta) for r in guesses]
+    assert all(c2 > c1 for c1, c2 in itertools.pairwise(caps))
+    assert caps[-1] > 7.0
+
+
+def test_the_cap_stops_growing_when_m_delta_is_large() -> None:
+    """The 2 m delta term of Thm 5.2: at delta = 1e-4 more canaries eventually lower the cap."""
+    caps = [epsilon_cap(canaries_for_guesses(r), r, 1e-4) for r in (3000, 20000)]
+    assert caps[1] < caps[0] < 6.0
+
+
+@pytest.mark.parametrize("claim", [0.1, 0.5, 1.0, 2.0, 3.36, 5.71, 6.0])
+@pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-5])
+def test_audit_size_gives_the_fewest_guesses_whose_cap_clears_the_claim(
+    claim: float, delta: float
+) -> None:
+    size = audit_size(claim, delta, 0.95, margin=1.0, min_guesses=2)
+    assert size.guesses % 2 == 0 and size.canaries >= size.guesses
+    assert size.cap == epsilon_cap(size.canaries, size.guesses, delta, 0.95)
+    assert size.cap >= claim + 1.0 > claim
+    fewer = size.guesses - 2
+    if fewer >= 2:
+        assert epsilon_cap(canaries_for_guesses(fewer), fewer, delta, 0.95) < claim + 1.0
+
+
+def test_audit_size_follows_the_claim_and_respects_the_floor() -> None:
+    sizes = [audit_size(claim, 1e-5, min_guesses=200) for claim in (0.5, 1.0, 3.36, 5.71, 6.0)]
+    assert sizes[0].guesses == sizes[1].guesses == 200  # the floor: cap 4.19 already clears 2
+    assert [s.guesses for s in sizes[1:]] == sorted({s.guesses for s in sizes[1:]})
+    assert 2000 < sizes[3].guesses < 3000  # 5.71 + 1 needs thousands of guesses, not 100
+    assert audit_size(5.0, 1e-5, confidence=0.99).guesses > audit_size(5.0, 1e-5).guesses
+
+
+def test_audit_size_refuses_a_claim_no_audit_can_refute() -> None:
+    with pytest.raises(ValueError, match="peaks"):
+        audit_size(7.0, 1e-4)
+    with pytest.raises(ValueError):
+        audit_size(-1.0, 1e-5)
+
+
+@pytest.mark.parametrize("r", [2, 20, 200, 2000])
+def test_canaries_for_guesses_is_the_fewest_with_both_halves_big_enough(r: int) -> None:
+    m = canaries_for_guesses(r, shortfall=1e-4)
+
+    def short(n: int) -> float:  # P[included < r/2] + P[excluded < r/2]
+        return 2 * float(stats.binom.cdf(r // 2 - 1, n, 0.5))
+
+    assert short(m) <= 1e-4 < short(m - 1)
 
 
 @pytest.mark.parametrize(("m", "r", "v"), [(10, 11, 0), (10, 5, 6), (10, -1, 0)])
