@@ -5,7 +5,7 @@ restricted to their 100 most frequent items (``--top-items``; exact counts, an e
 set-up step treated as public, as the issue prescribes). Empty records stay (n is private).
 For each dataset one workload of ``--queries`` random queries (paper section 6.3: 5 length
 groups, group i lengths 1..i*maxlen/5, maxlen = longest real record) is drawn and shared by
-every method and epsilon. delta = 1/(10 n) rounded down to a power of ten (train.py's
+every method and epsilon. delta = 1/(100 N) for n's order of magnitude N (train.py's
 default), add/remove neighbours.
 
 Methods (JSON ``method``): mwem (T = 50 rounds as in the paper's footnote; full 2^m domain

@@ -47,7 +47,6 @@ MAX_RECORDS = 10_000_000
 #: 5,650 pixels square, and a person cannot look at more anyway.
 MAX_PNG_IMAGES = 2_500
 
-#: First line of every report and output of a run that showed non-private diagnostics.
 #: The first words of every output of a run that is not differentially private.
 NOT_PRIVATE = "NOT DIFFERENTIALLY PRIVATE"
 #: Why a run is not private: a fixed seed, or non-private diagnostics (docs/privacy.md, "Seeds").

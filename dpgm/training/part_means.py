@@ -13,7 +13,7 @@ Calibration (``model.calibrate``) uses the same release once more, as post-proce
 training, each part's output bias is shifted so that the model's expected item frequencies equal
 the part's noisy mean (``true``), or by one amount for all items so that its expected number of
 items per record equals the noisy mean's sum (``total``: an epsilon-10 conv release of MNIST drew
-65-70% of the real ink, session 10). DP-SGD noise makes a trained model's item frequencies drift far more than
+65-70% of the real ink). DP-SGD noise makes a trained model's item frequencies drift far more than
 the noise of the means does, while its correlations between items survive the shift. When the
 release redraws records with fewer than ``data.min_items`` items, the frequencies matched are
 those of the records it keeps (``accepted_frequencies``), so the redraw adds no bias.
