@@ -192,8 +192,9 @@ def weight_scores(
     """White-box: how far each canary's mark columns of the input weights (``input_weights``)
     moved from ``initial`` to ``released``, squared. Only the canary's own gradient and the
     step noise reach its column: with the noise off an excluded canary's column never moves.
-    Built to catch a broken run: with the noise on (and Adam) an included column tends to move
-    a little LESS than an excluded one (its canary's loss pulls it back), so the bound is 0."""
+    Built to catch a broken run: with the noise on (and Adam) the noise sets how far every
+    column moves, an included one no further (its canary's loss pulls it back), so the bound
+    stays near 0 rather than tight."""
     total = torch.zeros(released[0].shape[1] - n_base_items, dtype=torch.float64)
     for start, end in zip(initial, released):
         moved = end[:, n_base_items:].double().cpu() - start[:, n_base_items:].double().cpu()
