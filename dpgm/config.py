@@ -67,6 +67,7 @@ class PrivacyConfig:
     target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon stays within it (null: fixed noise, report the epsilon spent)")
     neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
     dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released from one batch (DESIGN.md 3.6)")
+    secure_mode: bool = opt(False, "DP-SGD noise (gradients and DPNorm histograms) with Opacus's secure_mode defence against floating-point attacks (Holohan and Braghin 2021): every N(0, 1) is the sum of 4 draws over 2, after one draw thrown away, from the run's generator (seeded from the OS CSPRNG unless seed is set). Off by default: it slows DP-SGD markedly at small batches (benchmarks/results/secure_sampling.json), and the noisy gradients it protects are never released, only the model after all steps; turn it on when single steps' outputs can be seen. Released statistics always get exact discrete noise, from the OS CSPRNG in a run without seed (dpgm/privacy/discrete.py)")
 
     def validate(self) -> None:
         _require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")

@@ -20,6 +20,8 @@ from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy import rdp as R
 from dpgm.privacy.events import (
     DEPENDENT_BOUNDS,
+    DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
     DpEvent,
     ExponentialEvent,
     GaussianEvent,
@@ -36,6 +38,10 @@ from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 def _rdp_curve_cached(event: DpEvent, orders: tuple[float, ...], bound: str) -> np.ndarray:
     if isinstance(event, GaussianEvent):
         return R.gaussian_rdp(orders, event.noise_multiplier)
+    if isinstance(event, DiscreteGaussianEvent):
+        return R.discrete_gaussian_rdp(orders, event.noise_multiplier)
+    if isinstance(event, DiscreteLaplaceEvent):
+        return R.randomized_response_rdp(orders, event.epsilon)
     if isinstance(event, SampledGaussianEvent):
         return R.sampled_gaussian_rdp(orders, event.sampling_rate, event.noise_multiplier)
     if isinstance(event, SampledJointGaussianEvent):
@@ -92,7 +98,7 @@ class PrivacySpent:
 
 
 #: Events that are pure epsilon-DP: their epsilons also compose by plain addition.
-_PURE_EVENTS = (LaplaceEvent, PureDpEvent, ExponentialEvent)
+_PURE_EVENTS = (LaplaceEvent, DiscreteLaplaceEvent, PureDpEvent, ExponentialEvent)
 
 
 def pure_epsilon(event: DpEvent, count: int = 1) -> float:

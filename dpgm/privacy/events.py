@@ -69,6 +69,50 @@ class GaussianEvent(DpEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class _DiscreteRelease(DpEvent):
+    """Integer noise added to an integer vector of ``dim`` coordinates whose neighbours differ by
+    at most ``sensitivity`` (its norm in grid units). A real-valued statistic is first snapped
+    to the grid of spacing ``grid`` (a power of two; 1 for integer statistics): the released
+    value is grid x (integer + noise). The subclass says which noise and norm."""
+
+    sensitivity: float
+    dim: int
+    grid: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_positive("sensitivity", self.sensitivity)
+        _check_positive("grid", self.grid)
+        if not (isinstance(self.dim, int) and self.dim >= 1):
+            raise ValueError(f"dim must be an integer >= 1, got {self.dim!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiscreteGaussianEvent(_DiscreteRelease):
+    """Discrete Gaussian N_Z(0, s^2) per coordinate with s = noise_multiplier x sensitivity
+    (L2, grid units), drawn exactly (CKS 2020, Algorithm 3)."""
+
+    kind: ClassVar[str] = "discrete_gaussian"
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_positive("noise_multiplier", self.noise_multiplier)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiscreteLaplaceEvent(_DiscreteRelease):
+    """Discrete Laplace Lap_Z(b) per coordinate with b = sensitivity (L1, grid units) / epsilon,
+    drawn exactly (CKS 2020, Algorithm 2): pure epsilon-DP."""
+
+    kind: ClassVar[str] = "discrete_laplace"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_positive("epsilon", self.epsilon)
+
+
+@dataclass(frozen=True, kw_only=True)
 class SampledGaussianEvent(DpEvent):
     """Gaussian mechanism on a Poisson sample: each record joins with probability sampling_rate."""
 

@@ -3,25 +3,45 @@
 A release charges its events to the accountant (which refuses, releasing nothing, when the
 budget would be exceeded) and only then draws the noise. Noise std is the noise multiplier
 times the L2 sensitivity under add/remove-one-record (DESIGN.md section 2); Laplace scale is
-the L1 sensitivity over epsilon. ``gaussian_noise`` and friends draw noise for mechanisms that
-charge a joint event themselves (a DP-SGD step releases a histogram and a gradient from one
-batch: one ``SampledJointGaussianEvent``, charged by the trainer before the step).
+the L1 sensitivity over epsilon. Released statistics get exact integer noise (discrete.py:
+discrete Gaussian / discrete Laplace, CKS 2020), real-valued ones on a power-of-two grid.
+``gaussian_noise`` and friends draw DP-SGD's continuous noise, for mechanisms that charge a
+joint event themselves (a DP-SGD step releases a histogram and a gradient from one batch: one
+``SampledJointGaussianEvent``, charged by the trainer before the step); ``secure`` adds the
+floating-point defence of Holohan and Braghin (2021) that Opacus's secure_mode uses.
 
 Noisy counts that later act as sizes or weights get one documented floor, ``floor_counts``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent, LaplaceEvent
+from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace
+from dpgm.privacy.events import (
+    DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
+    DpEvent,
+    GaussianEvent,
+    LaplaceEvent,
+)
+from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 
 #: A released count used as a size or a divisor is never below this (data-independent) floor.
 COUNT_FLOOR = 1.0
+#: Snapping a real-valued statistic to its grid raises its sensitivity by at most this share.
+SNAP_SHARE = 2.0**-10
+#: Relative margin that rounds a float bound up (a few ulps of float64).
+_ULPS = 2.0**-50
+#: Snapped values are clipped to +-2^62 grid units and noise scales kept below 2^55: int64 sums.
+_MAX_GRID_VALUE = 2.0**62
+_MAX_NOISE_SCALE = 2.0**55
 
 if TYPE_CHECKING:  # torch is imported by the functions that need it: the privacy CLI stays fast
     import torch
@@ -60,6 +80,85 @@ def project_to_total(values: ArrayLike, total: ArrayLike, caps: ArrayLike | None
     return out[:, 0] if flat else out
 
 
+def snap_grid(sensitivity: float, dim: int, norm: int = 2) -> float:
+    """The grid spacing for a real-valued statistic: the largest power of two g with
+    g d^(1/norm) <= SNAP_SHARE x sensitivity, from public quantities only (the snapping then
+    adds at most that share to the sensitivity, ``grid_sensitivity``)."""
+    return 2.0 ** math.floor(math.log2(SNAP_SHARE * sensitivity / dim ** (1.0 / norm)))
+
+
+def grid_sensitivity(sensitivity: float, dim: int, grid: float, norm: int = 2) -> float:
+    """Sensitivity in grid units of a statistic snapped to the grid ``grid`` (rounded up).
+
+    Neighbours' values a, b with ||a - b|| <= s snap to A = rint(a / g), B = rint(b / g); each of
+    the d coordinates moves by at most 1/2, so ||A - B|| <= s / g + ||e_a - e_b|| <= s / g +
+    d^(1/norm) (L2: sqrt(d); L1: d). OpenDP's float Gaussian uses the same rule: its privacy
+    map adds 2^k sqrt(d) to the sensitivity before dividing by the scale (make_gaussian, k).
+    """
+    return _up(_up(sensitivity / grid) + _up(dim ** (1.0 / norm)))
+
+
+def _up(x: float) -> float:
+    """x rounded up by a few ulps: a float standing for a bound is never below the exact bound."""
+    return x * (1.0 + _ULPS)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one value is released: snapped to ``grid`` (None: integer-valued, used as it is),
+    integer noise of parameter ``scale`` (grid units), and the event that is charged."""
+
+    grid: float | None
+    scale: float
+    event: DiscreteGaussianEvent | DiscreteLaplaceEvent
+
+
+def _plan(value: np.ndarray, scale: float, event: DpEvent) -> _Plan:
+    """The exact discrete release standing for the continuous one ``event`` names at ``scale``,
+    with the sensitivity in grid units (the noise grows by the snapping share, at most SNAP_SHARE,
+    none for integer values). Gaussian: the same multiplier, the same RDP curve. Laplace: the
+    discrete Laplace's curve is randomised response's, above the continuous one's at the same
+    epsilon, so it gets the matched e' < epsilon (rdp.matched_discrete_laplace_epsilon): any plan
+    or budget check made for the continuous release holds for the charged one."""
+    dim = max(int(value.size), 1)
+    integer = np.issubdtype(value.dtype, np.integer) or value.dtype == np.bool_
+    if isinstance(event, GaussianEvent):
+        mult, norm = event.noise_multiplier, 2
+        sensitivity = _up(scale / mult)
+    elif isinstance(event, LaplaceEvent):
+        norm = 1
+        sensitivity = _up(scale * event.epsilon)
+        mult = matched_discrete_laplace_epsilon(event.epsilon)
+    else:
+        raise TypeError(f"no discrete release for event kind {event.kind!r}")
+    grid = None if integer else snap_grid(sensitivity, dim, norm)
+    units = sensitivity if grid is None else grid_sensitivity(sensitivity, dim, grid, norm)
+    common = {"sensitivity": units, "dim": dim, "grid": 1.0 if grid is None else grid}
+    if norm == 2:
+        charged: DiscreteGaussianEvent | DiscreteLaplaceEvent
+        charged = DiscreteGaussianEvent(noise_multiplier=mult, **common)
+        plan = _Plan(grid, _up(mult * units), charged)
+    else:
+        charged = DiscreteLaplaceEvent(epsilon=mult, **common)
+        plan = _Plan(grid, _up(units / mult), charged)
+    if not plan.scale < _MAX_NOISE_SCALE:
+        raise ValueError(f"noise scale {plan.scale:g} grid units is beyond the int64 samplers")
+    return plan
+
+
+def _release(value: np.ndarray, plan: _Plan, rng: np.random.Generator) -> np.ndarray:
+    """value (snapped) + exact integer noise, back in the value's units (float64)."""
+    # clipping to the int64 range is a contraction: the sensitivity bound still holds
+    if plan.grid is None:
+        base = np.clip(value, -_MAX_GRID_VALUE, _MAX_GRID_VALUE).astype(np.int64)
+    else:
+        snapped = np.rint(np.nan_to_num(value.astype(np.float64)) / plan.grid)
+        base = np.clip(snapped, -_MAX_GRID_VALUE, _MAX_GRID_VALUE).astype(np.int64)
+    draw = discrete_gaussian if isinstance(plan.event, DiscreteGaussianEvent) else discrete_laplace
+    noisy = (base + draw(value.shape, plan.scale, rng)).astype(np.float64)
+    return noisy if plan.grid is None else noisy * plan.grid
+
+
 def noisy_releases(
     values: Sequence[ArrayLike],
     scales: Sequence[float],
@@ -69,17 +168,21 @@ def noisy_releases(
     stage: str,
     rng: np.random.Generator,
 ) -> list[np.ndarray]:
-    """Charge all ``events`` (all or none), THEN add noise to each value: N(0, scale^2) for a
-    GaussianEvent, Laplace(scale) for a LaplaceEvent, per coordinate (float64 out)."""
+    """Charge the releases of all ``values`` (all or none), THEN add exact integer noise to each.
+
+    ``events[i]`` names the mechanism ``scales[i]`` is for: GaussianEvent (scale = multiplier x
+    L2 sensitivity) or LaplaceEvent (scale = L1 sensitivity / epsilon). Each value is released by
+    its exact discrete counterpart (CKS 2020, ``_plan``): integer values as they are, real values
+    snapped to a power-of-two grid, charged as DiscreteGaussianEvent / DiscreteLaplaceEvent. The
+    noise comes from the OS CSPRNG unless ``rng`` is an experiment's seeded generator
+    (``discrete.is_secure``). float64 out.
+    """
     if not (len(values) == len(scales) == len(events)) or not values:
         raise ValueError("noisy_releases needs one scale and one event per value, and at least one value")
-    accountant.spend(stage, *events)
-    out = []
-    for value, scale, event in zip(values, scales, events):
-        arr = np.asarray(value, dtype=np.float64)
-        draw = rng.laplace if isinstance(event, LaplaceEvent) else rng.normal
-        out.append(arr + draw(0.0, float(scale), size=arr.shape))
-    return out
+    arrays = [np.asarray(v) for v in values]
+    plans = [_plan(arr, float(scale), event) for arr, scale, event in zip(arrays, scales, events)]
+    accountant.spend(stage, *(plan.event for plan in plans))
+    return [_release(arr, plan, rng) for arr, plan in zip(arrays, plans)]
 
 
 def gaussian_releases(
@@ -91,8 +194,8 @@ def gaussian_releases(
     stage: str,
     rng: np.random.Generator,
 ) -> list[np.ndarray]:
-    """Gaussian releases with one multiplier: values[i] + N(0, (noise_multiplier sensitivities[i])^2),
-    one ``GaussianEvent(noise_multiplier)`` each, charged together before any draw."""
+    """Gaussian releases with one multiplier (std noise_multiplier x sensitivities[i]), as exact
+    discrete Gaussians (``noisy_releases``), charged together before any draw."""
     event = GaussianEvent(noise_multiplier=noise_multiplier)
     return noisy_releases(values, [noise_multiplier * float(s) for s in sensitivities], [event] * len(values),
                           accountant=accountant, stage=stage, rng=rng)
@@ -107,7 +210,7 @@ def gaussian_release(
     stage: str,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """One Gaussian release: values + N(0, (noise_multiplier * sensitivity)^2) per coordinate."""
+    """One Gaussian release, noise_multiplier x sensitivity per coordinate (exact discrete)."""
     return gaussian_releases([values], [sensitivity], noise_multiplier=noise_multiplier,
                              accountant=accountant, stage=stage, rng=rng)[0]
 
@@ -121,12 +224,17 @@ def laplace_release(
     stage: str,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """One Laplace release (pure epsilon-DP): values + Laplace(l1_sensitivity / epsilon) per coordinate."""
+    """One Laplace release (pure epsilon-DP), scale l1_sensitivity / epsilon (exact discrete)."""
     return noisy_releases([values], [float(l1_sensitivity) / epsilon], [LaplaceEvent(epsilon=epsilon)],
                           accountant=accountant, stage=stage, rng=rng)[0]
 
 
 # ------------------------------------------------------------------- noise for joint events
+#: Secure mode: after one draw thrown away, each N(0, 1) is (z_1 + ... + z_4) / 2, the sum of 2n
+#: draws with n = 2 (Holohan and Braghin 2021, section 5.1; Opacus's ``_generate_noise``).
+SECURE_DRAWS = 4
+
+
 def gaussian_noise(
     shape: Sequence[int] | torch.Size,
     std: float,
@@ -134,14 +242,33 @@ def gaussian_noise(
     *,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
+    secure: bool = False,
 ) -> Tensor:
     """N(0, std^2) noise (torch) for a mechanism whose event the caller has already charged."""
     import torch
 
-    return torch.normal(0.0, float(std), size=tuple(shape), generator=generator, dtype=dtype or torch.float64,
-                        device=device)
+    if not secure:
+        return torch.normal(0.0, float(std), size=tuple(shape), generator=generator,
+                            dtype=dtype or torch.float64, device=device)
+    out = torch.empty(tuple(shape), dtype=dtype or torch.float64, device=device)
+    return standard_normal_(out, generator, secure=True).mul_(float(std))
 
 
-def standard_normal_(out: Tensor, generator: torch.Generator | None) -> Tensor:
-    """Fill ``out`` with N(0, 1) in place (scaled later by the caller's charged noise std)."""
-    return out.normal_(generator=generator)
+def standard_normal_(
+    out: Tensor, generator: torch.Generator | None, *, secure: bool = False
+) -> Tensor:
+    """Fill ``out`` with N(0, 1) in place (scaled later by the caller's charged noise std).
+
+    ``secure``: the floating-point defence of Holohan and Braghin (2021, section 5.1): a sum of
+    several draws leaves no low-order-bit pattern that reveals the noise (an attack needs ~2^159
+    work for n = 2, against ~2^53 for one draw); one draw is thrown away first, as in Opacus.
+    """
+    if not secure:
+        return out.normal_(generator=generator)
+    out.new_empty(1).normal_(generator=generator)  # thrown away
+    extra = out.new_empty(out.shape)
+    out.normal_(generator=generator)
+    for _ in range(SECURE_DRAWS - 1):
+        out.add_(extra.normal_(generator=generator))
+    return out.mul_(SECURE_DRAWS**-0.5)
+

@@ -46,6 +46,61 @@ def gaussian_rdp(orders: Sequence[float], noise_multiplier: float) -> np.ndarray
     return a / (2.0 * noise_multiplier**2)
 
 
+def discrete_gaussian_rdp(orders: Sequence[float], noise_multiplier: float) -> np.ndarray:
+    """Discrete Gaussian N_Z(0, s^2) per coordinate of an integer vector, neighbours at L2
+    distance <= Delta, s = sigma Delta: rdp(a) = a / (2 sigma^2), the continuous Gaussian's.
+
+    One coordinate, integer shift m: D_a <= a m^2 / (2 s^2) (Canonne, Kamath, Steinke, NeurIPS
+    2020, Theorem 4: (Delta^2 / (2 s^2))-zCDP). Independent coordinates: Renyi divergences of
+    product distributions add (the paper's multivariate statement; van Erven and Harremoes 2014,
+    Thm. 28), so m in Z^d costs a ||m||^2 / (2 s^2), with no term in d. (The tau d term of Kairouz,
+    Liu, Steinke, ICML 2021, Prop. 14 is for a SUM of n discrete Gaussians, not one draw.)
+    """
+    return gaussian_rdp(orders, noise_multiplier)
+
+
+def randomized_response_rdp(orders: Sequence[float], epsilon: float) -> np.ndarray:
+    """Any epsilon-DP mechanism: rdp(a) <= log((e^(a e) + e^((1 - a) e)) / (1 + e^e)) / (a - 1).
+
+    Every pair of epsilon-DP output laws is a post-processing of binary randomised response's
+    pair (Kairouz, Oh, Viswanath, ICML 2015, section 2), and Renyi divergence cannot grow under
+    post-processing: randomised response's divergence bounds them all. The discrete Laplace with
+    unit sensitivity attains it (its privacy loss is +-epsilon only); never above ``pure_dp_rdp``.
+    """
+    a = _as_orders(orders)
+    e = float(epsilon)
+    log_val = np.logaddexp(a * e, (1.0 - a) * e) - np.logaddexp(0.0, e)
+    return np.minimum(log_val / (a - 1.0), pure_dp_rdp(a, e))
+
+
+#: Orders on which a discrete Laplace is matched to a continuous one: the accountant's grid,
+#: orders close to 1 (KL) and very large ones (pure epsilon).
+_MATCH_ORDERS: tuple[float, ...] = tuple(sorted(
+    {*DEFAULT_ORDERS, *(1.0 + 10.0**-k for k in range(1, 7)), *(2.0**k for k in range(13, 21))}
+))
+
+
+@lru_cache(maxsize=1024)
+def matched_discrete_laplace_epsilon(epsilon: float) -> float:
+    """The largest e' <= epsilon whose randomised-response curve (the discrete Laplace's) stays at
+    or below the continuous Laplace's curve at epsilon on every order of ``_MATCH_ORDERS``.
+
+    A plan made for a continuous Laplace release of epsilon (a calibration, a budget check) then
+    holds for the exact discrete release at e', which costs e'/epsilon (< 1) more noise.
+    """
+    target = laplace_rdp(_MATCH_ORDERS, epsilon) * (1.0 - 1e-9)
+    lo, hi = 0.0, float(epsilon)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if mid > 0 and np.all(randomized_response_rdp(_MATCH_ORDERS, mid) <= target):
+            lo = mid
+        else:
+            hi = mid
+    if lo <= 0:
+        raise ValueError(f"no discrete Laplace matches epsilon {epsilon!r}")
+    return lo
+
+
 def _log_a_int(q: float, sigma: float, alpha: int) -> float:
     """log E_{mu0}[(mu1/mu0)^alpha] for integer alpha (Mironov, Talwar, Zhang 2019, eq. 3)."""
     k = np.arange(alpha + 1, dtype=float)

@@ -24,6 +24,8 @@ part j in increasing order,
   2. DPNorm: N(0, sigma_C^2) noise for the part's histogram counts (float64) [bins];
   3. N(0, 1) gradient noise per trainable parameter, in ``parameters()`` order (scaled by
      sigma_G C_s,j afterwards: the same numbers as Opacus's torch.normal(0, std) per parameter);
+     with ``secure_mode`` every N(0, 1) draw of 2. and 3. is Opacus's secure one (one draw
+     thrown away, then the sum of 4 over 2: mechanisms.standard_normal_);
   4. the model's post-processing noise (RBM: U(0, 1) [gibbs_steps, chains, n_hidden + n_items]
      for the Gibbs steps of its persistent chains; VAE: none).
 """
@@ -37,11 +39,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from dpgm.config import PrivacyConfig
 from dpgm.errors import ConfigError
 from dpgm.models.protocol import DPSGDModel
 from dpgm.privacy.events import DpEvent
-from dpgm.privacy.mechanisms import standard_normal_
-from dpgm.training.dpnorm import histogram_noise
+from dpgm.privacy.mechanisms import gaussian_noise, standard_normal_
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
 from dpgm.training.stacked import ModelStack, stack_groups
 
@@ -82,6 +84,7 @@ class DPSGD:
         optimizers: Sequence[torch.optim.Optimizer],
         generator: torch.Generator | None,
         batched: bool = True,
+        secure_mode: bool = PrivacyConfig.secure_mode,
     ) -> None:
         if not models or not len(models) == len(expected_batch_sizes) == len(optimizers):
             raise ConfigError("DP-SGD needs models, and one expected batch size and optimizer each")
@@ -89,6 +92,7 @@ class DPSGD:
             if not isinstance(m, DPSGDModel):
                 raise ConfigError(f"DP-SGD: {type(m).__name__} does not follow DPSGDModel")
         self.models, self.mechanism, self.generator = list(models), mechanism, generator
+        self.secure_mode = bool(secure_mode)
         self.expected = [positive("expected_batch_size", e) for e in expected_batch_sizes]
         self.optimizers = list(optimizers)
         groups = stack_groups(self.models, self.expected) if batched else [[j] for j in range(len(self.models))]
@@ -160,11 +164,11 @@ class DPSGD:
                 noise = self.models[j].step_noise(sizes[j], g)
                 drawn.step_noise.append(noise.to(device=stack.device, dtype=stack.dtype))
             if mech.clipping == "adaptive":
-                drawn.hist_noise[pos] = histogram_noise(
-                    mech.hist_bins, mech.hist_noise_multiplier, g
+                drawn.hist_noise[pos] = gaussian_noise(  # dpnorm.histogram_noise, secure or not
+                    (mech.hist_bins,), mech.hist_noise_multiplier, g, secure=self.secure_mode
                 )
             for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
-                standard_normal_(buffer[pos], g)
+                standard_normal_(buffer[pos], g, secure=self.secure_mode)
             noise = self.models[j].post_processing_noise(g)
             if noise is not None:
                 drawn.post_noise[pos] = noise.to(device=stack.device, dtype=stack.dtype)

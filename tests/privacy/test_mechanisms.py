@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import ast
+import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dpgm.artifact import LEDGER_FILE
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent, LaplaceEvent
-from dpgm.privacy.ledger import LedgerEntry
+from dpgm.privacy.discrete import secure_generator
+from dpgm.privacy.events import (
+    DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
+    GaussianEvent,
+    LaplaceEvent,
+)
+from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.privacy.mechanisms import (
+    SNAP_SHARE,
     floor_counts,
     gaussian_release,
     gaussian_releases,
+    grid_sensitivity,
     laplace_release,
     noisy_releases,
     project_to_total,
+    snap_grid,
 )
+from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 
-PACKAGE = Path(__file__).resolve().parents[2] / "dpgm"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "dpgm"
 
 #: Random draws that are NOT privacy noise: data-independent maps, initialisation and sampling.
 DATA_INDEPENDENT_DRAWS = {
@@ -48,22 +62,94 @@ def test_noise_is_drawn_only_in_the_mechanism_module() -> None:
     assert offenders == []
 
 
-def test_gaussian_release_charges_then_adds_noise_of_the_right_scale() -> None:
+#: The functions of mechanisms.py that draw DP-SGD's continuous torch noise (by design).
+TORCH_NOISE_FUNCTIONS = {"gaussian_noise", "standard_normal_"}
+
+
+def test_released_statistics_never_get_a_floating_point_draw() -> None:
+    """In mechanisms.py only the DP-SGD torch helpers call normal/laplace; the exact samplers of
+    discrete.py are imported by mechanisms.py alone (the one place noise meets private values)."""
+    tree = ast.parse((PACKAGE / "privacy" / "mechanisms.py").read_text())
+    for func in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        calls = {c.func.attr for c in ast.walk(func)
+                 if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)}
+        assert func.name in TORCH_NOISE_FUNCTIONS or not calls & NOISE_CALLS, func.name
+    importers = sorted(
+        path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+        if any(isinstance(n, ast.ImportFrom) and n.module == "dpgm.privacy.discrete"
+               and {a.name for a in n.names} & {"discrete_gaussian", "discrete_laplace"}
+               for n in ast.walk(ast.parse(path.read_text())))
+    )
+    assert importers == ["privacy/mechanisms.py"]
+
+
+def test_gaussian_release_charges_a_discrete_event_then_adds_noise_of_the_right_scale() -> None:
+    """A real-valued release: snapped to a power-of-two grid, noise std sigma x sensitivity
+    (inflated by at most SNAP_SHARE), one DiscreteGaussianEvent at the caller's multiplier."""
     acc = Accountant(delta=1e-5)
-    out = gaussian_release(np.zeros(200_000), sensitivity=2.0, noise_multiplier=3.0, accountant=acc,
+    values = np.linspace(-3.0, 3.0, 20_000)
+    out = gaussian_release(values, sensitivity=2.0, noise_multiplier=3.0, accountant=acc,
                            stage="s", rng=np.random.default_rng(0))
-    assert acc.ledger.entries == [LedgerEntry("s", GaussianEvent(noise_multiplier=3.0), 1)]
-    assert out.std() == pytest.approx(6.0, rel=0.01) and abs(out.mean()) < 0.05
+    ((entry),) = acc.ledger.entries
+    event = entry.event
+    assert isinstance(event, DiscreteGaussianEvent) and entry.count == 1 and entry.stage == "s"
+    grid = snap_grid(2.0, values.size)
+    assert event == DiscreteGaussianEvent(noise_multiplier=3.0, dim=values.size, grid=grid,
+                                          sensitivity=grid_sensitivity(2.0 * (1 + 2**-50), values.size, grid))
+    assert math.log2(grid) == int(math.log2(grid)) and grid * math.sqrt(values.size) <= SNAP_SHARE * 2.0
+    assert np.all(out / grid == np.rint(out / grid))  # released on the grid
+    assert (out - values).std() == pytest.approx(6.0, rel=0.02) and abs((out - values).mean()) < 0.1
+    assert acc.spent().epsilon == Accountant(delta=1e-5).epsilon_if(GaussianEvent(noise_multiplier=3.0))
 
 
-def test_several_releases_are_one_entry_and_keep_the_draw_order() -> None:
+def test_integer_statistics_are_released_on_the_integers() -> None:
     acc = Accountant(delta=1e-5)
-    a, b = gaussian_releases([np.zeros(3), np.zeros((2, 2))], [1.0, 5.0], noise_multiplier=2.0,
-                             accountant=acc, stage="s", rng=np.random.default_rng(1))
-    ref = np.random.default_rng(1)
-    np.testing.assert_array_equal(a, ref.normal(0.0, 2.0, size=3))
-    np.testing.assert_array_equal(b, ref.normal(0.0, 10.0, size=(2, 2)))
-    assert acc.ledger.entries == [LedgerEntry("s", GaussianEvent(noise_multiplier=2.0), 2)]
+    counts = np.array([0, 5, 17, 1000], dtype=np.int64)
+    out = gaussian_release(counts, sensitivity=1.0, noise_multiplier=2.0, accountant=acc, stage="c",
+                           rng=np.random.default_rng(1))
+    assert out.dtype == np.float64 and np.all(out == np.rint(out))
+    (entry,) = acc.ledger.entries
+    assert entry.event.grid == 1.0 and entry.event.dim == 4
+    assert entry.event.sensitivity == pytest.approx(1.0, rel=1e-12) and entry.event.sensitivity >= 1.0
+
+
+def test_several_releases_are_charged_together_and_repeat_with_the_seed() -> None:
+    def run(seed: int) -> tuple[list[np.ndarray], Accountant]:
+        acc = Accountant(delta=1e-5)
+        outs = gaussian_releases([np.zeros(3), np.zeros((2, 2))], [1.0, 5.0], noise_multiplier=2.0,
+                                 accountant=acc, stage="s", rng=np.random.default_rng(seed))
+        return outs, acc
+
+    (a, b), acc = run(1)
+    (a2, b2), _ = run(1)
+    np.testing.assert_array_equal(a, a2)
+    np.testing.assert_array_equal(b, b2)
+    assert a.shape == (3,) and b.shape == (2, 2)
+    assert [e.event.dim for e in acc.ledger.entries] == [3, 4]
+    assert {e.event.noise_multiplier for e in acc.ledger.entries} == {2.0}
+
+
+def test_the_snapping_bound_holds_and_is_openDP_s_rule() -> None:
+    """||rint(a/g) - rint(b/g)||_2 <= ||a - b||_2 / g + sqrt(d) on random neighbours, and the
+    resulting rho equals OpenDP's for its float Gaussian with granularity 2^k = g."""
+    dp = pytest.importorskip("opendp.prelude")
+    rng = np.random.default_rng(5)
+    d, sens = 50, 3.0
+    grid = snap_grid(sens, d)
+    units = grid_sensitivity(sens, d, grid)
+    for _ in range(2000):
+        a = rng.normal(0.0, 100.0, d)
+        step = rng.normal(size=d)
+        b = a + sens * step / np.linalg.norm(step) * rng.random()
+        coarse = grid * 2**rng.integers(0, 12)  # also on coarse grids, where rounding dominates
+        gap = np.linalg.norm(np.rint(a / coarse) - np.rint(b / coarse))
+        assert gap <= grid_sensitivity(sens, d, coarse)
+        assert np.linalg.norm(np.rint(a / grid) - np.rint(b / grid)) <= units
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=d), dp.l2_distance(T=float)
+    theirs = dp.m.make_gaussian(*space, scale=7.0, k=int(math.log2(grid))).map(sens)
+    ours = (units * grid / 7.0) ** 2 / 2
+    assert ours >= theirs and ours == pytest.approx(theirs, rel=1e-12)
 
 
 def test_refused_release_draws_nothing_and_records_nothing() -> None:
@@ -78,10 +164,83 @@ def test_refused_release_draws_nothing_and_records_nothing() -> None:
 
 def test_laplace_release_scale_and_event() -> None:
     acc = Accountant(delta=1e-5)
-    out = laplace_release(np.zeros(200_000), l1_sensitivity=2.0, epsilon=0.5, accountant=acc, stage="s",
+    out = laplace_release(np.zeros(50_000), l1_sensitivity=2.0, epsilon=0.5, accountant=acc, stage="s",
                           rng=np.random.default_rng(3))
-    assert acc.ledger.entries == [LedgerEntry("s", LaplaceEvent(epsilon=0.5), 1)]
-    assert np.abs(out).mean() == pytest.approx(4.0, rel=0.02)  # E|Laplace(b)| = b = 2 / 0.5
+    (entry,) = acc.ledger.entries
+    matched = matched_discrete_laplace_epsilon(0.5)
+    assert isinstance(entry.event, DiscreteLaplaceEvent) and entry.event.epsilon == matched < 0.5
+    assert entry.event.sensitivity * entry.event.grid <= 2.0 * (1 + SNAP_SHARE) * (1 + 1e-12)
+    assert np.abs(out).mean() == pytest.approx(2.0 / matched, rel=0.03)  # E|Lap_Z(b)| ~ b = 2 / e'
+    assert acc.spent().epsilon == pytest.approx(matched)  # pure composition
+
+
+def test_secure_generator_releases_from_the_os_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SecureGenerator's own stream is never used for noise; seeded generators feed the exact sampler."""
+    rng = secure_generator()
+    state = rng.bit_generator.state
+    a = gaussian_release(np.zeros(5), sensitivity=1.0, noise_multiplier=1.0, accountant=Accountant(delta=1e-5),
+                         stage="s", rng=rng)
+    assert rng.bit_generator.state == state and a.shape == (5,)
+
+
+class GuardedGenerator(np.random.Generator):
+    """A run's numpy generator whose normal and laplace refuse callers outside the public-randomness
+    modules (numpy's Generator type itself cannot be patched)."""
+
+    def normal(self, *args, **kwargs):  # type: ignore[override]
+        _check_public_caller("normal")
+        return super().normal(*args, **kwargs)
+
+    def laplace(self, *args, **kwargs):  # type: ignore[override]
+        _check_public_caller("laplace")
+        return super().laplace(*args, **kwargs)
+
+
+def _check_public_caller(name: str) -> None:
+    caller = sys._getframe(2).f_code.co_filename
+    if not caller.startswith(tuple(str(PACKAGE / rel) for rel in DATA_INDEPENDENT_DRAWS)):
+        raise AssertionError(f"floating-point {name} draw from {caller}")
+
+
+def test_no_float_gaussian_in_a_pipeline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """configs/csv.yaml end to end (partition, empty records, part means, record lengths, a few
+    DP-SGD steps, release) with a run generator whose normal and laplace refuse every private
+    caller: each release went through the exact samplers and charged a discrete event."""
+    import torch
+
+    from dpgm.config import load_config
+    from dpgm.privacy import mechanisms
+    from dpgm.training import run as run_mod
+
+    monkeypatch.setattr(run_mod, "_generators", lambda seed: (GuardedGenerator(np.random.PCG64(seed)),
+                                                              torch.Generator().manual_seed(seed)))
+    drawn: list[tuple[int, ...]] = []
+    real_release = mechanisms._release
+    monkeypatch.setattr(mechanisms, "_release",
+                        lambda value, plan, rng: drawn.append(value.shape) or real_release(value, plan, rng))
+    cfg = load_config(ROOT / "configs" / "csv.yaml", [
+        f"runs_dir={tmp_path}", "seed=0", "threads=1", "training.epochs=0.05",
+        "model.length_noise_multiplier=100"])
+    run_dir, report = run_mod.train(cfg, progress=False)
+    ledger = PrivacyLedger.load(Path(run_dir) / "release" / LEDGER_FILE)
+    released = [e for e in ledger.entries if e.stage != "training"]
+    assert {e.stage for e in released} >= {"partition", "part_means", "record_lengths"}
+    assert all(isinstance(e.event, DiscreteGaussianEvent) for e in released)
+    assert len(drawn) == sum(e.count for e in released) and report["epsilon"] > 0
+
+
+def test_count_and_laplace_stages_draw_no_float_noise(tiny_dataset) -> None:
+    """The stages the csv run above does not reach: empty records, Laplace and Gaussian marginals."""
+    from dpgm.evaluation.marginals import fit_marginals
+    from dpgm.training.empty_records import noisy_empty_count
+
+    rng = GuardedGenerator(np.random.PCG64(0))
+    acc = Accountant(delta=1e-5)
+    noisy_empty_count(tiny_dataset, noise_multiplier=3.0, accountant=acc, rng=rng)
+    fit_marginals(tiny_dataset, accountant=acc, rng=rng, mechanism="laplace", epsilon=1.0)
+    fit_marginals(tiny_dataset, accountant=acc, rng=rng, mechanism="gaussian", noise_multiplier=5.0)
+    kinds = [type(e.event) for e in acc.ledger.entries]
+    assert kinds == [DiscreteGaussianEvent, DiscreteLaplaceEvent, DiscreteGaussianEvent]
 
 
 def test_floor_counts() -> None:
