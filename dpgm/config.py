@@ -63,7 +63,7 @@ class DataConfig:
 
 @dataclass
 class PrivacyConfig:
-    delta: float | None = opt(None, "target delta; null means 1/(10 n) for n training records, rounded DOWN to a power of ten (so only n's order of magnitude is treated as public; the privacy report lists it under public_inputs)")
+    delta: float | None = opt(None, "target delta, at most 1/N; null means 1/(100 N) for the order of magnitude N of the number of records (the power of ten with N <= n < 10 N: declared as data.records_magnitude, else read off the data and listed in the privacy report's public_inputs)")
     target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon stays within it (null: fixed noise, report the epsilon spent)")
     neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
     dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released from one batch (DESIGN.md 3.6)")
@@ -162,7 +162,7 @@ class TrainingConfig:
     hist_noise_multiplier: float = opt(4.0, "sigma_C: noise on each DPNorm histogram count")
     hist_max: float = opt(10.0, "C_max: upper end of the DPNorm histogram (0, C_max]")
     hist_bins: int = opt(100, "w: number of DPNorm histogram bins")
-    decoder_clip_share: float | None = opt(None, "VAE models with fixed clipping: clip each record's decoder gradient to C sqrt(s) and the rest (encoder) to C sqrt(1 - s), so the whole still has norm <= C (per-group clipping: same noise, same ledger). One clip over the whole gradient leaves the decoder, the part the release uses, 13-20% of the squared norm (session 12). null: one clip")
+    decoder_clip_share: float | None = opt(None, "VAE models with fixed clipping: clip each record's decoder gradient to C sqrt(s) and the rest (encoder) to C sqrt(1 - s), so the whole still has norm <= C (per-group clipping: same noise, same ledger). One clip over the whole gradient can leave the decoder, the part the release uses, a small share of the squared norm. null: one clip")
     schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (DESIGN.md 3.5); alternate: the paper's Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
