@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../../.."
 export DPGM_DATA_DIR=${DPGM_DATA_DIR:-/work/shared/data} OMP_NUM_THREADS=1
 label=${1:-}
 case "$label" in
-  baselines) methods="--methods aim mst mwem marginals --aim-time-limit 90" ;;
+  baselines) methods="--methods aim mst mwem marginals --aim-max-rounds 40" ;;
   dpgm_generic) methods="--methods dpgm --config configs/transactions.yaml" ;;
   mwem_pgm) methods="--methods mwem_pgm" ;;
   *) echo "usage: run.sh baselines|dpgm_generic" >&2; exit 2 ;;
