@@ -49,7 +49,8 @@ def is_secure(rng: np.random.Generator | None) -> bool:
     noise for its run then comes from the OS CSPRNG. None and ``SecureGenerator`` are secure."""
     if rng is None or isinstance(rng, SecureGenerator):
         return True
-    entropy = getattr(getattr(rng.bit_generator, "seed_seq", None), "entropy", None)
+    seed_seq = getattr(getattr(rng, "bit_generator", None), "seed_seq", None)
+    entropy = getattr(seed_seq, "entropy", None)
     return not (isinstance(entropy, (int, np.integer)) and 0 <= entropy < EXPERIMENT_SEED_LIMIT)
 
 
