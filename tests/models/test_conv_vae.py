@@ -64,7 +64,7 @@ def test_each_convolution_halves_the_side_and_the_decoder_mirrors_it(side, chann
 def test_config_builds_it_and_the_release_round_trips(tmp_path) -> None:
     cfg = ModelConfig(kind="conv_vae", channels=[3, 5], latent=4)
     models = [build_model(cfg, 64, generator=torch.Generator().manual_seed(j)) for j in range(2)]
-    (tmp_path / "privacy_report.json").write_text("{}")
+    (tmp_path / "privacy_report.json").write_text('{"epsilon": 1.0, "delta": 1e-5}')
     save_models(tmp_path, models, [10.0, 20.0], cfg, [f"px{j}" for j in range(64)], (8, 8))
     loaded = load_release(tmp_path).models
     for a, b in zip(models, loaded):
@@ -129,7 +129,7 @@ def test_norm_adds_a_group_norm_without_parameters_after_each_hidden_convolution
     assert plain.state_dict().keys() != model.state_dict().keys()  # layers shift, the weights are the same draws
     assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), model.parameters()))
     cfg = ModelConfig(kind="conv_vae", channels=[4, 6], latent=3, norm=True)
-    (tmp_path / "privacy_report.json").write_text("{}")
+    (tmp_path / "privacy_report.json").write_text('{"epsilon": 1.0, "delta": 1e-5}')
     save_models(tmp_path, [model], [10.0], cfg, [f"px{j}" for j in range(64)], (8, 8))
     loaded = load_release(tmp_path).models[0]
     torch.testing.assert_close(loaded.sample_logits(3, torch.Generator().manual_seed(1)),
