@@ -114,6 +114,7 @@ class MixtureTrainer:
         generator: torch.Generator,
         batched: bool = True,
         total_steps: int = 0,
+        secure_mode: bool = False,
     ) -> None:
         if len(models) != len(noisy_sizes):
             raise ValueError("one model per part is required")
@@ -137,6 +138,7 @@ class MixtureTrainer:
             optimizers=self.optimizers,
             generator=generator,
             batched=batched and cfg.schedule == "parallel",
+            secure_mode=secure_mode,
         )
         self.averages = (
             [AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(cfg.ema_decay), use_buffers=False) for m in models]

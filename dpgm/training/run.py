@@ -55,6 +55,7 @@ from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.models import build_model
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, records_magnitude, sigma_for_epsilon, steps_for_epochs
+from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource, StageBar, nothing_spent, progress_scope, stage_bar
@@ -81,10 +82,12 @@ class RunInterrupted(DpgmError):
 def _generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
     """One numpy and one torch generator: from the seed (an experiment), else from fresh OS
     entropy that is kept nowhere but in the private checkpoint's generator state."""
-    torch_seed, numpy_seed = (seed, seed) if seed is not None else (secrets.randbits(64), secrets.randbits(128))
     g = torch.Generator()
-    g.manual_seed(torch_seed)
-    return np.random.default_rng(numpy_seed), g
+    if seed is not None:
+        g.manual_seed(seed)
+        return np.random.default_rng(seed), g
+    g.manual_seed(secrets.randbits(64))
+    return secure_generator(), g  # released statistics' noise: OpenDP's exact samplers, OS CSPRNG
 
 
 def released_config(cfg: Config) -> dict[str, Any]:
@@ -346,6 +349,7 @@ class TrainingRun:
         self.trainer = MixtureTrainer(
             models, RecordStore(self.data.records, self.cfg.device), self.partition.assignments,
             self.partition.noisy_sizes, self.cfg.training, generator=self.generator, total_steps=self.steps,
+            secure_mode=self.cfg.privacy.secure_mode,
         )
 
     def resume(self, checkpoint: dict[str, Any]) -> None:

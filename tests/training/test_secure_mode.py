@@ -114,3 +114,22 @@ def test_the_engine_default_is_the_config_default() -> None:
         generator=None,
     )
     assert dp.secure_mode is PrivacyConfig().secure_mode
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_config_option_reaches_every_training_draw(tmp_path, monkeypatch, on: bool) -> None:
+    """``privacy.secure_mode`` in a run's config turns the secure draw on for DP-SGD's noise."""
+    from dpgm.training import run as run_mod
+    from tests.training.test_run import tiny_config
+
+    flags: list[bool] = []
+    real = dpsgd_mod.standard_normal_
+
+    def spy(out, generator, *, secure=False):
+        flags.append(secure)
+        return real(out, generator, secure=secure)
+
+    monkeypatch.setattr(dpsgd_mod, "standard_normal_", spy)
+    cfg = tiny_config(tmp_path, **{"privacy.secure_mode": str(on).lower(), "training.epochs": 0.3})
+    run_mod.train(cfg, progress=False)
+    assert flags and set(flags) == {on}
