@@ -125,7 +125,7 @@ def rff_features(x: Any, d: int, args: argparse.Namespace, seed: int) -> np.ndar
 
 
 #: Runs diffprivlib's KMeans in a peer interpreter (diffprivlib 0.6.6 does not import with
-#: scikit-learn 1.9, DESIGN.md section 7): argv = records.npy, epsilon, seeds JSON, k.
+#: scikit-learn 1.9): argv = records.npy, epsilon, seeds JSON, k.
 _PEER_SCRIPT = """
 import json, sys, time
 import numpy as np

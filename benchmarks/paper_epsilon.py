@@ -6,7 +6,7 @@ of DP-SGD with q = 0.0017, a DPNorm histogram (sigma_C = 4) and the gradient (si
 released from every Poisson batch; delta = 1e-5; add/remove neighbours.
 
 Each row changes one thing, from the paper's own computation to dpgm's accountant:
-the paper divides the Gaussian log moment by 4 sigma^2 (Lemma 1, DESIGN.md 3.1), uses its
+the paper divides the Gaussian log moment by 4 sigma^2 (Lemma 1, docs/paper.md, note 1), uses its
 Theorem 3 Hoelder split for the dependent histogram + gradient, integer lambda <= 32 and
 the classical conversion eps = (alpha(lambda) - log delta) / lambda.
 
@@ -56,7 +56,7 @@ def _rows(q: float, epochs: int, sigma_c: float, sigma_g: float, sigma_k: float,
          PAPER_ORDERS, 4.0, "holder_split_fine", "classical"),
         ("  same, j step 1/40 (dpgm's Hoelder grid)", PAPER_ORDERS, 4.0, "holder_split", "classical"),
         ("+ correct Gaussian RDP a/(2 sigma^2) for the k-means releases", PAPER_ORDERS, 2.0, "holder_split", "classical"),
-        ("+ joint bound instead of the Hoelder split (DESIGN.md 3.6)", PAPER_ORDERS, 2.0, "joint", "classical"),
+        ("+ joint bound instead of the Hoelder split (docs/paper.md, note 6)", PAPER_ORDERS, 2.0, "joint", "classical"),
         ("+ dpgm's order grid (fractional from 1.1, integers to 256, up to 4096)", R.DEFAULT_ORDERS, 2.0, "joint",
          "classical"),
         ("+ tight conversion (Balle et al. 2020) = dpgm, bound='joint'", R.DEFAULT_ORDERS, 2.0, "joint", "tight"),

@@ -1,6 +1,6 @@
 """dpgm: differentially private synthetic data from a mixture of deep generative models.
 
-Pipeline (DESIGN.md section 1):
+Pipeline (docs/index.md):
     dpgm.data -> dpgm.clustering (DP partition) -> dpgm.training (DP-SGD per part)
     -> dpgm.release (sampling, pure post-processing) -> dpgm.evaluation
 A privacy ledger (dpgm.privacy) travels through every stage.

@@ -1,4 +1,4 @@
-"""A run directory on disk: what training writes and the release reads (DESIGN.md section 2).
+"""A run directory on disk: what training writes and the release reads (docs/privacy.md).
 
     runs/<name>/release/   DP outputs only, safe to share: config.yaml, models.pt (weights,
                            noisy part sizes, each part's label when parts are labels), ledger.json, privacy_report.json, samples.png

@@ -66,7 +66,7 @@ class PrivacyConfig:
     delta: float | None = opt(None, "target delta, at most 1/N; null means 1/(100 N) for the order of magnitude N of the number of records (the power of ten with N <= n < 10 N: declared as data.records_magnitude, else read off the data and listed in the privacy report's public_inputs)")
     target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon stays within it (null: fixed noise, report the epsilon spent)")
     neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
-    dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released from one batch (DESIGN.md 3.6)")
+    dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released from one batch (docs/paper.md, note 6)")
     secure_mode: bool = opt(False, "DP-SGD noise (gradients and DPNorm histograms) with Opacus's secure_mode defence against floating-point attacks (Holohan and Braghin 2021): every N(0, 1) is the sum of 4 draws over 2, after one draw thrown away, from the run's generator (seeded from the OS CSPRNG unless seed is set). Off by default: it slows DP-SGD markedly at small batches (benchmarks/results/secure_sampling.json), and the noisy gradients it protects are never released, only the model after all steps; turn it on when single steps' outputs can be seen. Released statistics always get exact discrete noise, from the OS CSPRNG in a run without seed (dpgm/privacy/discrete.py)")
 
     def validate(self) -> None:
@@ -163,7 +163,7 @@ class TrainingConfig:
     hist_max: float = opt(10.0, "C_max: upper end of the DPNorm histogram (0, C_max]")
     hist_bins: int = opt(100, "w: number of DPNorm histogram bins")
     decoder_clip_share: float | None = opt(None, "VAE models with fixed clipping: clip each record's decoder gradient to C sqrt(s) and the rest (encoder) to C sqrt(1 - s), so the whole still has norm <= C (per-group clipping: same noise, same ledger). One clip over the whole gradient can leave the decoder, the part the release uses, a small share of the squared norm. null: one clip")
-    schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (DESIGN.md 3.5); alternate: the paper's Alg. 1")
+    schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model (docs/paper.md, note 5); alternate: the paper's Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
     lr_schedule: Literal["constant", "linear", "cosine"] = opt("constant", "learning rate over the planned steps: constant, linear decay to 0, or cosine decay to 0 (post-processing of the noisy gradients: no privacy cost)")

@@ -130,7 +130,7 @@ def sample_chunks(
     """Yield (records uint8 [c, m], parts [c]) chunks totalling ``n`` synthetic records.
 
     Each record's part is drawn with probability proportional to the NOISY part size
-    (DESIGN.md 3.4; ``mixture_shares``), or by ``shares`` when given (see ``draw_plan``), then the record from
+    (docs/paper.md, note 4; ``mixture_shares``), or by ``shares`` when given (see ``draw_plan``), then the record from
     that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
     drawn again from its part: each part's model conditioned on that public fact (post-processing,

@@ -1,7 +1,7 @@
 """The package's layers: imports only go down, and no two parts import each other (no cycles).
 
 privacy <- data/features/models <- clustering/evaluation <- artifact <- training <- release <- CLIs
-(DESIGN.md section 6; the developers' guide). A new part must be given a layer here.
+(docs/development.md). A new part must be given a layer here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DP partitioners (paper section 4.1; DESIGN.md section 4) and the config factory.
+"""DP partitioners (paper section 4.1; docs/development.md) and the config factory.
 
 ``make_partitioner(cfg.partition, public=...)`` returns the partitioner that
 ``partition.method`` names: kernel_kmeans (Alg. 2), lloyd (SuLQ baseline), label (one part

@@ -1,4 +1,4 @@
-"""The partitioner interface (DESIGN.md section 4): fit on private data, release a partition.
+"""The partitioner interface (docs/development.md): fit on private data, release a partition.
 
 A partitioner spends privacy only through ``dpgm.privacy.mechanisms``, which charge the
 accountant BEFORE each noisy release. What it returns is the released quantities (centres, noisy part sizes) plus
@@ -21,7 +21,7 @@ STAGE = "partition"
 
 
 def size_shares(sizes: np.ndarray) -> np.ndarray:
-    """Released part sizes (or weights) as shares summing to 1 (DESIGN.md 3.4).
+    """Released part sizes (or weights) as shares summing to 1 (docs/paper.md, note 4).
 
     The sizes are first projected onto the non-negative ones with the same total
     (``project_to_total``: no mass added by clamping); if the total is not positive every part

@@ -1,4 +1,4 @@
-"""DP kernel k-means with random Fourier features (paper Alg. 2, corrected per DESIGN.md 3.2-3.3).
+"""DP kernel k-means with random Fourier features (paper Alg. 2, corrected per docs/paper.md, notes 2-3).
 
 Records are mapped by a data-independent RBF feature map whose rows are clipped to norm <= 1
 (paired map: 1 up to rounding; cosine map: up to sqrt 2), so no DPNorm call is needed and the

@@ -1,6 +1,6 @@
 """The noisy Lloyd iteration shared by DP kernel k-means (paper Alg. 2) and DP Lloyd (SuLQ).
 
-One iteration on rows z_i with ||z_i|| <= B (add/remove neighbours, DESIGN.md 2):
+One iteration on rows z_i with ||z_i|| <= B (add/remove neighbours, docs/privacy.md):
 assign each row to its nearest centre; release per part a noisy count (Gaussian, std
 sigma_K, L2 sensitivity 1 over the whole count vector) and a noisy sum (Gaussian, std
 sigma_K * B, sensitivity B); new centre = noisy sum / noisy count. Each iteration is charged

@@ -1,6 +1,6 @@
 """Independent-marginals baseline: noisy item frequencies, synthetic records drawn item by item.
 
-Privacy (add/remove one record, DESIGN.md section 2): each record is first clipped to at
+Privacy (add/remove one record, docs/privacy.md): each record is first clipped to at
 most ``max_length`` items (a public bound L; a longer record keeps L of its items chosen at
 random), then the vector (count of item 1, ..., count of item m, n) is released once with
 noise. One record moves that vector by at most L + 1 in L1 norm and sqrt(L + 1) in L2 norm,

@@ -7,7 +7,7 @@ A(x) <- A(x) exp(q(x) (m - n q(A)) / (2 n)), renormalised; then, as in the paper
 variant, ``repeat_updates`` more passes of that update over every measurement so far.
 The output is the last A (the practical variant) or the average of the A_i (the theorem).
 
-Privacy (add/remove one record, DESIGN.md section 2). A query "contains at least one item of
+Privacy (add/remove one record, docs/privacy.md). A query "contains at least one item of
 P" changes by at most 1 when one record is added or removed, so the score and the
 measurement both have sensitivity 1 (no clipping needed). n is private: a share
 ``n_fraction`` of epsilon releases it once with Laplace noise; the rest is split evenly over

@@ -4,7 +4,7 @@ Binary items are 2-valued attributes named "0".."m-1"; a clique is a sorted tupl
 indices and its marginal a flat count vector in C order (first item = most significant bit),
 as ``mbi``'s ``Factor.datavector`` lays it out.
 
-Privacy (add/remove one record, DESIGN.md section 2): adding or removing a record changes one
+Privacy (add/remove one record, docs/privacy.md): adding or removing a record changes one
 cell of every marginal by 1, so each marginal has L2 sensitivity 1 and a Gaussian measurement
 with noise std sigma is ``GaussianEvent(noise_multiplier=sigma)``. The budget is a zCDP rho
 (Bun and Steinke 2016) chosen so that the RDP accountant, on a curve a * rho at every order,

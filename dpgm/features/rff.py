@@ -1,7 +1,7 @@
 """Random Fourier features for the Gaussian RBF kernel exp(-gamma ||x - y||^2) (Rahimi & Recht).
 
-Frequencies w ~ N(0, 2 gamma I) (variance 2 gamma; DESIGN.md 3.3 corrects the paper's
-footnote 4). Two maps (DESIGN.md 3.2):
+Frequencies w ~ N(0, 2 gamma I) (variance 2 gamma; docs/paper.md, note 3 corrects the paper's
+footnote 4). Two maps (docs/paper.md, note 2):
 
 - "paired": z(x) = sqrt(1/D) [cos(W x), sin(W x)], 2D features, ||z(x)|| = 1 up to rounding;
 - "cosine": z(x) = sqrt(2/D) cos(W x + b), b ~ U[0, 2 pi), D features; ||z(x)||^2 can reach 2.

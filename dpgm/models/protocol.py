@@ -13,7 +13,7 @@ once per forward pass on [..., B, in] inputs" (ghost clipping, dpgm.training.per
 - ``post_processing_noise(generator)``: the randomness of the model's data-independent loss
   term, drawn up front too (RBM: the uniforms of its negative phase's Gibbs steps), or None
   when the model has no such term (VAE);
-- ``post_processing_loss(noise)``: that term (the RBM's negative phase, DESIGN.md 3.7), one
+- ``post_processing_loss(noise)``: that term (the RBM's negative phase, docs/paper.md, note 7), one
   value per model [...] (leading dimensions as above), computed from the parameters, the
   model's own state and ``noise`` alone; its gradient is added after privatisation. It may
   advance the model's state (the RBM's persistent chains, a buffer).

@@ -1,6 +1,6 @@
 """Bernoulli-Bernoulli restricted Boltzmann machine trained by persistent contrastive divergence.
 
-A plain nn.Module with no privacy code. The PCD gradient is split (DESIGN.md 3.7) into a
+A plain nn.Module with no privacy code. The PCD gradient is split (docs/paper.md, note 7) into a
 data term, the free energy F(v) of each record (its gradient is the positive phase
 -p(h|v) v^T and the bias terms), and a data-independent term from the persistent chains
 (the negative phase), which depends only on the parameters and is post-processing.

@@ -155,7 +155,7 @@ class Accountant:
         if self.ledger.neighbouring is not Neighbouring.ADD_REMOVE:
             raise ValueError(
                 f"the RDP accountant analyses add/remove neighbours only; this ledger assumes "
-                f"{self.ledger.neighbouring.value!r} (DESIGN.md section 2)"
+                f"{self.ledger.neighbouring.value!r} (docs/privacy.md)"
             )
         self.delta = float(delta)
         self.budget_epsilon = budget_epsilon

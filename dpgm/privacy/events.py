@@ -4,7 +4,7 @@ Every mechanism that touches the data returns its value together with an event; 
 accountant turns events into RDP curves. An event kind's meaning never changes: a new
 kind of release gets a new class. All parameters are keyword-only and validated here.
 
-Sensitivities are for the add/remove-one-record relation (DESIGN.md section 2): a noise
+Sensitivities are for the add/remove-one-record relation (docs/privacy.md): a noise
 multiplier is the noise standard deviation divided by the L2 sensitivity under that relation.
 """
 
@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
-#: Analyses of dependent releases from one batch (DESIGN.md 3.6): "joint" treats them as one
+#: Analyses of dependent releases from one batch (docs/paper.md, note 6): "joint" treats them as one
 #: sampled Gaussian with multiplier (sum sigma_i^-2)^(-1/2) (exact); "holder" uses the DPGM
 #: paper's Theorem 3 (Hoelder split), raised to the joint value where the paper's bound undercuts it.
 DEPENDENT_BOUNDS: tuple[str, ...] = ("joint", "holder")
@@ -131,7 +131,7 @@ class SampledJointGaussianEvent(DpEvent):
 
     Example: the DPNorm histogram (multiplier sigma_C) and the clipped gradient sum
     (multiplier sigma_G) of one DP-SGD step. The event says WHAT was released; which analysis
-    bounds it (DESIGN.md 3.6: "joint" or "holder", see ``DEPENDENT_BOUNDS``) is the accountant's
+    bounds it (docs/paper.md, note 6: "joint" or "holder", see ``DEPENDENT_BOUNDS``) is the accountant's
     choice, so one ledger can be reported under every bound without being rewritten.
     """
 

@@ -2,7 +2,7 @@
 
 A release charges its events to the accountant (which refuses, releasing nothing, when the
 budget would be exceeded) and only then draws the noise. Noise std is the noise multiplier
-times the L2 sensitivity under add/remove-one-record (DESIGN.md section 2); Laplace scale is
+times the L2 sensitivity under add/remove-one-record (docs/privacy.md); Laplace scale is
 the L1 sensitivity over epsilon. Released statistics get exact integer noise (discrete.py:
 discrete Gaussian / discrete Laplace, CKS 2020), real-valued ones on a power-of-two grid.
 ``gaussian_noise`` and friends draw DP-SGD's continuous noise, for mechanisms that charge a
@@ -58,7 +58,7 @@ def floor_counts(noisy: ArrayLike, floor: float = COUNT_FLOOR) -> np.ndarray:
 def project_to_total(values: ArrayLike, total: ArrayLike, caps: ArrayLike | None = None) -> np.ndarray:
     """The closest x to ``values`` (Euclidean, along axis 0) with 0 <= x <= caps and sum(x) = total.
 
-    Post-processing of noisy counts that must not add mass (DESIGN.md section 2): clamping each
+    Post-processing of noisy counts that must not add mass (docs/privacy.md): clamping each
     noisy count at zero biases small counts upward, and the bias grows with the number of counts
     (k parts each clamped). The projection keeps the released total: x_j = clip(v_j - tau, 0, cap_j)
     with tau found by bisection (the sum is non-increasing in tau). ``values`` [k] or [k, m] with

@@ -5,7 +5,7 @@ moments accountant's log moment (Abadi et al.; DPGM paper section 5) is
 ``alpha(lambda) = lambda * rdp(lambda + 1)``. Curves of independent mechanisms add.
 No state here: the ledger and the accountant live in ledger.py and accountant.py.
 
-All sensitivities are for add/remove neighbours (DESIGN.md section 2).
+All sensitivities are for add/remove neighbours (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def gaussian_rdp(orders: Sequence[float], noise_multiplier: float) -> np.ndarray
     """Gaussian mechanism: rdp(a) = a / (2 sigma^2).
 
     The DPGM paper's Lemma 1 writes the log moment as (l^2 + l) / (4 sigma^2): half the
-    true value (DESIGN.md 3.1). Here alpha(l) = l * rdp(l + 1) = (l^2 + l) / (2 sigma^2).
+    true value (docs/paper.md, note 1). Here alpha(l) = l * rdp(l + 1) = (l^2 + l) / (2 sigma^2).
     """
     a = _as_orders(orders)
     return a / (2.0 * noise_multiplier**2)
@@ -258,7 +258,7 @@ def joint_noise_multiplier(noise_multipliers: Sequence[float]) -> float:
     """Gaussian releases on the same data with multipliers s_i act as one with (sum s_i^-2)^-1/2.
 
     Stacking the releases, each scaled by 1/s_i, gives one Gaussian mechanism with unit
-    noise and squared sensitivity sum 1/s_i^2 (DESIGN.md 3.6; Andrew et al. 2021).
+    noise and squared sensitivity sum 1/s_i^2 (docs/paper.md, note 6; Andrew et al. 2021).
     """
     return float(sum(float(s) ** -2 for s in noise_multipliers) ** -0.5)
 
@@ -302,7 +302,7 @@ def holder_split_rdp(
 
 
 def joint_sampled_rdp(orders: Sequence[float], sampling_rate: float, noise_multipliers: Sequence[float]) -> np.ndarray:
-    """Exact RDP of Gaussian releases sharing one Poisson batch (DESIGN.md 3.6).
+    """Exact RDP of Gaussian releases sharing one Poisson batch (docs/paper.md, note 6).
 
     The pair is dominated by one sampled Gaussian with the joint multiplier, also when a
     later release adapts to an earlier one (adaptive Gaussian composition is Gaussian).

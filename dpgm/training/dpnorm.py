@@ -3,9 +3,9 @@
 The norms of one Poisson batch are counted in w equal bins over (0, C_max]; bin j covers
 (j C_max / w, (j + 1) C_max / w]. A norm above C_max is counted in the last bin and a norm of
 exactly 0 in the first, so every record adds exactly 1 to exactly one count: the histogram
-has L2 sensitivity 1 under add/remove (DESIGN.md 2; the paper's sqrt(2) is replace-one).
+has L2 sensitivity 1 under add/remove (docs/privacy.md; the paper's sqrt(2) is replace-one).
 Each count gets N(0, sigma_C^2) noise; the threshold is the upper edge of the noisy arg-max bin.
-The caller accounts the release (with the gradient of the same batch, DESIGN.md 3.6).
+The caller accounts the release (with the gradient of the same batch, docs/paper.md, note 6).
 """
 
 from __future__ import annotations

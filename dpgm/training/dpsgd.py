@@ -8,7 +8,7 @@ share s, Mechanism.group_clip_factors: its decoder part to C sqrt(s), the rest t
 gradients are summed, N(0, (sigma_G C_s,j)^2) is added per coordinate and the result divided
 by part j's EXPECTED batch size E_j (q times its released size, never the realised size). An
 empty part still gets noise and a step. The model's data-independent loss (RBM negative
-phase, DESIGN.md 3.7) is added after privatisation; then part j's torch optimizer steps
+phase, docs/paper.md, note 7) is added after privatisation; then part j's torch optimizer steps
 (post-processing). The CALLER charges ``event()`` to the accountant before each step (one
 event per step whatever k is: the parts are disjoint, parallel composition).
 

@@ -43,7 +43,7 @@ def step_event(
     *, sampling_rate: float, noise_multiplier: float, clipping: str, hist_noise_multiplier: float
 ) -> DpEvent:
     """One DP-SGD step's privacy event: sampled Gaussian (fixed clipping) or, with DPNorm, the
-    histogram and the gradient released from the same Poisson batch (DESIGN.md 3.6)."""
+    histogram and the gradient released from the same Poisson batch (docs/paper.md, note 6)."""
     if clipping == "fixed":
         return SampledGaussianEvent(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
     return SampledJointGaussianEvent(

@@ -1,6 +1,6 @@
 """Mixture training (DPGM paper Alg. 1): one generative model per part, trained by DP-SGD.
 
-Two schedules (DESIGN.md 3.5):
+Two schedules (docs/paper.md, note 5):
 - "parallel" (default): every step Poisson-samples the WHOLE dataset at rate q and updates
   every part's model with the sampled records of its own part. Parts are disjoint, so each
   record enters one sampled Gaussian mechanism per step (parallel composition): one ledger
@@ -173,7 +173,7 @@ class MixtureTrainer:
     def _step(self, accountant: Accountant) -> StepLog:
         """Charge the step's event, THEN read records. Parallel: a Poisson sample of all n records,
         every part's model steps on its own rows. Alternate: part j drawn by released size, then a
-        Poisson sample of part j, and model j steps (DESIGN.md 3.5)."""
+        Poisson sample of part j, and model j steps (docs/paper.md, note 5)."""
         accountant.spend(STAGE, self.event())
         for model in self.models:
             if not model.training:  # module.train() walks every submodule: only when needed

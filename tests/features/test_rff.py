@@ -53,7 +53,7 @@ def test_cosine_map_is_clipped_to_norm_one(binary_rows):
     )
     raw = np.linalg.norm(rff.transform(binary_rows, clip=False), axis=1)
     clipped = np.linalg.norm(rff.transform(binary_rows), axis=1)
-    assert raw.max() > 1.05  # the unclipped cosine map really exceeds 1 (DESIGN.md 3.2)
+    assert raw.max() > 1.05  # the unclipped cosine map really exceeds 1 (docs/paper.md, note 2)
     assert clipped.max() <= 1.0 + 1e-6
     small = raw <= 1.0
     np.testing.assert_allclose(clipped[small], raw[small], rtol=1e-6)

@@ -191,7 +191,7 @@ def test_joint_below_holder_and_both_above_each_single_mechanism(q: float, sigma
 
 
 def test_holder_is_a_strictly_looser_bound_at_working_orders() -> None:
-    """Where the paper's split is valid it is still looser than the joint bound (DESIGN.md 3.6)."""
+    """Where the paper's split is valid it is still looser than the joint bound (docs/paper.md, note 6)."""
     orders = [8.0, 12.0, 32.0]
     joint = R.joint_sampled_rdp(orders, 0.0017, (4.0, 1.0))
     holder = R.holder_sampled_rdp(orders, 0.0017, (4.0, 1.0))

@@ -1,7 +1,7 @@
 """The signature f of the sketch, its bounds, and the sensitivities of the sketch sum.
 
 f is f_e(t) = exp(i t) or the 1-bit f_q(t) = sign(cos t) + i sign(sin t) (Schellekens et al.,
-SPARS 2019, eq. 2). Add/remove neighbours (DESIGN.md 2): conditioned on the data-independent
+SPARS 2019, eq. 2). Add/remove neighbours (docs/privacy.md): conditioned on the data-independent
 masks, adding or removing record x changes the sketch SUM by f(Omega^T x + xi) (.) b, which has
 r non-zero entries, so
   L1 sensitivity (real and imaginary parts of the 2m coordinates) = r * c_f / 2,
