@@ -17,7 +17,8 @@ from dpgm.data.transactions import (
 )
 from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
+from dpgm.privacy.mechanisms import SNAP_SHARE, grid_sensitivity, snap_grid
 from tests.data._helpers import data_error
 
 
@@ -107,7 +108,16 @@ def test_noisy_top_items_charges_one_gaussian_before_release(tmp_path: Path) -> 
     )
     assert ids.tolist() == [0, 1]
     [entry] = accountant.ledger.entries
-    assert entry.event == GaussianEvent(noise_multiplier=2.0) and entry.stage == "data"
+    event = entry.event
+    assert isinstance(event, DiscreteGaussianEvent) and entry.stage == "data" and entry.count == 1
+    # the 4 normalised counts (L2 sensitivity 1), snapped to a power-of-two grid
+    assert event.noise_multiplier == 2.0 and event.dim == 4 and event.grid == snap_grid(1.0, 4)
+    assert event.sensitivity == pytest.approx(grid_sensitivity(1.0, 4, event.grid), rel=1e-12)
+    assert 1.0 <= event.sensitivity * event.grid <= (1.0 + SNAP_SHARE) * (1 + 1e-12)
+    # the exact release costs what the continuous Gaussian at the same multiplier would
+    assert accountant.spent().epsilon == Accountant(delta=1e-5).epsilon_if(
+        GaussianEvent(noise_multiplier=2.0)
+    )
     capped = Accountant(delta=1e-5, budget_epsilon=0.01)
     with pytest.raises(PrivacyBudgetError):
         noisy_top_item_ids(

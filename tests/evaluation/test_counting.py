@@ -54,7 +54,13 @@ def test_run_baseline_reports_its_budget(method: str) -> None:
     evaluation = start_evaluation(data, 20, np.random.default_rng(1))
     synthetic, report = run_baseline(method, data, evaluation.queries, epsilon=1.0, delta=1e-4,
                                      rng=np.random.default_rng(2), options=BaselineOptions(rounds=5))
-    assert report["epsilon"] <= 1.0 and report["epsilon"] == pytest.approx(1.0, rel=1e-4)
+    assert report["epsilon"] <= 1.0
+    if method == "mwem":
+        # MWEM's Laplace releases are exact discrete Laplaces charged at a matched epsilon' below
+        # the planned one (slightly more noise): the run spends a little less than its plan
+        assert report["epsilon"] >= 0.95
+    else:
+        assert report["epsilon"] == pytest.approx(1.0, rel=1e-4)  # the Gaussian's RDP is kept
     assert report["delta"] == 1e-4 and report["neighbouring"] == "add_remove"
     assert synthetic.item_names == data.item_names
     assert abs(synthetic.n_records - data.n_records) < 100  # noisy n

@@ -22,7 +22,10 @@ from dpgm.evaluation.mwem import (
 )
 from dpgm.evaluation.queries import QuerySet, answer, make_queries, relative_errors
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import ExponentialEvent, LaplaceEvent
+from dpgm.privacy.discrete import discrete_laplace
+from dpgm.privacy.events import DiscreteLaplaceEvent, ExponentialEvent
+from dpgm.privacy.mechanisms import grid_sensitivity, snap_grid
+from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 
 M = 3
 ALL_QUERIES = [list(p) for k in (1, 2, 3) for p in itertools.combinations(range(M), k)]  # 7 item sets
@@ -41,6 +44,20 @@ def workload() -> QuerySet:
                     n_items=M, maxlen=M, groups=1)
 
 
+def laplace_count(
+    value: float, epsilon: float, rng: np.random.Generator, *, on_grid: bool
+) -> float:
+    """value + Lap(1 / epsilon) as the mechanism releases it (same random stream): the exact
+    discrete Laplace at the matched epsilon' < epsilon, an int on the integers, a float snapped to
+    the power-of-two grid for L1 sensitivity 1 (bounds rounded up by the mechanism's 2^-50)."""
+    up = 1 + 2**-50
+    sensitivity = (1.0 / epsilon) * epsilon * up  # scale 1 / epsilon, times epsilon
+    grid = snap_grid(sensitivity, 1, norm=1) if on_grid else 1.0
+    units = grid_sensitivity(sensitivity, 1, grid, norm=1) if on_grid else sensitivity
+    noise = int(discrete_laplace((), units / matched_discrete_laplace_epsilon(epsilon) * up, rng))
+    return (round(value / grid) + noise) * grid
+
+
 def brute_force_mwem(domain: list[set[int]], records: list[set[int]], queries: list[list[int]], *,
                      epsilon: float, rounds: int, n_fraction: float, repeat: int, rng: np.random.Generator):
     """Hardt et al. Algorithm 1 with loops over domain records and queries (same random stream)."""
@@ -49,7 +66,7 @@ def brute_force_mwem(domain: list[set[int]], records: list[set[int]], queries: l
 
     truth = [sum(hits(r, p) for r in records) for p in queries]
     eps_n, eps_r = n_fraction * epsilon, (1 - n_fraction) * epsilon / (2 * rounds)
-    n_noisy = max(1.0, len(records) + rng.laplace(0.0, 1.0 / eps_n))
+    n_noisy = max(1.0, laplace_count(len(records), eps_n, rng, on_grid=False))  # n: an int
     w = [1.0 / len(domain)] * len(domain)
 
     def update(k: int, target: float) -> None:
@@ -73,7 +90,7 @@ def brute_force_mwem(domain: list[set[int]], records: list[set[int]], queries: l
             if cum > u:
                 pick = k
                 break
-        meas = truth[pick] + rng.laplace(0.0, 1.0 / eps_r)
+        meas = laplace_count(truth[pick], eps_r, rng, on_grid=True)  # answers are floats
         measured.append((pick, meas / n_noisy))
         update(*measured[-1])
         for _ in range(repeat):
@@ -130,13 +147,22 @@ def test_ledger_has_one_entry_per_release() -> None:
     fit_mwem(tiny_data(), workload(), epsilon=2.0, accountant=accountant, rng=np.random.default_rng(0),
              rounds=4, n_fraction=0.1, stage="mwem")
     entries = accountant.ledger.entries
-    assert entries[0].event == LaplaceEvent(epsilon=0.2)
+    assert [e.count for e in entries] == [1] * 9
+    n_event = entries[0].event  # n is an int: released on the integers
+    assert isinstance(n_event, DiscreteLaplaceEvent) and (n_event.dim, n_event.grid) == (1, 1.0)
+    assert n_event.epsilon == matched_discrete_laplace_epsilon(0.2)
+    assert n_event.sensitivity == pytest.approx(1.0, rel=1e-12) and n_event.sensitivity >= 1.0
     round_eps = 0.9 * 2.0 / 8
-    assert [e.event for e in entries[1:]] == [ExponentialEvent(epsilon=round_eps),
-                                              LaplaceEvent(epsilon=round_eps)] * 4
+    grid = snap_grid(1.0, 1, norm=1)  # a measured answer is a float: snapped to the grid
+    measure = DiscreteLaplaceEvent(epsilon=matched_discrete_laplace_epsilon(round_eps), dim=1,
+                                   grid=grid, sensitivity=entries[2].event.sensitivity)
+    assert measure.sensitivity == pytest.approx(grid_sensitivity(1.0, 1, grid, norm=1), rel=1e-12)
+    assert [e.event for e in entries[1:]] == [ExponentialEvent(epsilon=round_eps), measure] * 4
     pure_total = sum(e.event.epsilon * e.count for e in entries)
-    assert pure_total == pytest.approx(2.0)
-    assert accountant.spent().epsilon <= 2.0 + 1e-9  # RDP never worse than pure composition here
+    # the discrete Laplaces are charged a matched epsilon' below the planned one (slightly more
+    # noise), so the run spends a little less than its plan of 2.0, never more
+    assert 0.95 * 2.0 <= pure_total <= 2.0
+    assert accountant.spent().epsilon <= pure_total + 1e-9  # RDP never worse than pure composition
 
 
 def test_budget_is_enforced_before_any_release() -> None:

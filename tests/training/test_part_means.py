@@ -13,7 +13,8 @@ import torch
 from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.models import RBM, VAE
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
+from dpgm.privacy.mechanisms import SNAP_SHARE, grid_sensitivity, snap_grid
 from dpgm.release import load_release
 from dpgm.training import run as run_mod
 from dpgm.training.part_means import (
@@ -43,7 +44,16 @@ def test_one_gaussian_release_is_charged():
     acc = Accountant(delta=1e-5)
     noisy_part_means(records, assignments, np.bincount(assignments).astype(float), clip=1.0,
                      noise_multiplier=3.0, accountant=acc, rng=np.random.default_rng(1))
-    assert [(e.stage, e.event, e.count) for e in acc.ledger.entries] == [(STAGE, GaussianEvent(noise_multiplier=3.0), 1)]
+    [entry] = acc.ledger.entries
+    event = entry.event
+    assert (entry.stage, entry.count) == (STAGE, 1) and isinstance(event, DiscreteGaussianEvent)
+    # the [2 parts, 6 items] clipped sums (L2 sensitivity clip = 1), snapped to a power-of-two grid
+    assert event.noise_multiplier == 3.0 and event.dim == 12 and event.grid == snap_grid(1.0, 12)
+    assert event.sensitivity == pytest.approx(grid_sensitivity(1.0, 12, event.grid), rel=1e-12)
+    assert 1.0 <= event.sensitivity * event.grid <= (1.0 + SNAP_SHARE) * (1 + 1e-12)
+    # the exact release costs what the continuous Gaussian at the same multiplier would
+    continuous = GaussianEvent(noise_multiplier=3.0)
+    assert acc.spent().epsilon == Accountant(delta=1e-5).epsilon_if(continuous)
 
 
 def test_refused_over_budget_before_release():

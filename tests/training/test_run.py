@@ -16,8 +16,9 @@ from dpgm.cli import run_cli
 from dpgm.config import config_from_dict
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.privacy.mechanisms import SNAP_SHARE
 from dpgm.training import run as run_mod
 from dpgm.training.mixture import STAGE
 
@@ -171,8 +172,15 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
     chosen = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["columns"].tolist()
     run_dir, report = run_mod.resume(run_dir, progress=False)
     [entry] = [e for e in PrivacyLedger.load(run_dir / "release" / "ledger.json").entries if e.stage == run_mod.ITEMS_STAGE]
-    assert entry.event == GaussianEvent(noise_multiplier=3.0) and entry.count == 1
-    assert report["stage_epsilons"][run_mod.ITEMS_STAGE] > 0
+    event = entry.event
+    assert isinstance(event, DiscreteGaussianEvent) and entry.count == 1
+    # the 64 pixels' normalised counts (L2 sensitivity 1), on a power-of-two grid
+    assert event.noise_multiplier == 3.0 and event.dim == 64 and event.grid < 1.0
+    assert 1.0 <= event.sensitivity * event.grid <= (1.0 + SNAP_SHARE) * (1 + 1e-12)
+    # the exact choice costs what the continuous Gaussian at the same multiplier would
+    continuous = GaussianEvent(noise_multiplier=3.0)
+    items_epsilon = Accountant(delta=report["delta"]).epsilon_if(continuous)
+    assert report["stage_epsilons"][run_mod.ITEMS_STAGE] == pytest.approx(items_epsilon, rel=1e-12)
     payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
     assert payload["item_ids"] == chosen and len(chosen) == 20 and chosen == sorted(chosen)
     assert payload["item_names"] == [f"px{j}" for j in chosen]
