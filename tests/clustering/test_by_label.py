@@ -10,10 +10,30 @@ from dpgm.clustering.by_label import ByLabel, SinglePart
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
-from dpgm.privacy.ledger import LedgerEntry
+from dpgm.privacy.discrete import discrete_gaussian
+from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.mechanisms import project_to_total
 from tests.clustering._fixtures import block_dataset
+
+
+def histogram_event(acc: Accountant, k: int, sigma: float) -> DiscreteGaussianEvent:
+    """The ledger's one entry: an exact discrete Gaussian on the k integer counts (grid 1,
+    sensitivity 1) at multiplier sigma, which costs what the continuous Gaussian would."""
+    (entry,) = acc.ledger.entries
+    event = entry.event
+    assert (entry.stage, entry.count) == (STAGE, 1) and isinstance(event, DiscreteGaussianEvent)
+    assert event.noise_multiplier == sigma and (event.dim, event.grid) == (k, 1.0)
+    assert event.sensitivity == pytest.approx(1.0, rel=1e-12) and event.sensitivity >= 1.0
+    continuous = Accountant(delta=acc.delta).epsilon_if(GaussianEvent(noise_multiplier=sigma))
+    assert acc.spent().epsilon == pytest.approx(continuous, rel=1e-12)
+    return event
+
+
+def replayed_noise(event: DiscreteGaussianEvent, size: int, seed: int) -> np.ndarray:
+    """The run's noise drawn again: N_Z(0, s^2) with the mechanism's scale s = multiplier x
+    sensitivity (rounded up by a few ulps, as the mechanism does) from generator ``seed``."""
+    scale = event.noise_multiplier * event.sensitivity * (1 + 2**-50)
+    return discrete_gaussian(size, scale, np.random.default_rng(seed)) * event.grid
 
 
 def test_parts_are_labels_and_sizes_are_one_noisy_histogram():
@@ -21,9 +41,10 @@ def test_parts_are_labels_and_sizes_are_one_noisy_histogram():
     acc = Accountant(delta=1e-5)
     part = ByLabel(k=3, noise_multiplier=2.0).fit(data, acc, np.random.default_rng(0))
     np.testing.assert_array_equal(part.assignments, data.labels)
-    expected_noise = np.random.default_rng(0).normal(0.0, 2.0, size=3)
-    np.testing.assert_allclose(part.info["released_counts"], 200 + expected_noise)
-    assert acc.ledger.entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=2.0), 1)]
+    event = histogram_event(acc, 3, 2.0)
+    expected = 200 + replayed_noise(event, 3, seed=0)
+    np.testing.assert_array_equal(part.info["released_counts"], expected)
+    assert part.info["stage_epsilon"] == pytest.approx(acc.spent().epsilon)
     assert part.centres is None and part.k == 3
     np.testing.assert_array_equal(ByLabel(k=3).assign(None, labels=data.labels), data.labels)
 
@@ -40,18 +61,20 @@ def test_labels_missing_or_out_of_range_are_data_errors():
 
 
 def test_empty_label_gets_a_projected_noisy_size():
-    """Sizes are the label counts (empty labels: 0) plus N(0, sigma^2) from the run's generator,
-    projected onto the non-negative sizes with the same total; one Gaussian release on the ledger."""
+    """Sizes are the label counts (empty labels: 0) plus N_Z(0, sigma^2) from the run's generator,
+    projected onto the non-negative sizes with the same total; one Gaussian release on the ledger.
+    The seed gives both empty labels a negative noisy count, so the projection is exercised."""
     data = block_dataset(n=30, k=3)
     acc = Accountant(delta=1e-5)
-    part = ByLabel(k=5, noise_multiplier=3.0).fit(data, acc, np.random.default_rng(1))
+    part = ByLabel(k=5, noise_multiplier=3.0).fit(data, acc, np.random.default_rng(0))
     counts = np.bincount(data.labels, minlength=5)
     assert counts[3] == counts[4] == 0
-    noisy = counts + np.random.default_rng(1).normal(0.0, 3.0, size=5)
-    np.testing.assert_allclose(part.noisy_sizes, project_to_total(noisy, noisy.sum()))
+    noisy = counts + replayed_noise(histogram_event(acc, 5, 3.0), 5, seed=0)
+    assert noisy[3] < 0 and noisy[4] < 0  # the case this test is about
+    np.testing.assert_allclose(part.noisy_sizes, project_to_total(noisy, noisy.sum()), atol=1e-9)
+    np.testing.assert_allclose(part.noisy_sizes[3:], 0.0, atol=1e-9)
     assert part.noisy_sizes.min() >= 0 and part.noisy_sizes.sum() == pytest.approx(noisy.sum())
     np.testing.assert_array_equal(part.assignments, data.labels)
-    assert acc.ledger.entries == [LedgerEntry("partition", GaussianEvent(noise_multiplier=3.0), 1)]
 
 
 def test_single_part_releases_a_noisy_count_only():
@@ -60,8 +83,10 @@ def test_single_part_releases_a_noisy_count_only():
     part = SinglePart(noise_multiplier=4.0).fit(data, acc, np.random.default_rng(0))
     assert part.assignments.tolist() == [0] * 90
     assert part.noisy_sizes.shape == (1,)
-    assert part.noisy_sizes[0] == pytest.approx(90 + np.random.default_rng(0).normal(0.0, 4.0))
-    assert acc.ledger.count(STAGE) == 1
+    event = histogram_event(acc, 1, 4.0)
+    released = 90 + replayed_noise(event, 1, seed=0)[0]
+    assert part.info["released_counts"] == [released] and released != 90
+    assert part.noisy_sizes[0] == pytest.approx(released)  # projected onto [0, inf): unchanged
 
 
 def test_target_epsilon_calibrates_the_histogram():

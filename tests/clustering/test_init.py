@@ -9,6 +9,7 @@ from dpgm.clustering import ByLabel, DPKernelKMeans, DPLloyd, SinglePart, make_p
 from dpgm.config import PartitionConfig
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 from tests.clustering._fixtures import block_dataset
 
 
@@ -62,4 +63,10 @@ def test_sketch_method_builds_the_sketch_partitioner_from_the_config():
     assert isinstance(p, SketchPartitioner) and p.k == 3
     acc = Accountant(delta=1e-5)
     part = p.fit(block_dataset(n=60, k=3), acc, np.random.default_rng(0))
-    assert part.k == 3 and acc.spent().epsilon == pytest.approx(0.5)  # laplace: eps = 1 / noise_multiplier
+    # laplace: the plan is eps = 1 / noise_multiplier = 0.5, split 0.95 / 0.05 between the sketch
+    # and the count; each exact discrete Laplace is charged the matched epsilon' < its share (more
+    # noise), so the stage spends less than the plan, by pure composition
+    matched = [matched_discrete_laplace_epsilon(share * 0.5) for share in (0.95, 0.05)]
+    assert part.k == 3 and part.info["stage_epsilon"] == pytest.approx(0.5)
+    assert [e.event.epsilon for e in acc.ledger.entries] == pytest.approx(matched, rel=1e-12)
+    assert acc.spent().epsilon == pytest.approx(sum(matched)) and 0.9 * 0.5 < sum(matched) < 0.5

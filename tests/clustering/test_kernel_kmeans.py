@@ -10,8 +10,8 @@ from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.evaluation.metrics import clustering_accuracy
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
-from dpgm.privacy.ledger import LedgerEntry
+from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
+from dpgm.privacy.mechanisms import grid_sensitivity, snap_grid
 from tests.clustering._fixtures import block_dataset
 
 
@@ -46,8 +46,21 @@ def test_recovers_clear_clusters_at_low_noise(init, feature_map):
 def test_ledger_holds_two_gaussian_releases_per_iteration_and_the_final_sizes():
     model = DPKernelKMeans(k=3, iterations=7, noise_multiplier=12.5, features=16, gamma=0.05)
     part, acc, _ = fit(model)
+    # per iteration the counts (3 parts, sensitivity 1) and the sums (3 parts x 32 features,
+    # sensitivity the feature bound 1), snapped to their grids; then the final sizes (integers,
+    # grid 1). The two events of an iteration alternate, so none merge.
     entries = acc.ledger.compacted().entries
-    assert entries == [LedgerEntry(STAGE, GaussianEvent(noise_multiplier=12.5), 2 * 7 + 1)]
+    expected = [(3, snap_grid(1.0, 3)), (96, snap_grid(1.0, 96))] * 7 + [(3, 1.0)]
+    assert [(e.event.dim, e.event.grid) for e in entries] == expected
+    for entry in entries:
+        event = entry.event
+        assert (entry.stage, entry.count) == (STAGE, 1)
+        assert isinstance(event, DiscreteGaussianEvent) and event.noise_multiplier == 12.5
+        units = 1.0 if event.grid == 1.0 else grid_sensitivity(1.0, event.dim, event.grid)
+        assert event.sensitivity == pytest.approx(units, rel=1e-12)
+    # 15 releases cost what 15 continuous Gaussians at multiplier 12.5 would
+    continuous = Accountant(delta=1e-5).epsilon_if(GaussianEvent(noise_multiplier=12.5), count=15)
+    assert acc.spent().epsilon == pytest.approx(continuous, rel=1e-12)
     assert part.info["stage_epsilon"] == pytest.approx(acc.spent().epsilon)
     assert part.info["noise_multiplier"] == 12.5 and part.info["feature_dim"] == 32
 

@@ -9,6 +9,8 @@ from dpgm.clustering import make_partitioner
 from dpgm.clustering.sketch import SketchOperator, SketchPartitioner, make_projection
 from dpgm.config import PartitionConfig
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.events import DiscreteLaplaceEvent
+from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 from tests.clustering._fixtures import block_dataset
 
 
@@ -59,9 +61,14 @@ def test_make_partitioner_builds_the_sketch_partitioner_from_config():
     data = block_dataset(n=300, k=3, block=4, seed=3)
     acc = Accountant(delta=1e-5)
     result = part.fit(data, acc, np.random.default_rng(18))
-    assert result.info["stage_epsilon"] == pytest.approx(
-        1.0
-    ) and acc.spent().epsilon == pytest.approx(1.0)
+    assert result.info["stage_epsilon"] == pytest.approx(1.0)  # the plan
+    # The exact discrete Laplace releases (sketch, count) are charged the matched epsilon' <
+    # epsilon of their shares of the plan (0.95, 0.05), with more noise: the stage spends less
+    # than its plan of 1, by pure composition.
+    assert all(isinstance(e.event, DiscreteLaplaceEvent) for e in acc.ledger.entries)
+    matched = [matched_discrete_laplace_epsilon(share) for share in (0.95, 0.05)]
+    assert [e.event.epsilon for e in acc.ledger.entries] == pytest.approx(matched, rel=1e-12)
+    assert acc.spent().epsilon == pytest.approx(sum(matched)) and 0.85 < sum(matched) < 1.0
     assert result.info["projection"] == "none" and result.assignments.shape == (300,)
 
 

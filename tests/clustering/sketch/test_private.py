@@ -21,7 +21,9 @@ from dpgm.clustering.sketch import (
 )
 from dpgm.errors import DataError, PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent, LaplaceEvent
+from dpgm.privacy.events import DiscreteGaussianEvent, DiscreteLaplaceEvent
+from dpgm.privacy.mechanisms import SNAP_SHARE
+from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 from tests.clustering.sketch._helpers import operator
 
 
@@ -35,14 +37,35 @@ def test_release_charges_first_then_adds_noise_of_the_stated_scale(mechanism):
     out = release_sketch(total, op, noise, accountant=acc, rng=rng)
     entries = acc.ledger.entries
     assert [e.stage for e in entries] == [STAGE, STAGE]
+    sketch_event, count_event = (e.event for e in entries)
+    assert (sketch_event.dim, count_event.dim) == (2 * 4000, 1)  # re and im; the count
+    assert count_event.grid == 1.0  # the record count is an integer: not snapped
     if mechanism == "laplace":
-        assert all(isinstance(e.event, LaplaceEvent) for e in entries)
-        assert sum(e.event.epsilon for e in entries) == pytest.approx(1.0)
-        expected_std = math.sqrt(2) * l1_sensitivity("exp", 1000) / entries[0].event.epsilon
+        sensitivity = l1_sensitivity("exp", 1000)
+        assert all(isinstance(e.event, DiscreteLaplaceEvent) for e in entries)
+        # Each exact discrete Laplace is charged the matched epsilon' < epsilon of its share of
+        # the plan (0.95 and 0.05 of epsilon 1), with more noise: the stage spends less than
+        # planned, by pure composition.
+        matched = [matched_discrete_laplace_epsilon(e.epsilon) for e in noise.events()]
+        assert [e.event.epsilon for e in entries] == matched
+        assert acc.spent().epsilon == pytest.approx(sum(matched)) and sum(matched) < 1.0
+        # Lap_Z(b) has variance ~ 2 b^2, b = L1 sensitivity (grid units) / epsilon'
+        expected_std = math.sqrt(2) * sketch_event.sensitivity / sketch_event.epsilon
     else:
-        assert all(isinstance(e.event, GaussianEvent) for e in entries)
+        sensitivity = l2_sensitivity("exp", 1000)
+        assert all(isinstance(e.event, DiscreteGaussianEvent) for e in entries)
+        # the pair costs what the continuous Gaussians at the same multipliers would: the plan
+        assert [e.event.noise_multiplier for e in entries] == [
+            e.noise_multiplier for e in noise.events()
+        ]
+        continuous = Accountant(delta=1e-6).epsilon_if(*noise.events())
+        assert acc.spent().epsilon == pytest.approx(continuous, rel=1e-12)
         assert acc.spent().epsilon == pytest.approx(1.0, rel=1e-4)
-        expected_std = entries[0].event.noise_multiplier * l2_sensitivity("exp", 1000)
+        expected_std = sketch_event.noise_multiplier * sketch_event.sensitivity
+    expected_std *= sketch_event.grid  # back in the sketch's units
+    # the sensitivity in grid units stands for the sketch's, raised at most SNAP_SHARE by snapping
+    snapped = sketch_event.sensitivity * sketch_event.grid
+    assert sensitivity <= snapped <= sensitivity * (1 + SNAP_SHARE) * (1 + 1e-12)
     noise_re = np.concatenate([out.re - total.re, out.im - total.im])
     assert noise_re.std() == pytest.approx(expected_std, rel=0.05)
     assert out.privacy["neighbouring"] == "add_remove"
