@@ -76,10 +76,14 @@ def rdp_curve(event: DpEvent, orders: Sequence[float] = R.DEFAULT_ORDERS, bound:
 def ledger_rdp(
     entries: Sequence[LedgerEntry], orders: Sequence[float] = R.DEFAULT_ORDERS, bound: str = "joint"
 ) -> np.ndarray:
-    """Composition: the RDP curves of all entries (times their counts) add up."""
-    total = np.zeros(len(orders))
+    """Composition: the RDP curves of all entries (times their counts) add up. Equal events are
+    counted together first, so a long ledger of a few alternating events costs a few curves."""
+    counts: Counter[DpEvent] = Counter()
     for entry in entries:
-        total = total + entry.count * rdp_curve(entry.event, orders, bound)
+        counts[entry.event] += entry.count
+    total = np.zeros(len(orders))
+    for event, count in counts.items():
+        total = total + count * rdp_curve(event, orders, bound)
     return total
 
 

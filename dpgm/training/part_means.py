@@ -160,10 +160,10 @@ def accepted_frequencies(logits: Tensor, min_items: int) -> Tensor:
         prefix[i + 1] = _add_item(prefix[i], p[:, i])
         suffix[n - 1 - i] = _add_item(suffix[n - i], p[:, n - 1 - i])
     accept = 1.0 - prefix[n].sum(dim=-1)  # [R]: P(len >= m)
-    below = torch.zeros(rows, n, dtype=p.dtype)  # P(others < m - 1)
-    for c in range(m - 1):
-        for a in range(c + 1):
-            below += prefix[:n, :, a].T * suffix[1:, :, c - a].T
+    # P(others < m - 1) = sum over a + b <= m - 2 of prefix[a] suffix[b] = sum_a prefix[a] S[m - 2 - a],
+    # S the suffix counts' cumulative distribution: one product instead of m^2 / 2
+    tail = suffix[1:, :, : m - 1].cumsum(dim=-1).flip(-1)
+    below = (prefix[:n, :, : m - 1] * tail).sum(dim=-1).T
     joint = (p * (1.0 - below)).mean(dim=0)
     return (joint / accept.mean().clamp_min(1e-300)).to(logits.dtype)
 
