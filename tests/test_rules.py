@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from dpgm.config import config_from_dict, load_config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import GaussianEvent
 from dpgm.privacy.calibrate import records_magnitude
+from dpgm.privacy.events import GaussianEvent
 from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, zcdp_rho
 from dpgm.training.run import TrainingRun
 

@@ -54,7 +54,12 @@ from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.models import build_model
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import default_delta, records_magnitude, sigma_for_epsilon, steps_for_epochs
+from dpgm.privacy.calibrate import (
+    default_delta,
+    records_magnitude,
+    sigma_for_epsilon,
+    steps_for_epochs,
+)
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.ledger import PrivacyLedger

@@ -77,7 +77,7 @@ def test_missing_value(tmp_path: Path) -> None:
 def test_first_bad_column_is_reported_whatever_the_row_order(tmp_path: Path) -> None:
     for text in ("a,b,c\n1,0,5\n1,7,0\n", "a,b,c\n1,7,0\n1,0,5\n"):
         path = write(tmp_path / "n.csv", text)
-        data_error(lambda: load_csv(path), "column 'b' is not 0 or 1")
+        data_error(lambda p=path: load_csv(p), "column 'b' is not 0 or 1")
 
 
 def test_missing_label_column(tmp_path: Path) -> None:
