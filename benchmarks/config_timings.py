@@ -2,8 +2,9 @@
 
 Each run is a fresh process (imports, data loading, partition, training, release files) in a
 temporary runs folder; "default" leaves OMP_NUM_THREADS unset, so dpgm picks the cores available
-to the process (dpgm/threads.py); "1" sets OMP_NUM_THREADS=1. The README's timing table and the
-threads check of issue 15 (the default must not be slower than one thread) come from here.
+to the process (dpgm/threads.py); "1" sets OMP_NUM_THREADS=1. The timing table of the results
+page (docs/results.md) and the threads check (the default must not be slower than one thread)
+come from here.
 
     python benchmarks/config_timings.py --configs digits transactions msnbc --threads default 1 \\
         --json benchmarks/results/config_timings.json

@@ -2,7 +2,7 @@
 
 Data (../shared/data, or $DPGM_DATA_DIR): msnbc (17 items, all kept), retail and gowalla
 restricted to their 100 most frequent items (``--top-items``; exact counts, an evaluation
-set-up step treated as public, as the issue prescribes). Empty records stay (n is private).
+set-up step treated as public). Empty records stay (n is private).
 For each dataset one workload of ``--queries`` random queries (paper section 6.3: 5 length
 groups, group i lengths 1..i*maxlen/5, maxlen = longest real record) is drawn and shared by
 every method and epsilon. delta = 1/(100 N) for n's order of magnitude N (train.py's

@@ -171,7 +171,7 @@ def measure_mixture(data: torch.Tensor, k: int, batch_size: float, steps: int, r
 
 
 def print_table(results: list[dict]) -> None:
-    """Records/s per variant and the ratios the issue asks for."""
+    """Records/s per variant, and dpgm's ratios to Opacus and to non-private training."""
     by = {r["variant"]: r["records_per_s"] for r in results}
     print(f"expected batch size {results[0]['expected_batch_size']:.0f} (q = {results[0]['sampling_rate']:.5f})")
     for r in results:

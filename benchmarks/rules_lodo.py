@@ -1,7 +1,7 @@
-"""Leave-one-dataset-out (LODO) check of the generic rules (issue 17): choose without X, test on X.
+"""Leave-one-dataset-out (LODO) check of the generic rules: choose without X, test on X.
 
 A candidate is a patch of ``dpgm.rules`` constants (the budget shares, records per part, steps,
-...) over BASE, the rules before the search. For each dataset, fit size and candidate, ``configs/transactions.yaml`` (``rules: public``)
+...) over BASE. For each dataset, fit size and candidate, ``configs/transactions.yaml`` (``rules: public``)
 is trained on records drawn from a random half of the dataset (all of that half, or a subsample
 of ``--sizes`` records) and answers ``--queries`` counting queries on the OTHER half, next to
 independent marginals fitted on the same records at the same (epsilon, delta). A candidate's
@@ -39,7 +39,8 @@ from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
 from dpgm.training.run import train
 
-#: The rules before this search (session 5); every candidate patches them.
+#: dpgm.rules with one part per 10,000 records, DP-SGD at every size, no record-length histogram
+#: and no part of empty records; every candidate patches it.
 BASE: dict[str, Any] = {"RECORDS_PER_PART": 10_000, "MIN_TRAINING_SCALE": 0, "LENGTHS_SHARE": 0.0, "EMPTY_SHARE": 0.0}
 #: Candidates: patches of BASE ("default" is BASE itself).
 CANDIDATES: dict[str, dict[str, Any]] = {
@@ -53,11 +54,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "parts5k_indep1e4": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000},
     # the release follows a noisy record-length histogram (5% of rho, from DP-SGD's or the means' share)
     "parts5k_indep1e4_lengths5": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000, "LENGTHS_SHARE": 0.05},
-    # session 8: the rules shipped in session 6, and the same with the empty records as a part of
-    # their own (1% of rho for their noisy count; the other parts conditioned on >= 1 item)
+    # parts5k with DP-SGD from N eps = 3,000 ("shipped"), and the same with the empty records as a
+    # part of their own (1% of rho for their noisy count; the other parts conditioned on >= 1 item)
     "shipped": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000},
     "shipped_empty1": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
-    # session 8, for the 2-way TVD: more of rho for the means, or smaller parts
+    # for the 2-way TVD: more of rho for the means, or smaller parts
     "empty1_means60": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01, "MEANS_SHARE": 0.60},
     "empty1_parts2500": {"RECORDS_PER_PART": 2_500, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
 }

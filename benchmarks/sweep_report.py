@@ -5,8 +5,9 @@ labelled ``dpgm (generic)`` (``--config`` ending in transactions.yaml), else ``d
 stem>)`` (the dataset's own config when unset). Size: ``all``, ``--subsample`` n or ``first N``
 (``--limit``). A run found in two files is taken from the later one (with a warning).
 
-    python benchmarks/sweep_report.py benchmarks/results/sweep/*.json --out-dir /tmp/sweep \\
-        --markdown /tmp/sweep/tables.md --json /tmp/sweep/summary.json
+    python benchmarks/sweep_report.py benchmarks/results/sweep/*.json \\
+        --out-dir benchmarks/results/sweep_report --markdown benchmarks/results/sweep_report/tables.md \\
+        --json benchmarks/results/sweep_report/summary.json
     python benchmarks/sweep_report.py --self-test
 """
 

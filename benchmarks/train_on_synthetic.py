@@ -1,4 +1,4 @@
-"""Train on synthetic, test on real (issue 14): a fixed classifier trained on dpgm's labelled release.
+"""Train on synthetic, test on real: a fixed classifier trained on dpgm's labelled release.
 
 For each epsilon (delta 1e-5) and seed: train dpgm (``--config``, default configs/mnist_labels.yaml:
 one VAE per digit, ``privacy.target_epsilon`` = epsilon), release ``--release`` labelled images
@@ -278,8 +278,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    "held out from dpgm and the classifier, for choosing dpgm configs")
     p.add_argument("--repeats", type=int, default=1,
                    help="per trained model, R releases drawn and R classifiers trained (seeds ``repeat_seed``); "
-                   "the accuracy is their mean. Two draws of one release already differ by ~0.8 points on MNIST "
-                   "(session 10), so choosing between configs wants R > 1")
+                   "the accuracy is their mean. Two draws of one release can differ by ~0.8 points on MNIST, "
+                   "so choosing between configs wants R > 1")
     p.add_argument("--no-nonprivate", action="store_true", help="skip the nonprivate run")
     p.add_argument("--no-real", action="store_true", help="skip the classifier on the real training set")
     p.add_argument("--threads", type=int, default=1, help="torch threads (dpgm and the classifier)")
