@@ -85,8 +85,8 @@ def run_dpgm(config: dict[str, Any], dataset: BinaryDataset, epsilon: float, del
     import tempfile
 
     from dpgm.config import config_from_dict
+    from dpgm.pipeline.run import train
     from dpgm.release import sample_dataset
-    from dpgm.training.run import train
 
     seed = int(rng.integers(2**31))
     with tempfile.TemporaryDirectory() as tmp:

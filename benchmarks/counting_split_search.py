@@ -31,9 +31,9 @@ from counting_queries import DATASETS, config_file, config_sections, load
 
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
+from dpgm.pipeline.run import train
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
-from dpgm.training.run import train
 
 
 def main(argv: Sequence[str] | None = None) -> int:

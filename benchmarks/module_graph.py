@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def part_of(module: str) -> str:
-    """'dpgm.training.run' -> 'training'; 'dpgm.privacy.__main__' -> 'main'; 'dpgm' -> 'dpgm'."""
+    """'dpgm.pipeline.run' -> 'pipeline'; 'dpgm.privacy.__main__' -> 'main'; 'dpgm' -> 'dpgm'."""
     bits = module.split(".")
     if bits[-1] == "__main__":
         return "main"

@@ -35,9 +35,9 @@ from dpgm import rules
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
 from dpgm.evaluation.marginal_tvd import marginal_tvd
+from dpgm.pipeline.run import train
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
-from dpgm.training.run import train
 
 #: dpgm.rules with one part per 10,000 records, DP-SGD at every size, no record-length histogram
 #: and no part of empty records; every candidate patches it.

@@ -217,7 +217,7 @@ def synthesize(config: dict[str, Any], train: Any, epsilon: float | None, seed: 
     privacy report). ``overrides``: ``--set``."""
     from dpgm.artifact import load_release
     from dpgm.config import config_from_dict
-    from dpgm.training.run import train as train_dpgm
+    from dpgm.pipeline.run import train as train_dpgm
 
     with tempfile.TemporaryDirectory(prefix="dpgm-tos-") as tmp:
         sets = [*overrides, f"runs_dir={tmp}", "name=tos", f"seed={seed}", f"threads={threads}",

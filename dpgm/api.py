@@ -98,14 +98,14 @@ def train(config: str | Path, *, overrides: Sequence[str] = (), progress: bool =
     runs_dir/name; returns the run directory and its privacy report. The config is checked
     before torch loads, so a bad one fails at once."""
     cfg = load_config(config, list(overrides))
-    from dpgm.training.run import train as train_run
+    from dpgm.pipeline.run import train as train_run
 
     return train_run(cfg, progress=progress)
 
 
 def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Continue an interrupted run from its last checkpoint; returns its directory and privacy report."""
-    from dpgm.training.run import resume as resume_run
+    from dpgm.pipeline.run import resume as resume_run
 
     return resume_run(run_dir, progress=progress)
 
@@ -140,7 +140,7 @@ def fit(
     values (``fit(x, **{"training.epochs": 5})``). The run's private folder is deleted. A ``seed``
     makes the run a replayable experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
     """
-    from dpgm.training.run import train
+    from dpgm.pipeline.run import train
 
     sets = [f"{key}={value}" for key, value in overrides.items()]
     sets += [f"privacy.target_epsilon={epsilon}"] if epsilon is not None else []

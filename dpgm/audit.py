@@ -56,6 +56,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.io import atomic_write_json
 from dpgm.models import build_model
+from dpgm.pipeline.plan import run_delta, run_magnitude
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
@@ -72,7 +73,6 @@ from dpgm.rules import PublicFacts, apply_public_rules
 from dpgm.threads import set_threads
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
-from dpgm.training.run import run_delta, run_magnitude
 
 #: Gradient noise multiplier of the ``leak`` test switch: the noise is off in all but name
 #: (it must stay far below Adam's epsilon 1e-8 times the expected batch size, or Adam would

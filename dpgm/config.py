@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib.resources
 import math
 import types
 import typing
@@ -77,7 +78,8 @@ class PrivacyConfig:
 
 @dataclass
 class PartitionConfig:
-    method: Literal["kernel_kmeans", "lloyd", "label", "sketch", "none"] = opt("kernel_kmeans", "DP partitioner (none: a single part, no privacy cost)")
+    method: str = opt("kernel_kmeans", "DP partitioner, by its registered name: kernel_kmeans, lloyd, label, sketch, none (a single part), or one an extension registered (dpgm.clustering.PARTITIONERS)")
+    options: dict[str, Any] = opt({}, "options of a registered partitioner that declares its own (checked against its options dataclass)")  # noqa: RUF009
     k: int = opt(10, "number of parts")
     iterations: int = opt(20, "noisy Lloyd iterations T_K (kernel_kmeans, lloyd)")
     noise_multiplier: float = opt(40.0, "sigma_K: noise std / sensitivity of the counts and sums of each iteration")
@@ -95,7 +97,7 @@ class PartitionConfig:
     sketch_frequencies: Literal["adapted_radius", "gaussian"] = opt("adapted_radius", "sketch: frequency law, adapted radius (Keriven et al.) or N(0, I / sigma^2)")
     sketch_projection: int | None = opt(10, "sketch: records with more items are decoded in this many public dimensions (top principal directions of the public sample, else a random orthonormal basis); null: never project")
     sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins (post-processing)")
-    empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released as a noisy count (Gaussian with this multiplier, L2 sensitivity 1; ledger stage empty_records); the partition and the models see the other records only and the release conditions them on holding at least one item (dpgm/training/empty_records.py); null: off")
+    empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released as a noisy count (Gaussian with this multiplier, L2 sensitivity 1; ledger stage empty_records); the partition and the models see the other records only and the release conditions them on holding at least one item (dpgm/stages/empty_records.py); null: off")
 
     def validate(self) -> None:
         _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
@@ -118,7 +120,8 @@ class PartitionConfig:
 
 @dataclass
 class ModelConfig:
-    kind: Literal["vae", "conv_vae", "rbm", "independent"] = opt("vae", "generative model of each part; conv_vae = a small convolutional VAE for square images (dpgm/models/conv_vae.py); independent = the part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; needs output_bias: noisy_mean)")
+    kind: str = opt("vae", "generative model of each part, by its registered name (dpgm.models.MODELS); conv_vae = a small convolutional VAE for square images (dpgm/models/conv_vae.py); independent = the part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; needs output_bias: noisy_mean)")
+    options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked against its options dataclass)")  # noqa: RUF009
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009 (opt returns a dataclass field)
     latent: int = opt(2, "VAE, conv_vae: latent dimension")
     norm: bool = opt(False, "conv_vae: group normalisation (groups of up to 4 channels, no affine parameters: nothing outside the clipped layers) after every hidden convolution (on MNIST at epsilon 10 it lost 0.5-0.7 points of train-on-synthetic accuracy, benchmarks/results/README.md)")
@@ -255,6 +258,10 @@ def _check_type(value: Any, tp: Any, where: str) -> Any:
         if value in typing.get_args(tp):
             return value
         raise ConfigError(f"{where}: {value!r} is not one of {list(typing.get_args(tp))}")
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"{where}: expected a mapping of names to values, got {value!r}")
+        return dict(value)
     if origin is list:
         (inner,) = typing.get_args(tp)
         if not isinstance(value, list):
@@ -342,8 +349,20 @@ def _dotted_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
     return keys
 
 
-#: The configs shipped with dpgm (a checkout's configs/ folder).
-SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+def _shipped_configs() -> Path:
+    """The package data ``dpgm/configs`` (in a checkout, a link to the repository's configs/ folder,
+    which a checkout without links, e.g. on Windows, is read from instead)."""
+    folder = Path(str(importlib.resources.files("dpgm") / "configs")).resolve()
+    return folder if folder.is_dir() else Path(__file__).resolve().parents[1] / "configs"
+
+
+#: The configs shipped with dpgm: package data of the installed wheel (``dpgm/configs/*.yaml``).
+SHIPPED_CONFIGS = _shipped_configs()
+
+
+def shipped_config_names() -> list[str]:
+    """The names ``resolve_config_path`` accepts for the shipped configs: ``csv``, ``digits``, ..."""
+    return sorted(p.stem for p in SHIPPED_CONFIGS.glob("*.yaml"))
 
 
 def resolve_config_path(path: str | Path) -> Path:
@@ -354,7 +373,7 @@ def resolve_config_path(path: str | Path) -> Path:
     shipped = SHIPPED_CONFIGS / (path.name if path.suffix else f"{path.name}.yaml")
     if len(path.parts) == 1 and shipped.is_file():
         return shipped
-    names = ", ".join(sorted(p.stem for p in SHIPPED_CONFIGS.glob("*.yaml"))) or "none found"
+    names = ", ".join(shipped_config_names()) or "none found"
     raise ConfigError(f"{path}: config file not found (shipped configs: {names})")
 
 

@@ -14,16 +14,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-#: What each ledger stage did, in words ({k}, {groups}, {steps}, {method} filled from the report's plan).
-STAGES = {
-    "items": "choose the most frequent items from noisy item counts",
-    "partition": "split the records into {groups} ({method})",
-    "part_means": "measure each group's noisy mean record",
-    "record_lengths": "count the records of each length (noisy histogram)",
-    "empty_records": "count the records holding no item (noisy count; they form a group of their own)",
-    "training": "train one generative model per group by DP-SGD ({steps} steps)",
-}
-
 
 def release_markdown(release: dict[str, Any]) -> str:
     """A section on one release of synthetic records (the ``release`` entry of its privacy JSON)."""
@@ -92,7 +82,8 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
     words = {"k": k, "groups": "one group" if k == 1 else f"{k} groups", "method": plan.get("partition", "?"),
              "steps": plan.get("steps_taken", "?")}
     for stage, eps in report["stage_epsilons"].items():
-        lines.append(f"| {stage} | {STAGES.get(stage, stage).format(**words)} | {_num(eps)} |")
+        line = report.get("stage_lines", {}).get(stage, stage)  # each stage's own words (dpgm.stages)
+        lines.append(f"| {stage} | {line.format(**words)} | {_num(eps)} |")
     lines += [
         "",
         (f"The stages' own epsilons add up to {_num(sum(report['stage_epsilons'].values()))}, more than the "

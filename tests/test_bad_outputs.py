@@ -24,7 +24,7 @@ from dpgm.artifact import MAX_PNG_IMAGES, MAX_RECORDS, PartLabels, ReleasedMixtu
 from dpgm.cli import run_cli
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.io import OutputError, check_output
-from dpgm.training import run as run_mod
+from dpgm.pipeline import run as run_mod
 from tests.test_train_cli import DIGITS, load_script
 from tests.training.test_run import tiny_config
 

@@ -42,7 +42,6 @@ def test_overrides_leave_the_callers_mapping_alone():
         ({"privacy": {"target_epsilon": -1}}, "privacy.target_epsilon"),
         ({"partition": {"k": 0}}, "partition.k"),
         ({"partition": {"k": 2.5}}, "partition.k"),
-        ({"model": {"kind": "gan"}}, "model.kind"),
         ({"training": {"epochs": "ten"}}, "training.epochs"),
     ],
 )

@@ -1,6 +1,6 @@
 """The package's layers: imports only go down, and no two parts import each other (no cycles).
 
-privacy <- data/features/models <- clustering/evaluation <- artifact <- training <- release <- CLIs
+privacy <- data/features/models <- clustering/evaluation <- artifact <- training <- stages/release <- pipeline <- CLIs
 (docs/development.md). A new part must be given a layer here.
 """
 
@@ -16,6 +16,7 @@ _spec.loader.exec_module(module_graph)
 
 LAYER = {
     "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
+    "registry": 1,  # components by name (partitioners, models) and their typed options
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)
     "progress": 1,  # progress.py: the stage bar (public totals, epsilon spent so far) every stage uses
     "privacy": 2, "config": 2,
@@ -25,9 +26,12 @@ LAYER = {
     "artifact": 5, "imaging": 5,
     "training": 6,
     "quality": 6,  # the HTML quality report: evaluation statistics drawn with imaging's grids
+    "stages": 7,  # the run's stages (dpgm/stages/): statistics releases and DP-SGD
     "release": 7,
-    "audit": 8, "sketch": 8, "api": 8,
-    "main": 9,  # every __main__.py: the command-line fronts
+    "pipeline": 8,  # a run: its plan and the loop over its stages
+    "audit": 9, "sketch": 9, "api": 9,
+    "commands": 10,  # dpgm/commands: the console script dpgm and its subcommands (train.py & co. call them)
+    "main": 11,  # every __main__.py: the command-line fronts (python -m dpgm runs dpgm.commands)
 }
 
 

@@ -19,7 +19,7 @@ from dpgm.config import DataConfig, config_from_dict
 from dpgm.data import load_dataset
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.models.independent import Independent
-from dpgm.training import run as run_mod
+from dpgm.pipeline import run as run_mod
 
 N_ITEMS = 17
 

@@ -19,11 +19,11 @@ import torch
 from dpgm.clustering.sketch import SketchPartitioner
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import run_baseline, start_evaluation
+from dpgm.pipeline import run as run_mod
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import epsilon_of, progress_scope, share_bar, stage_bar
 from dpgm.release import release, sample_dataset
-from dpgm.training import run as run_mod
 from tests.clustering._fixtures import block_dataset
 from tests.training.test_run import killed_run
 
@@ -84,7 +84,7 @@ def test_every_stage_shows_a_bar_with_epsilon_and_nothing_private(tmp_path, prog
     assert f"eps={report['epsilon']:.3f}" in frames(released, "sampling")[-1]  # a release spends nothing
     assert frames(out, "answering 50 queries")
     checkpoint = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
-    sizes = np.bincount(checkpoint["assignments"].numpy(), minlength=2)
+    sizes = np.bincount(checkpoint["stages"]["partition"]["assignments"].numpy(), minlength=2)
     for private in (N_RECORDS, *sizes.tolist()):
         assert not shows_number(out, private), private
     assert "loss" not in out

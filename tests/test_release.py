@@ -17,7 +17,7 @@ from dpgm import release as rel
 from dpgm.cli import run_cli
 from dpgm.clustering.base import size_shares
 from dpgm.errors import DpgmError
-from dpgm.training import run as run_mod
+from dpgm.pipeline import run as run_mod
 from tests.training.test_run import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dpgm.report import summary_markdown
+from dpgm.stages import STAGES
 
 REPORT = {
     "epsilon": 0.99999967, "delta": 1e-7, "stage_epsilons": {"partition": 0.36786, "part_means": 0.65581,
@@ -10,6 +11,7 @@ REPORT = {
     "dependent_bound": None, "epsilon_by_bound": {}, "fixed_seed": False,
     "public_inputs": [{"quantity": "item universe", "value": "17 items", "why": "the items file msnbc.items.tsv.gz"}],
     "plan": {"k": 10, "partition": "lloyd", "steps_taken": 200},
+    "stage_lines": {name: stage.line for name, stage in STAGES.items()},  # as a run writes them
 }
 
 
@@ -35,3 +37,9 @@ def test_one_part_and_the_empty_records_stage_read_as_words() -> None:
     text = summary_markdown(report, dataset="shop", version="v", commit=None)
     assert "| partition | split the records into one group (none) | 0.12 |" in text
     assert "| empty_records | count the records holding no item" in text
+
+
+def test_a_stage_without_a_line_reads_as_its_name() -> None:
+    report = {**REPORT, "stage_epsilons": {"partition": 0.1, "toy": 0.2}, "stage_lines": {"partition": "split"}}
+    text = summary_markdown(report, dataset="d", version="v", commit=None)
+    assert "| partition | split | 0.1 |" in text and "| toy | toy | 0.2 |" in text

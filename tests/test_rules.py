@@ -11,11 +11,12 @@ import scipy.sparse as sp
 
 from dpgm.config import config_from_dict, load_config
 from dpgm.data.dataset import BinaryDataset
+from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
 from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, zcdp_rho
-from dpgm.training.run import TrainingRun
+from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +132,7 @@ def test_a_generic_run_with_min_items_spends_nothing_on_empty_records(tmp_path) 
         run = TrainingRun(cfg, tmp_path / f"r{min_items}", data=shaped(3_000, 17), progress=False)
         run.start()
         assert run.accountant.ledger.count("empty_records") == expected
-        assert run.release_min_items == 1
+        assert release_min_items(run.cfg) == 1
 
 
 def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:

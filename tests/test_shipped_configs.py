@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from dpgm.config import load_config
 from dpgm.data.dataset import BinaryDataset
-from dpgm.training.run import TrainingRun
+from dpgm.pipeline.run import TrainingRun
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

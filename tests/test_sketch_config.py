@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dpgm.config import load_config
-from dpgm.training.run import train
+from dpgm.pipeline.run import train
 
 ROOT = Path(__file__).resolve().parents[1]
 

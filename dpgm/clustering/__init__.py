@@ -1,12 +1,14 @@
 """DP partitioners (paper section 4.1; docs/development.md) and the config factory.
 
-``make_partitioner(cfg.partition, public=...)`` returns the partitioner that
-``partition.method`` names: kernel_kmeans (Alg. 2), lloyd (SuLQ baseline), label (one part
+``make_partitioner(cfg.partition, public=...)`` returns the partitioner registered under
+``partition.method`` (``PARTITIONERS``): kernel_kmeans (Alg. 2), lloyd (SuLQ baseline), label (one part
 per label), sketch (compressive k-means) or none (one part; only a noisy record count is
 released, because later stages need an expected batch size).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from dpgm.clustering.base import STAGE, Partition, Partitioner
 from dpgm.clustering.by_label import ByLabel, SinglePart
@@ -14,9 +16,10 @@ from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
 from dpgm.config import PartitionConfig
 from dpgm.data.dataset import BinaryDataset
-from dpgm.errors import ConfigError
+from dpgm.registry import Registry
 
 __all__ = [
+    "PARTITIONERS",
     "STAGE",
     "ByLabel",
     "DPKernelKMeans",
@@ -28,22 +31,47 @@ __all__ = [
 ]
 
 
-def make_partitioner(cfg: PartitionConfig, *, public: BinaryDataset | None = None) -> Partitioner:
-    """The partitioner ``cfg.method`` names, configured from ``cfg`` (``public``: init sample)."""
-    common = {"noise_multiplier": cfg.noise_multiplier, "target_epsilon": cfg.target_epsilon}
-    lloyd = {"k": cfg.k, "iterations": cfg.iterations, "init": cfg.init, "public": public, **common}
-    if cfg.method == "kernel_kmeans":
-        return DPKernelKMeans(
-            features=cfg.features, feature_map=cfg.feature_map, gamma=cfg.gamma, **lloyd
-        )
-    if cfg.method == "lloyd":
-        return DPLloyd(clip_norm=cfg.clip_norm, **lloyd)
-    if cfg.method == "label":
-        return ByLabel(k=cfg.k, **common)
-    if cfg.method == "none":
-        return SinglePart(k=1, **common)
-    if cfg.method == "sketch":
-        from dpgm.clustering import sketch  # lazy: the compressive k-means module is optional here
+#: Partitioners by ``partition.method``: each factory takes (partition config, options, public sample).
+PARTITIONERS: Registry[Partitioner] = Registry("partition.method")
 
-        return sketch.from_config(cfg, public=public)
-    raise ConfigError(f"partition.method: unknown method {cfg.method!r}")
+
+def make_partitioner(cfg: PartitionConfig, *, public: BinaryDataset | None = None) -> Partitioner:
+    """The partitioner ``cfg.method`` names, configured from ``cfg`` and its ``options`` (``public``: init sample)."""
+    options = PARTITIONERS.options(cfg.method, cfg.options)
+    return PARTITIONERS.entry(cfg.method).factory(cfg, options, public)
+
+
+def _common(cfg: PartitionConfig) -> dict[str, Any]:
+    return {"noise_multiplier": cfg.noise_multiplier, "target_epsilon": cfg.target_epsilon}
+
+
+def _lloyd_common(cfg: PartitionConfig, public: BinaryDataset | None) -> dict[str, Any]:
+    return {"k": cfg.k, "iterations": cfg.iterations, "init": cfg.init, "public": public, **_common(cfg)}
+
+
+@PARTITIONERS.register("kernel_kmeans", doc="DP kernel k-means on random Fourier features (paper Alg. 2)")
+def _kernel_kmeans(cfg: PartitionConfig, _options: None, public: BinaryDataset | None) -> Partitioner:
+    return DPKernelKMeans(features=cfg.features, feature_map=cfg.feature_map, gamma=cfg.gamma,
+                          **_lloyd_common(cfg, public))
+
+
+@PARTITIONERS.register("lloyd", doc="DP Lloyd on the records (SuLQ k-means)")
+def _lloyd(cfg: PartitionConfig, _options: None, public: BinaryDataset | None) -> Partitioner:
+    return DPLloyd(clip_norm=cfg.clip_norm, **_lloyd_common(cfg, public))
+
+
+@PARTITIONERS.register("label", doc="one part per declared label (noisy label counts)")
+def _label(cfg: PartitionConfig, _options: None, _public: BinaryDataset | None) -> Partitioner:
+    return ByLabel(k=cfg.k, **_common(cfg))
+
+
+@PARTITIONERS.register("none", doc="a single part (only a noisy record count is released)")
+def _none(cfg: PartitionConfig, _options: None, _public: BinaryDataset | None) -> Partitioner:
+    return SinglePart(k=1, **_common(cfg))
+
+
+@PARTITIONERS.register("sketch", doc="DP compressive k-means: a noisy sketch decoded by CL-OMPR")
+def _sketch(cfg: PartitionConfig, _options: None, public: BinaryDataset | None) -> Partitioner:
+    from dpgm.clustering import sketch  # lazy: the compressive k-means module is optional here
+
+    return sketch.from_config(cfg, public=public)

@@ -12,7 +12,6 @@ from dpgm.data.paths import data_dir, resolve_data_path
 from dpgm.data.transactions import (
     item_counts,
     load_transactions,
-    noisy_top_item_ids,
     restrict_items,
     top_item_ids,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "load_mnist",
     "load_public_sample",
     "load_transactions",
-    "noisy_top_item_ids",
     "resolve_data_path",
     "restrict_items",
     "top_item_ids",

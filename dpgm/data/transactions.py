@@ -14,7 +14,6 @@ the data as 0..max id: one record with a rare large id would change the release'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,11 +21,6 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.paths import check_limit, file_stem, read_bytes, record_error
 from dpgm.errors import ConfigError, DataError
-from dpgm.privacy.clipping import clip_rows
-from dpgm.privacy.mechanisms import gaussian_release
-
-if TYPE_CHECKING:
-    from dpgm.privacy.accountant import Accountant
 
 MAX_DIGITS = 9  # ids below 10**9; a larger id is a malformed file, not a real item universe
 MAX_ITEMS = 10_000_000  # without an items file, 0..max id must stay a sane universe
@@ -144,30 +138,6 @@ def restrict_items(dataset: BinaryDataset, item_ids: np.ndarray) -> BinaryDatase
     )
 
 
-def noisy_top_item_ids(
-    dataset: BinaryDataset,
-    m: int,
-    *,
-    noise_multiplier: float,
-    accountant: Accountant,
-    rng: np.random.Generator,
-    stage: str = "data",
-) -> np.ndarray:
-    """Private choice of the m most frequent items: Gaussian noise on normalised counts.
-
-    Each record adds x / ||x||_2 to the count vector, so adding or removing one record moves
-    it by L2 norm at most 1; noise N(0, noise_multiplier^2) per item is one Gaussian mechanism
-    (charged before the noise is drawn). The item universe must be public (an items file).
-    """
-    if m < 1:
-        raise ConfigError(f"top items: m must be >= 1, got {m}")
-    unit = clip_rows(dataset.records, 1.0, dtype=np.float64)  # x / ||x||, less the rounding margin
-    weighted = np.asarray(unit.sum(axis=0)).ravel()  # float64
-    noisy = gaussian_release(weighted, sensitivity=1.0, noise_multiplier=noise_multiplier,
-                             accountant=accountant, stage=stage, rng=rng)
-    return top_item_ids(noisy, m)
-
-
 def _universe(
     path: Path, items_path: Path | None, n_items: int | None, required: bool, ids: np.ndarray
 ) -> tuple[list[str], str]:
@@ -208,7 +178,7 @@ def load_transactions(
 
     ``top_items`` keeps the m items in most records, counted WITHOUT noise: fine for
     benchmark set-up or a public item ranking, not inside a private release (use
-    ``noisy_top_item_ids`` + ``restrict_items`` there). ``limit`` reads the first N lines.
+    ``dpgm.stages.items`` + ``restrict_items`` there). ``limit`` reads the first N lines.
     ``n_items`` declares the universe 0..n_items-1 when there is no items file;
     ``require_universe`` refuses a file whose universe is declared by neither.
     """

@@ -2,7 +2,7 @@
 
 The simplest member of the mixture family: with k parts a latent-class model, with one part
 independent marginals. Its only parameter is the Bernoulli output bias, which
-dpgm.training.part_means sets to the logit of the part's noisy mean, so the model costs nothing
+dpgm.stages.part_means sets to the logit of the part's noisy mean, so the model costs nothing
 beyond that release. dpgm's rules pick it when the data are too small for DP-SGD to learn
 correlations between items (dpgm/rules.py). It still follows the DP-SGD protocol (one bias
 layer, a per-record Bernoulli loss), so a config may train it like any other model.

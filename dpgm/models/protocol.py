@@ -46,7 +46,7 @@ class GenerativeModel(DPSGDModel, Protocol):
 
     ``loss_per_record(x, generator)`` is ``record_losses(x, step_noise(len(x), generator))``.
     ``output_bias`` is the bias of the Bernoulli output layer (an offset added to every record's
-    logits), which dpgm.training.part_means sets and calibrates; ``sample_logits`` are the
+    logits), which dpgm.stages.part_means sets and calibrates; ``sample_logits`` are the
     output logits of fresh samples.
     """
 

@@ -53,7 +53,7 @@ class RBM(nn.Module):
         self.register_buffer("chains", torch.zeros(int(chains), self.n_items))
 
     def output_bias(self) -> Tensor:
-        """The visible bias b [n_items]: the logit offset of every item (dpgm.training.part_means)."""
+        """The visible bias b [n_items]: the logit offset of every item (dpgm.stages.part_means)."""
         return self.visible_bias.weight[0]
 
     def free_energy(self, v: Tensor) -> Tensor:

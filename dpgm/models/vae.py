@@ -108,7 +108,7 @@ class GaussianVAE(BernoulliSampling, nn.Module):
         return None
 
     def output_bias(self) -> Tensor:
-        """The decoder's last bias [n_items]: the logit offset of every item (dpgm.training.part_means)."""
+        """The decoder's last bias [n_items]: the logit offset of every item (dpgm.stages.part_means)."""
         return self.decoder[-1].bias
 
     @torch.no_grad()

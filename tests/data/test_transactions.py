@@ -11,7 +11,6 @@ import pytest
 from dpgm.data.transactions import (
     item_counts,
     load_transactions,
-    noisy_top_item_ids,
     restrict_items,
     top_item_ids,
 )
@@ -19,6 +18,7 @@ from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.mechanisms import SNAP_SHARE, grid_sensitivity, snap_grid
+from dpgm.stages.items import noisy_top_item_ids
 from tests.data._helpers import data_error
 
 
@@ -109,7 +109,7 @@ def test_noisy_top_items_charges_one_gaussian_before_release(tmp_path: Path) -> 
     assert ids.tolist() == [0, 1]
     [entry] = accountant.ledger.entries
     event = entry.event
-    assert isinstance(event, DiscreteGaussianEvent) and entry.stage == "data" and entry.count == 1
+    assert isinstance(event, DiscreteGaussianEvent) and entry.stage == "items" and entry.count == 1
     # the 4 normalised counts (L2 sensitivity 1), snapped to a power-of-two grid
     assert event.noise_multiplier == 2.0 and event.dim == 4 and event.grid == snap_grid(1.0, 4)
     assert event.sensitivity == pytest.approx(grid_sensitivity(1.0, 4, event.grid), rel=1e-12)

@@ -9,7 +9,7 @@ from dpgm.artifact import load_release, save_models
 from dpgm.config import ModelConfig
 from dpgm.errors import ConfigError
 from dpgm.models import ConvVAE, GenerativeModel, build_model
-from dpgm.training.part_means import start_at_means
+from dpgm.stages.part_means import start_at_means
 from dpgm.training.stacked import stack_groups
 
 
@@ -85,8 +85,8 @@ def test_models_with_convolutions_step_alone() -> None:
 def test_a_digits_run_trains_and_releases_conv_vaes(tmp_path) -> None:
     """The whole pipeline with conv_vae on 8x8 digits: the release loads and draws images, and its
     parts started at their noisy mean images."""
+    from dpgm.pipeline import run as run_mod
     from dpgm.release import sample_chunks
-    from dpgm.training import run as run_mod
     from tests.training.test_run import tiny_config
 
     cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.channels": "[2, 3]", "model.output_bias": "noisy_mean",
@@ -140,7 +140,7 @@ def test_a_digits_run_with_a_decoder_clip_share_trains_and_an_rbm_config_is_refu
     """training.decoder_clip_share through the pipeline: conv VAEs train with the same ledger as one clip; a
     model without a decoder is a one-line ConfigError when the config loads."""
     from dpgm.errors import ConfigError
-    from dpgm.training import run as run_mod
+    from dpgm.pipeline import run as run_mod
     from tests.training.test_run import tiny_config
 
     base = {"model.kind": "conv_vae", "model.channels": "[2, 3]", "training.clipping": "fixed", "training.epochs": 1}

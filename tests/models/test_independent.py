@@ -7,7 +7,7 @@ import torch
 from dpgm.config import ModelConfig
 from dpgm.models import Independent, build_model
 from dpgm.models.protocol import GenerativeModel
-from dpgm.training.part_means import start_at_means
+from dpgm.stages.part_means import start_at_means
 
 
 def test_samples_follow_the_output_bias_item_by_item() -> None:

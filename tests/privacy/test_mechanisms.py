@@ -209,10 +209,10 @@ def test_no_float_gaussian_in_a_pipeline_run(tmp_path: Path, monkeypatch: pytest
     import torch
 
     from dpgm.config import load_config
+    from dpgm.pipeline import run as run_mod
     from dpgm.privacy import mechanisms
-    from dpgm.training import run as run_mod
 
-    monkeypatch.setattr(run_mod, "_generators", lambda seed: (GuardedGenerator(np.random.PCG64(seed)),
+    monkeypatch.setattr(run_mod, "generators", lambda seed: (GuardedGenerator(np.random.PCG64(seed)),
                                                               torch.Generator().manual_seed(seed)))
     drawn: list[tuple[int, ...]] = []
     real_release = mechanisms._release
@@ -232,7 +232,7 @@ def test_no_float_gaussian_in_a_pipeline_run(tmp_path: Path, monkeypatch: pytest
 def test_count_and_laplace_stages_draw_no_float_noise(tiny_dataset) -> None:
     """The stages the csv run above does not reach: empty records, Laplace and Gaussian marginals."""
     from dpgm.evaluation.marginals import fit_marginals
-    from dpgm.training.empty_records import noisy_empty_count
+    from dpgm.stages.empty_records import noisy_empty_count
 
     rng = GuardedGenerator(np.random.PCG64(0))
     acc = Accountant(delta=1e-5)

@@ -20,12 +20,12 @@ from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
 from dpgm.clustering.noisy_lloyd import part_sums
 from dpgm.clustering.sketch import SketchOperator
-from dpgm.data import transactions
 from dpgm.data.dataset import BinaryDataset
-from dpgm.data.transactions import noisy_top_item_ids
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import CLIP_MARGIN, clip_rows, row_norms
-from dpgm.training import part_means
+from dpgm.stages import items as top_items
+from dpgm.stages import part_means
+from dpgm.stages.items import noisy_top_item_ids
 from dpgm.training.mechanism import clip_factors
 
 N = 200_000  # the size at which float32 sums moved by 1.001 for a sensitivity of 1
@@ -175,7 +175,7 @@ def test_part_mean_sums_move_by_at_most_their_sensitivity(monkeypatch, clip):
 
 
 def test_top_item_counts_move_by_at_most_one(monkeypatch):
-    calls = _captured(monkeypatch, transactions)
+    calls = _captured(monkeypatch, top_items)
     rng = np.random.default_rng(4)
     base = _binary(N, 3, rng)
     for records in (base, np.vstack([np.ones((1, 3), dtype=np.uint8), base])):

@@ -14,9 +14,9 @@ from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.models.independent import Independent
+from dpgm.pipeline import run as run_mod
 from dpgm.privacy.accountant import Accountant
-from dpgm.training import run as run_mod
-from dpgm.training.empty_records import STAGE, noisy_empty_count
+from dpgm.stages.empty_records import STAGE, noisy_empty_count
 
 from .test_run import killed_run
 
@@ -82,7 +82,7 @@ def test_resumed_run_keeps_the_count_and_releases_the_same(tmp_path, monkeypatch
     cfg = config(tmp_path, "split")
     run_dir = killed_run(cfg, monkeypatch, at_step=3)
     state = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
-    assert state["empty_size"] is not None
+    assert state["stages"]["empty_records"]["output"] is not None
     resumed_dir, _ = run_mod.resume(run_dir, progress=False)
     resumed, whole = load_release(resumed_dir), load_release(run[0])  # the same seed, uninterrupted
     assert resumed.empty_size == whole.empty_size and list(resumed.noisy_sizes) == list(whole.noisy_sizes)

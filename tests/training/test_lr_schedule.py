@@ -9,8 +9,8 @@ import torch
 from dpgm.artifact import load_release
 from dpgm.config import TrainingConfig
 from dpgm.models import VAE
+from dpgm.pipeline import run as run_mod
 from dpgm.privacy.accountant import Accountant
-from dpgm.training import run as run_mod
 from dpgm.training.mixture import MixtureTrainer, RecordStore, lr_factor
 
 from .test_run import killed_run, tiny_config

@@ -12,12 +12,13 @@ import torch
 
 from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.models import RBM, VAE
+from dpgm.pipeline import run as run_mod
+from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.mechanisms import SNAP_SHARE, grid_sensitivity, snap_grid
 from dpgm.release import load_release
-from dpgm.training import run as run_mod
-from dpgm.training.part_means import (
+from dpgm.stages.part_means import (
     FLOOR,
     STAGE,
     accepted_frequencies,
@@ -27,7 +28,7 @@ from dpgm.training.part_means import (
     start_at_means,
     total_shift,
 )
-from dpgm.training.run import TrainingRun
+from dpgm.training.mixture import STAGE as TRAINING_STAGE
 
 from .test_run import killed_run, tiny_config
 
@@ -173,7 +174,7 @@ def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch
     cfg = tiny_config(tmp_path, **{"model.calibrate": "true"})
     run_dir = killed_run(cfg, monkeypatch, at_step=6)  # the means must survive a resume
     checkpoint = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
-    means = checkpoint["noisy_means"]
+    means = checkpoint["stages"]["part_means"]["output"]
     before = run_mod.PrivacyLedger.from_json(checkpoint["ledger"])
     run_mod.resume(run_dir, progress=False)
     release = load_release(run_dir)
@@ -182,9 +183,9 @@ def test_run_releases_models_calibrated_to_its_noisy_means(tmp_path, monkeypatch
         assert torch.allclose(_frequencies(model), target.float(), atol=0.015)
     ledger = run_mod.PrivacyLedger.load(run_dir / "release" / "ledger.json")
     # the calibration charged nothing: only the training steps after the checkpoint were added
-    assert [(e.stage, e.count) for e in ledger.entries if e.stage != run_mod.STAGE] == \
-        [(e.stage, e.count) for e in before.entries if e.stage != run_mod.STAGE]
-    assert ledger.count(run_mod.STAGE) == 10 and ledger.count(STAGE) == 1
+    assert [(e.stage, e.count) for e in ledger.entries if e.stage != TRAINING_STAGE] == \
+        [(e.stage, e.count) for e in before.entries if e.stage != TRAINING_STAGE]
+    assert ledger.count(TRAINING_STAGE) == 10 and ledger.count(STAGE) == 1
 
 
 def test_calibration_needs_the_noisy_means():
@@ -225,8 +226,8 @@ def test_a_run_with_calibrate_total_releases_models_drawing_the_noisy_means_tota
     cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.channels": "[2, 3]", "model.calibrate": "total"})
     run = TrainingRun(cfg, tmp_path / "run", progress=False)
     run.start()  # no training steps: the models are at their start, the noisy means as fixed biases
-    trained, released = run.trainer.released_models(), run.released_models()
-    for before, after, probs in zip(trained, released, run.means):
+    trained, released = run.training.trainer.released_models(), run.released_models()
+    for before, after, probs in zip(trained, released, run.output("part_means")):
         moved = (after.output_bias() - before.output_bias()).detach()
         torch.testing.assert_close(moved, moved[0].expand_as(moved))  # one shift for every pixel
         assert abs(float(moved[0])) > 0.05  # an untrained decoder's total is not the means' total

@@ -10,7 +10,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
 from dpgm.release import take_lengths
-from dpgm.training.record_lengths import STAGE, noisy_length_shares
+from dpgm.stages.record_lengths import STAGE, noisy_length_shares
 
 
 def test_one_gaussian_release_of_sensitivity_one_and_shares_without_added_mass() -> None:
@@ -38,8 +38,8 @@ def test_take_lengths_takes_the_first_records_of_each_length_up_to_the_want() ->
 def test_a_run_releases_the_histogram_and_its_release_follows_it(tmp_path) -> None:
     """Records of 1 or 5 items: independent items alone would give binomial lengths."""
     from dpgm.config import config_from_dict
+    from dpgm.pipeline.run import train
     from dpgm.release import sample_dataset
-    from dpgm.training.run import train
 
     rng = np.random.default_rng(0)
     x = np.zeros((6_000, 10), dtype=np.uint8)

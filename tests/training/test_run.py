@@ -15,12 +15,14 @@ import torch
 from dpgm.cli import run_cli
 from dpgm.config import config_from_dict
 from dpgm.errors import PrivacyBudgetError
+from dpgm.pipeline import run as run_mod
+from dpgm.pipeline.plan import part_labels
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.privacy.mechanisms import SNAP_SHARE
-from dpgm.training import run as run_mod
-from dpgm.training.mixture import STAGE
+from dpgm.stages.items import STAGE as ITEMS_STAGE
+from dpgm.training.mixture import STAGE, MixtureTrainer
 
 
 def tiny_config(tmp_path, **over):
@@ -42,7 +44,7 @@ def tiny_config(tmp_path, **over):
 
 def killed_run(cfg, monkeypatch, *, at_step: int):
     """Train ``cfg`` until a KeyboardInterrupt during step ``at_step``; return its run directory."""
-    real_step = run_mod.MixtureTrainer.step
+    real_step = MixtureTrainer.step
     calls = {"n": 0}
 
     def dying_step(self, accountant):
@@ -52,7 +54,7 @@ def killed_run(cfg, monkeypatch, *, at_step: int):
         return real_step(self, accountant)
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_mod.MixtureTrainer, "step", dying_step)
+        patch.setattr(MixtureTrainer, "step", dying_step)
         with pytest.raises(KeyboardInterrupt):
             run_mod.train(cfg, progress=False)
     return Path(cfg.runs_dir) / cfg.name
@@ -60,7 +62,7 @@ def killed_run(cfg, monkeypatch, *, at_step: int):
 
 def terminated_run(cfg, monkeypatch, *, at_step: int) -> tuple[int, Path]:
     """Train ``cfg`` with a SIGTERM arriving during step ``at_step``; (exit code, run directory)."""
-    real_step, calls = run_mod.MixtureTrainer.step, {"n": 0}
+    real_step, calls = MixtureTrainer.step, {"n": 0}
 
     def terminated_step(self, accountant):
         calls["n"] += 1
@@ -69,7 +71,7 @@ def terminated_run(cfg, monkeypatch, *, at_step: int) -> tuple[int, Path]:
         return real_step(self, accountant)
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_mod.MixtureTrainer, "step", terminated_step)
+        patch.setattr(MixtureTrainer, "step", terminated_step)
         code = run_cli(lambda argv: run_mod.train(cfg, progress=False))
     return code, Path(cfg.runs_dir) / cfg.name
 
@@ -105,10 +107,10 @@ def test_alternate_schedule_and_rbm(tmp_path):
                                        "name": schedule})
         run = run_mod.TrainingRun(cfg, tmp_path / schedule, progress=False)
         run.start()
-        before = [copy.deepcopy(m.state_dict()) for m in run.trainer.models]
-        run.trainer.step(run.accountant)
+        before = [copy.deepcopy(m.state_dict()) for m in run.training.trainer.models]
+        run.training.trainer.step(run.accountant)
         changed = [any(not torch.equal(b[k], v) for k, v in m.state_dict().items() if k in b)
-                   for b, m in zip(before, run.trainer.models)]
+                   for b, m in zip(before, run.training.trainer.models)]
         assert sum(changed) == moved and run.accountant.ledger.count(STAGE) == 1
     run_dir, report = run_mod.train(tiny_config(tmp_path, **{"training.schedule": "alternate", "model.kind": "rbm",
                                                              "model.rbm_hidden": 8}), progress=False)
@@ -120,7 +122,7 @@ def test_resume_after_kill_neither_loses_nor_double_counts(tmp_path, monkeypatch
     cfg = tiny_config(tmp_path, **{"training.epochs": 2})
     run_dir = killed_run(cfg, monkeypatch, at_step=7)  # the last checkpoint was after step 4
     state = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
-    assert state["step"] == 4
+    assert state["stages"]["training"]["step"] == 4
     assert PrivacyLedger.from_json(state["ledger"]).count(STAGE) == 4
     run_dir, report = run_mod.resume(run_dir, progress=False)
     ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
@@ -157,8 +159,8 @@ def test_ema_release_averages_the_iterates(tmp_path):
     run_dir, _ = run_mod.train(cfg, progress=False)
     released = torch.load(run_dir / "release" / "models.pt", weights_only=True)["state_dicts"][0]
     state = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)
-    last = state["trainer"]["models"][0]
-    average = {k.removeprefix("module."): v for k, v in state["trainer"]["averages"][0].items()}
+    last = state["stages"]["training"]["trainer"]["models"][0]
+    average = {k.removeprefix("module."): v for k, v in state["stages"]["training"]["trainer"]["averages"][0].items()}
     for name, value in released.items():
         assert torch.equal(value, average[name])
     assert any(not torch.equal(released[n], last[n]) for n in released)
@@ -169,9 +171,9 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
     cfg = tiny_config(tmp_path, **{"data.top_items": 20, "data.top_items_noise_multiplier": 3.0,
                                    "training.epochs": 1})
     run_dir = killed_run(cfg, monkeypatch, at_step=6)
-    chosen = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["columns"].tolist()
+    chosen = torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["stages"]["items"]["output"].tolist()
     run_dir, report = run_mod.resume(run_dir, progress=False)
-    [entry] = [e for e in PrivacyLedger.load(run_dir / "release" / "ledger.json").entries if e.stage == run_mod.ITEMS_STAGE]
+    [entry] = [e for e in PrivacyLedger.load(run_dir / "release" / "ledger.json").entries if e.stage == ITEMS_STAGE]
     event = entry.event
     assert isinstance(event, DiscreteGaussianEvent) and entry.count == 1
     # the 64 pixels' normalised counts (L2 sensitivity 1), on a power-of-two grid
@@ -180,7 +182,7 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
     # the exact choice costs what the continuous Gaussian at the same multiplier would
     continuous = GaussianEvent(noise_multiplier=3.0)
     items_epsilon = Accountant(delta=report["delta"]).epsilon_if(continuous)
-    assert report["stage_epsilons"][run_mod.ITEMS_STAGE] == pytest.approx(items_epsilon, rel=1e-12)
+    assert report["stage_epsilons"][ITEMS_STAGE] == pytest.approx(items_epsilon, rel=1e-12)
     payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
     assert payload["item_ids"] == chosen and len(chosen) == 20 and chosen == sorted(chosen)
     assert payload["item_names"] == [f"px{j}" for j in chosen]
@@ -196,12 +198,12 @@ def test_top_items_are_chosen_privately_and_kept_on_resume(tmp_path, monkeypatch
 
 def test_a_run_by_label_releases_each_parts_label(tmp_path):
     """Part j holds label j; a CSV source keeps its own label column's name for the release."""
-    assert run_mod.part_labels(tiny_config(tmp_path)) is None  # k-means parts are not labels
-    by_label = run_mod.part_labels(tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3}))
+    assert part_labels(tiny_config(tmp_path)) is None  # k-means parts are not labels
+    by_label = part_labels(tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3}))
     assert by_label.labels == (0, 1, 2) and by_label.column == "label"
     csv = tiny_config(tmp_path, **{"partition.method": "label", "partition.k": 3, "data.source": "csv",
                                    "data.path": "x.csv", "data.label_column": "digit"})
-    assert run_mod.part_labels(csv).column == "digit"
+    assert part_labels(csv).column == "digit"
 
 
 def test_more_parts_than_records_runs_like_any_other_plan(tmp_path):

@@ -23,7 +23,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from dpgm.config import config_from_dict
 from dpgm.errors import ConfigError, DataError
-from dpgm.training import run as run_mod
+from dpgm.pipeline import run as run_mod
+from dpgm.stages.partition import PartitionStage
 from dpgm.training.mechanism import poisson_sample
 from tests.training.test_run import killed_run, terminated_run, tiny_config
 
@@ -171,7 +172,7 @@ def test_sigterm_checkpoints_prints_the_resume_command_and_resumes_exactly(tmp_p
     err = capsys.readouterr().err
     assert code == 128 + signal.SIGTERM
     assert f"Resume with: python train.py --resume {run_dir}" in err
-    assert torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["step"] == 7
+    assert torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["stages"]["training"]["step"] == 7
     run_mod.resume(run_dir, progress=False)
     assert_same_release(whole, run_dir)
 
@@ -179,7 +180,7 @@ def test_sigterm_checkpoints_prints_the_resume_command_and_resumes_exactly(tmp_p
 def test_time_interval_checkpoints(tmp_path, monkeypatch):
     cfg = tiny_config(tmp_path, **{"training.checkpoint_every": 1000, "training.checkpoint_seconds": 1e-9})
     run_dir = killed_run(cfg, monkeypatch, at_step=7)
-    assert torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["step"] == 6
+    assert torch.load(run_dir / "private" / "checkpoint.pt", weights_only=True)["stages"]["training"]["step"] == 6
 
 
 def test_sigkill_at_a_random_time_then_resume_is_exact(tmp_path):
@@ -195,7 +196,7 @@ def test_sigkill_at_a_random_time_then_resume_is_exact(tmp_path):
     checkpoint = tmp_path / "runs" / "killed" / "private" / "checkpoint.pt"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if checkpoint.is_file() and torch.load(checkpoint, weights_only=True)["step"] > 0:
+        if checkpoint.is_file() and torch.load(checkpoint, weights_only=True)["stages"]["training"]["step"] > 0:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
@@ -219,13 +220,13 @@ def test_a_run_killed_before_its_first_checkpoint_can_start_again(tmp_path):
 
 def test_sigterm_during_the_partition_stops_after_its_checkpoint(tmp_path, monkeypatch):
     cfg = tiny_config(tmp_path)
-    real = run_mod.TrainingRun._choose_items
+    real = PartitionStage.run
 
-    def signalled(self, rng):
+    def signalled(self, ctx):
         os.kill(os.getpid(), signal.SIGTERM)  # arrives while the run is starting
-        return real(self, rng)
+        return real(self, ctx)
 
-    monkeypatch.setattr(run_mod.TrainingRun, "_choose_items", signalled)
+    monkeypatch.setattr(PartitionStage, "run", signalled)
     with pytest.raises(run_mod.RunInterrupted, match="after step 0 of 10; checkpoint saved. Resume with"):
         run_mod.train(cfg, progress=False)
     monkeypatch.undo()

@@ -119,7 +119,7 @@ def test_the_engine_default_is_the_config_default() -> None:
 @pytest.mark.parametrize("on", [False, True])
 def test_the_config_option_reaches_every_training_draw(tmp_path, monkeypatch, on: bool) -> None:
     """``privacy.secure_mode`` in a run's config turns the secure draw on for DP-SGD's noise."""
-    from dpgm.training import run as run_mod
+    from dpgm.pipeline import run as run_mod
     from tests.training.test_run import tiny_config
 
     flags: list[bool] = []

@@ -19,7 +19,8 @@ import generate as generate_script
 import train as train_script
 from dpgm.cli import run_cli
 from dpgm.config import load_config
-from dpgm.training import run as run_mod
+from dpgm.pipeline import plan as plan_mod
+from dpgm.pipeline import run as run_mod
 from tests.training.test_run import killed_run, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,8 +76,8 @@ def test_the_replay_attack_works_when_the_seed_is_known(tmp_path, survey):
 
 def test_a_default_run_cannot_be_replayed_from_its_release(tmp_path, survey, monkeypatch):
     drawn: list[int] = []
-    real = run_mod.secrets.randbits
-    monkeypatch.setattr(run_mod.secrets, "randbits", lambda k: drawn.append(real(k)) or drawn[-1])
+    real = plan_mod.secrets.randbits
+    monkeypatch.setattr(plan_mod.secrets, "randbits", lambda k: drawn.append(real(k)) or drawn[-1])
     code, run_dir = train_csv(tmp_path, survey, "default")
     assert code == 0 and drawn  # the noise came from fresh OS entropy
     assert yaml.safe_load((run_dir / "release" / "config.yaml").read_text())["seed"] is None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 
-from dpgm.training import run as run_mod
+from dpgm.pipeline import run as run_mod
 from tests.training.test_run import killed_run, terminated_run, tiny_config
 
 

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpgm.config import Config
+from dpgm.data import drop_short_records
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release
+from dpgm.stages.base import Stage, StageContext
 
 #: Ledger stage of this release.
 STAGE = "empty_records"
@@ -32,3 +35,21 @@ def noisy_empty_count(data: BinaryDataset, *, noise_multiplier: float, accountan
     count = np.array([float(np.count_nonzero(data.record_lengths() == 0))])
     return float(gaussian_release(count, sensitivity=1.0, noise_multiplier=noise_multiplier,
                                   accountant=accountant, stage=STAGE, rng=rng)[0])
+
+
+class EmptyRecordsStage(Stage):
+    """Count the empty records (``partition.empty_part_noise_multiplier``) and set them aside."""
+
+    name = STAGE
+    line = "count the records holding no item (noisy count; they form a group of their own)"
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.partition.empty_part_noise_multiplier is not None
+
+    def run(self, ctx: StageContext) -> float:
+        return noisy_empty_count(ctx.data, noise_multiplier=self.cfg.partition.empty_part_noise_multiplier,
+                                 accountant=ctx.accountant, rng=ctx.rng)
+
+    def narrow(self, data: BinaryDataset) -> BinaryDataset:
+        return drop_short_records(data, 1)

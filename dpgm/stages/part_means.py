@@ -29,9 +29,11 @@ import torch
 from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import part_sums
+from dpgm.config import Config
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
+from dpgm.stages.base import Stage, StageContext
 
 #: Ledger stage of this release.
 STAGE = "part_means"
@@ -203,3 +205,26 @@ def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed
         if largest < CALIBRATION_TOLERANCE:
             break
     return largest
+
+
+class PartMeansStage(Stage):
+    """Each part's noisy mean record (``model.output_bias: noisy_mean``); output: [k, n_items] means."""
+
+    name = STAGE
+    line = "measure each group's noisy mean record"
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.model.output_bias == "noisy_mean"
+
+    def run(self, ctx: StageContext) -> np.ndarray:
+        partition = ctx.output("partition")
+        return noisy_part_means(ctx.data.records, partition.assignments, partition.noisy_sizes,
+                                clip=self.cfg.model.mean_clip, noise_multiplier=self.cfg.model.mean_noise_multiplier,
+                                accountant=ctx.accountant, rng=ctx.rng)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"output": torch.as_tensor(self.output)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = state["output"].numpy()

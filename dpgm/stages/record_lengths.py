@@ -12,11 +12,16 @@ dpgm/release.py).
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
+import numpy as np
+import torch
+
+from dpgm.config import Config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release, project_to_total
+from dpgm.stages.base import Stage, StageContext
 
 #: Ledger stage of this release.
 STAGE = "record_lengths"
@@ -30,3 +35,24 @@ def noisy_length_shares(data: BinaryDataset, *, noise_multiplier: float, account
                              accountant=accountant, stage=STAGE, rng=rng)
     kept = project_to_total(noisy, max(float(noisy.sum()), 1.0))
     return kept / kept.sum()
+
+
+class RecordLengthsStage(Stage):
+    """The noisy length histogram (``model.length_noise_multiplier``); output: the length shares."""
+
+    name = STAGE
+    line = "count the records of each length (noisy histogram)"
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.model.length_noise_multiplier is not None
+
+    def run(self, ctx: StageContext) -> np.ndarray:
+        return noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_noise_multiplier,
+                                   accountant=ctx.accountant, rng=ctx.rng)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"output": torch.as_tensor(self.output)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = state["output"].numpy()

@@ -1,0 +1,141 @@
+"""What a run decides before its stages: generators, delta, public inputs, and the privacy report.
+
+Every function here reads the config and public facts only (the order of magnitude N, the item
+universe, the declared label set), except ``privacy_report``, which assembles released values.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpgm.artifact import LABEL_COLUMN, PartLabels, not_private_warning
+from dpgm.clustering import PARTITIONERS
+from dpgm.config import Config
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.models import MODELS
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.calibrate import default_delta, records_magnitude
+from dpgm.privacy.discrete import secure_generator
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.training.mixture import STAGE
+
+
+def generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
+    """One numpy and one torch generator: from the seed (an experiment), else from fresh OS
+    entropy that is kept nowhere but in the private checkpoint's generator state."""
+    g = torch.Generator()
+    if seed is not None:
+        g.manual_seed(seed)
+        return np.random.default_rng(seed), g
+    g.manual_seed(secrets.randbits(64))
+    return secure_generator(), g  # released statistics' noise: OpenDP's exact samplers, OS CSPRNG
+
+
+def released_config(cfg: Config) -> dict[str, Any]:
+    """The config as written to release/: everything but the seed, which would let anyone replay
+    the noise (docs/privacy.md, "Seeds"); a resume reads it back from the private checkpoint."""
+    return {**cfg.to_dict(), "seed": None}
+
+
+def check_components(cfg: Config) -> None:
+    """The partitioner and the model the config names are registered and their options are theirs
+    (checked before the data are read, so a typo costs nothing)."""
+    PARTITIONERS.options(cfg.partition.method, cfg.partition.options)
+    MODELS.options(cfg.model.kind, cfg.model.options)
+
+
+def check_plan(cfg: Config, data: BinaryDataset) -> None:
+    """Refuse impossible plans. Only public facts decide: a check such as "k is more than the
+    number of records" would tell whoever reads the error one bit about n, so k > n runs (its
+    extra parts are empty, and their noisy statistics are noise like any other)."""
+    if cfg.partition.method == "label" and data.labels is None:
+        raise ConfigError("partition.method: 'label' needs a dataset with labels")
+
+
+def run_magnitude(cfg: Config, data: BinaryDataset) -> int:
+    """N, the order of magnitude of the number of records: declared, else read off the data (and
+    then listed as public); the one rounding rule behind the default delta and the rules."""
+    return cfg.data.records_magnitude or records_magnitude(data.n_records)
+
+
+def run_delta(cfg: Config, magnitude: int) -> float:
+    """The run's delta: the config's, else 1/(100 N); a delta above 1/N is refused (it would allow
+    releasing a whole record with probability delta, and a data set holds n >= N records)."""
+    delta = cfg.privacy.delta or default_delta(magnitude)
+    if delta > 1.0 / magnitude:
+        raise ConfigError(f"privacy.delta = {delta:g} is above 1/N for the records' order of magnitude "
+                          f"N = {magnitude}: choose delta well below 1/N (default 1/(100 N))")
+    return delta
+
+
+def public_inputs(cfg: Config, data: BinaryDataset, magnitude: int) -> list[dict[str, Any]]:
+    """Every data-dependent quantity the run treats as public (declared by the user, not private)."""
+    out = []
+    if cfg.data.records_magnitude is None:
+        uses = ["the check delta <= 1/N"] + (["rules: public"] if cfg.rules == "public" else [])
+        uses += ["the default delta 1/(100 N)"] if cfg.privacy.delta is None else []
+        out.append({"quantity": "order of magnitude of the number of records", "why": ", ".join(uses),
+                    "value": f"N = {magnitude} (N <= n < 10 N)"})
+    universe = data.meta.get("universe") or {"csv": "the CSV header"}.get(cfg.data.source, "the image format (one item per pixel)")
+    out.append({"quantity": "item universe", "value": f"{data.n_items} items", "why": universe})
+    if data.image_shape is not None:
+        out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})
+    if cfg.partition.method == "label":
+        out.append({"quantity": "label set", "value": f"{cfg.partition.k} labels", "why": "declared as partition.k"})
+    if cfg.partition.init == "public" and cfg.data.source == "mnist":
+        out.append({"quantity": "public sample", "value": "the other MNIST split",
+                    "why": "initial k-means centres come from published data"})
+    return out
+
+
+def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int,
+                   public: list[dict[str, Any]], empty_size: float | None = None,
+                   stage_lines: dict[str, str] | None = None) -> dict[str, Any]:
+    """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public
+    inputs, the noisy part sizes (and the noisy count of empty records, when they are a part)."""
+    warning = not_private_warning(seed_fixed=cfg.seed is not None, diagnostics=cfg.nonprivate_diagnostics)
+    report: dict[str, Any] = {"warning": warning} if warning else {}
+    report.update(accountant.report())
+    report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
+    report["stage_lines"] = dict(stage_lines or {})
+    report["fixed_seed"] = cfg.seed is not None
+    report["public_inputs"] = public
+    report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
+    if empty_size is not None:
+        report["noisy_empty_records"] = float(empty_size)
+    t = cfg.training
+    report["plan"] = {"partition": cfg.partition.method, "k": len(partition_sizes), "model": cfg.model.kind,
+                      "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
+    if steps == 0:  # independent items: the noisy part means are the models, nothing was trained
+        return report
+    report["plan"].update({
+        "schedule": t.schedule, "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier,
+        "clipping": t.clipping, "calibrated_to_noisy_means": cfg.model.calibrate,
+    })
+    if t.clipping == "adaptive":
+        report["plan"]["hist_noise_multiplier"] = t.hist_noise_multiplier
+    else:
+        report["plan"]["clip_norm"] = t.clip_norm
+        if t.decoder_clip_share is not None:  # per-group clipping: the same sensitivity C, so the same event
+            report["plan"]["decoder_clip_share"] = t.decoder_clip_share
+    return report
+
+
+def part_labels(cfg: Config) -> PartLabels | None:
+    """Each part's label when the parts are labels (partition.method 'label': part j holds label
+    j, the declared set 0..k-1), else None; the CSV label column keeps the data's name for it."""
+    if cfg.partition.method != "label":
+        return None
+    column = cfg.data.label_column if cfg.data.source == "csv" and cfg.data.label_column else LABEL_COLUMN
+    return PartLabels(labels=tuple(range(cfg.partition.k)), column=column)
+
+
+def run_accountant(cfg: Config, delta: float, ledger: PrivacyLedger | None) -> Accountant:
+    """The accountant of a run: its delta, budget and dependent-release bound, over ``ledger``."""
+    p = cfg.privacy
+    return Accountant(ledger, delta=delta, budget_epsilon=p.target_epsilon, bound=p.dependent_bound)

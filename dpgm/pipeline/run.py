@@ -1,0 +1,268 @@
+"""One run end to end: load the records, then its stages in order (dpgm.stages), then the release.
+
+The run directory (artifact.py) has a ``release/`` folder of DP outputs only and a ``private/``
+folder (owner-only) with the checkpoint, deleted when the run completes unless
+``keep_private`` is set. Everything the run shows (progress bar, TensorBoard, files, messages)
+is a DP output on the ledger or data-independent; the mean loss on the private batch is shown
+only with ``nonprivate_diagnostics``, and then every report says the run is NOT private.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+from dpgm.artifact import (
+    CONFIG_FILE,
+    LEDGER_FILE,
+    MODELS_FILE,
+    REPORT_FILE,
+    SUMMARY_FILE,
+    RunLayout,
+    save_models,
+)
+from dpgm.config import Config, load_config
+from dpgm.data import drop_short_records, drop_undeclared_labels, load_dataset
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
+from dpgm.pipeline.plan import (
+    check_components,
+    check_plan,
+    generators,
+    part_labels,
+    privacy_report,
+    public_inputs,
+    released_config,
+    run_accountant,
+    run_delta,
+    run_magnitude,
+)
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.progress import EpsilonSource, nothing_spent, progress_scope
+from dpgm.report import dpgm_version, summary_markdown
+from dpgm.rules import PublicFacts, apply_public_rules
+from dpgm.stages import Stage, StageContext, planned_stages
+from dpgm.stages.training import RunInterrupted, TrainingStage, release_min_items
+from dpgm.threads import set_threads
+
+__all__ = ["RunInterrupted", "TrainingRun", "resume", "train"]
+
+
+@contextmanager
+def _stop_requests() -> Iterator[dict[str, int]]:
+    """Turn SIGINT/SIGTERM into a flag the training loop checks between steps."""
+    requested: dict[str, int] = {}
+
+    def handler(signum: int, _frame: Any) -> None:
+        requested["signal"] = signum
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+class TrainingRun:
+    """One run: the data, the accountant and the planned stages; runs, checkpoints and resumes them."""
+
+    accountant: Accountant | None = None  # made by ``start`` or ``resume``, after the data are loaded
+
+    def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True,
+                 spent_before: EpsilonSource | None = nothing_spent) -> None:
+        """Load the data (``data`` replaces the config's data section); ``spent_before`` is the
+        epsilon the loading bar shows: 0 for a fresh run, the checkpoint's on resume."""
+        self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
+        self._spent_before = spent_before
+        check_components(cfg)
+        with self.shown():
+            self.data = drop_short_records(data, cfg.data.min_items) if data is not None else load_dataset(cfg.data)
+            if cfg.partition.method == "label":  # records outside the declared label set: out of the domain
+                self.data = drop_undeclared_labels(self.data, cfg.partition.k)
+        self.magnitude = run_magnitude(cfg, self.data)
+        self.delta = run_delta(cfg, self.magnitude)
+        self.ruled = self._apply_rules() if cfg.rules == "public" else {}
+        check_plan(cfg, self.data)
+        self.public = public_inputs(cfg, self.data, self.magnitude)
+        self.stages = planned_stages(cfg)
+        self.training: TrainingStage = self.stages[-1]
+
+    def _apply_rules(self) -> dict[str, Any]:
+        """``rules: public``: the options the config leaves open, from public quantities (rules.py)."""
+        facts = PublicFacts(n_items=self.data.n_items, records_magnitude=self.magnitude,
+                            epsilon=float(self.cfg.privacy.target_epsilon), delta=self.delta,
+                            min_items=self.cfg.data.min_items)
+        return apply_public_rules(self.cfg, facts, self.cfg.stated)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.layout.root
+
+    @property
+    def steps(self) -> int:
+        return self.training.steps
+
+    def output(self, name: str) -> Any:
+        """A stage's public output (None when the plan has no such stage)."""
+        return self.context.output(name)
+
+    def epsilon_so_far(self) -> float | None:
+        """The run's epsilon spent so far (the ledger's: public), for the progress bars."""
+        if self.accountant is None:
+            return self._spent_before() if self._spent_before is not None else None
+        return self.accountant.spent().epsilon
+
+    def shown(self) -> Any:
+        """Scope of every bar the run shows: on unless ``progress`` is off, with its epsilon."""
+        return progress_scope(enabled=self.progress, epsilon=self.epsilon_so_far)
+
+    def _context(self, ledger: PrivacyLedger | None, rng: np.random.Generator, generator: torch.Generator) -> None:
+        self.accountant = run_accountant(self.cfg, self.delta, ledger)
+        self.context = StageContext(self.cfg, self.data, self.accountant, rng, generator, shown=self.shown)
+
+    # ---------------------------------------------------------------- stages
+    def start(self) -> None:
+        """Fresh run: every stage in order, each narrowing the records the next ones see."""
+        self._context(None, *generators(self.cfg.seed))
+        for stage in self.stages:
+            stage.output = stage.run(self.context)
+            self._after(stage)
+        atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(released_config(self.cfg), sort_keys=False))
+
+    def _after(self, stage: Stage) -> None:
+        self.context.data = stage.narrow(self.context.data)
+        self.context.stages[stage.name] = stage
+
+    def planned_epsilon(self) -> float:
+        """Epsilon the run will have spent when all its steps are taken (after ``start``)."""
+        return self.training.planned_epsilon(self.accountant)
+
+    def resume(self, checkpoint: dict[str, Any]) -> None:
+        """Continue from a checkpoint: ledger, stages' outputs and random state come back together.
+
+        No stage draws again. The trainer is rebuilt first and its state loaded after, and the
+        generator state is restored LAST, so building the models consumes no draw of the resumed
+        stream: a resumed run is bit-identical to an uninterrupted one.
+        """
+        generator = torch.Generator()
+        self._context(PrivacyLedger.from_json(checkpoint["ledger"]), np.random.default_rng(), generator)
+        for stage in self.stages:
+            stage.resume(self.context, checkpoint["stages"][stage.name])
+            self._after(stage)
+        generator.set_state(checkpoint["generator"])
+
+    def checkpoint(self) -> None:
+        """Atomically save everything needed to resume, owner-only; ledger and stages in ONE file."""
+        state = {
+            "stages": {stage.name: stage.state_dict() for stage in self.stages},
+            "ledger": self.accountant.ledger.to_json(),
+            "generator": self.context.generator.get_state(),
+            "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
+            "seed": self.cfg.seed,  # never in release/ (``released_config``); a resumed run still says it is seeded
+        }
+        with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
+            torch.save(state, fh)
+
+    def train(self, stop: dict[str, int]) -> None:
+        """The DP-SGD steps left (``TrainingStage.train``), checkpointing the whole run."""
+        self.training.train(self.context, self.layout, stop, self.checkpoint)
+
+    def released_models(self) -> list[torch.nn.Module]:
+        """The trained models, calibrated to the noisy part means when ``model.calibrate`` is set."""
+        return self.training.released_models(self.output("part_means"))
+
+    def finish(self) -> dict[str, Any]:
+        """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
+        folder, data, partition = self.layout.release, self.context.data, self.output("partition")
+        empty_size = self.output("empty_records")
+        save_models(folder, self.released_models(), partition.noisy_sizes, self.cfg.model,
+                    data.item_names, data.image_shape, data.meta.get("item_ids"),
+                    min_items=release_min_items(self.cfg), part_labels=part_labels(self.cfg),
+                    length_shares=self.output("record_lengths"), empty_size=empty_size)
+        self.accountant.ledger.save(folder / LEDGER_FILE)
+        lines = {stage.name: stage.line for stage in self.stages}
+        report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
+                                empty_size, lines)
+        atomic_write_json(folder / REPORT_FILE, report)
+        version, commit = dpgm_version()
+        atomic_write_text(folder / SUMMARY_FILE,
+                          summary_markdown(report, dataset=data.name, version=version, commit=commit))
+        if not self.cfg.keep_private:
+            self.layout.remove_private()
+        return report
+
+
+def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = True) -> tuple[Path, dict[str, Any]]:
+    """Fresh run from a config; returns the run directory and the privacy report.
+
+    ``data`` replaces the config's data section (for benchmarks that hold the records already).
+    A run that fails before its first checkpoint leaves no run directory behind.
+    """
+    set_threads(cfg.threads)
+    layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
+    layout.check_writable()  # a runs_dir that is a file or read-only fails before the data load
+    if layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists():
+        raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} or another name (--set name=...)")
+    if layout.exists():  # killed before its first checkpoint: nothing to resume, start again
+        _remove_failed(layout, created_root=False)
+    run = TrainingRun(cfg, layout.root, data=data, progress=progress)
+    created = not layout.root.exists()
+    layout.create()
+    with _stop_requests() as stop:  # SIGINT/SIGTERM from here on: checkpoint, then stop
+        try:
+            run.start()
+            run.checkpoint()  # the partition is never redone on resume: its charges are in this file
+        except BaseException:
+            _remove_failed(layout, created)
+            raise
+        run.train(stop)
+    return layout.root, run.finish()
+
+
+def _remove_failed(layout: RunLayout, created_root: bool) -> None:
+    """Undo a run that failed before its first checkpoint (nothing worth resuming was made)."""
+    shutil.rmtree(layout.release, ignore_errors=True)
+    shutil.rmtree(layout.private, ignore_errors=True)
+    if created_root and layout.root.is_dir() and not any(layout.root.iterdir()):
+        layout.root.rmdir()
+
+
+def _checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:
+    """The epsilon a checkpoint's ledger holds, before the data are loaded again (None: its delta,
+    which may depend on n, is not known yet: a checkpoint from before dpgm stored it)."""
+    delta = checkpoint.get("delta") or cfg.privacy.delta
+    if delta is None:
+        return None
+    epsilon = run_accountant(cfg, delta, PrivacyLedger.from_json(checkpoint["ledger"])).spent().epsilon
+    return lambda: epsilon
+
+
+def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
+    """Continue an interrupted run from its last checkpoint."""
+    layout = RunLayout(Path(run_dir))
+    if not layout.checkpoint.is_file():
+        if layout.exists() and not layout.in_release(MODELS_FILE).exists():
+            raise ConfigError(f"{run_dir}: the run stopped before its first checkpoint (nothing was trained): "
+                              f"start it again with --config")
+        raise ConfigError(f"{run_dir}: no private/checkpoint.pt to resume from (finished, or not a run directory)")
+    cfg = load_config(layout.in_release(CONFIG_FILE))
+    set_threads(cfg.threads)
+    checkpoint = torch.load(layout.checkpoint, map_location="cpu", weights_only=True)
+    cfg.seed = checkpoint.get("seed")
+    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=_checkpoint_epsilon(cfg, checkpoint))
+    run.resume(checkpoint)
+    with _stop_requests() as stop:
+        run.train(stop)
+    return layout.root, run.finish()
+

@@ -1,0 +1,117 @@
+"""The stage protocol: one step of a run that reads the records and releases statistics.
+
+A run is a list of stages (``dpgm.stages.planned_stages``). Each stage charges the accountant
+before every noisy draw (``dpgm.privacy.mechanisms``), keeps only public outputs (what it
+released and its post-processing), may narrow the records by a per-record rule that later stages
+see, and saves what a resume needs in ``state_dict``. The run's checkpoint, resume, privacy
+report and plan are loops over that list (docs/development.md, "Stages").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from dpgm.config import Config
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.privacy.accountant import Accountant
+
+
+@dataclass
+class StageContext:
+    """What the stages of one run share: the config, the records (narrowed stage by stage), the
+    accountant, the two generators, and the earlier stages by name."""
+
+    cfg: Config
+    data: BinaryDataset
+    accountant: Accountant
+    rng: np.random.Generator
+    generator: torch.Generator
+    stages: dict[str, Stage] = field(default_factory=dict)
+    #: The run's progress scope (a context manager factory): stages show their bars inside it.
+    shown: Callable[[], Any] = field(default=lambda: _NoScope())
+
+    def output(self, name: str) -> Any:
+        """The public output of the earlier stage ``name`` (None when the plan has no such stage)."""
+        stage = self.stages.get(name)
+        return None if stage is None else stage.output
+
+
+class _NoScope:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class Stage:
+    """One stage of a run. Subclasses set ``name`` (the ledger's stage name) and ``line`` (what the
+    stage did, in words, for the privacy report), and implement ``enabled`` and ``run``."""
+
+    name: ClassVar[str]
+    #: The report's line; ``{k}``, ``{groups}``, ``{steps}`` and ``{method}`` come from the report's plan.
+    line: ClassVar[str]
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.output: Any = None
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        """Whether a run with ``cfg`` has this stage."""
+        raise NotImplementedError
+
+    def run(self, ctx: StageContext) -> Any:
+        """Release this stage's statistics from ``ctx.data`` (charging ``ctx.accountant`` first);
+        return the public output, which the run keeps as ``self.output``."""
+        raise NotImplementedError
+
+    def narrow(self, data: BinaryDataset) -> BinaryDataset:
+        """The stage's per-record rule on the records later stages see (after ``run`` and again
+        on resume, from the saved output); by default every record stays."""
+        return data
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resume needs (saved in the private checkpoint): by default the output."""
+        return {"output": self.output}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = state["output"]
+
+    def resume(self, ctx: StageContext, state: dict[str, Any]) -> None:
+        """Come back from a checkpoint without drawing anything: by default ``load_state_dict``
+        (a stage that holds more than its output, such as the trainer, rebuilds it from ``ctx``)."""
+        self.load_state_dict(state)
+
+
+#: Registered stage classes in pipeline order (``register_stage``).
+STAGES: dict[str, type[Stage]] = {}
+
+
+def register_stage(cls: type[Stage], *, before: str | None = None) -> type[Stage]:
+    """Add a stage class to every run whose config enables it; ``before``: the name of the stage
+    it precedes (default: last). Usable as a decorator; a name may be registered once."""
+    if cls.name in STAGES:
+        raise ConfigError(f"a stage named {cls.name!r} is already registered")
+    order = list(STAGES.items())
+    at = len(order) if before is None else [n for n, _ in order].index(before)
+    order.insert(at, (cls.name, cls))
+    STAGES.clear()
+    STAGES.update(order)
+    return cls
+
+
+def unregister_stage(name: str) -> None:
+    """Remove a registered stage (for extensions and tests that add one for a while)."""
+    STAGES.pop(name, None)
+
+
+def planned_stages(cfg: Config) -> list[Stage]:
+    """The stages a run with ``cfg`` runs, in order, each built from the config."""
+    return [cls(cfg) for cls in STAGES.values() if cls.enabled(cfg)]

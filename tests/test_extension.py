@@ -1,0 +1,103 @@
+"""The extension points: a stage and a partitioner registered from outside the package run
+through the same ledger, checkpoint and report as the built-in ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpgm.clustering import PARTITIONERS, Partition
+from dpgm.errors import ConfigError
+from dpgm.pipeline import run as run_mod
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.privacy.mechanisms import gaussian_release
+from dpgm.stages import STAGES, Stage, StageContext, register_stage, unregister_stage
+from tests.training.test_run import killed_run, tiny_config
+
+
+class NoisyRecordCount(Stage):
+    """A toy stage: the number of records plus Gaussian noise (sensitivity 1)."""
+
+    name = "toy_count"
+    line = "count the records (a toy stage)"
+
+    @classmethod
+    def enabled(cls, cfg: Any) -> bool:
+        return True
+
+    def run(self, ctx: StageContext) -> float:
+        count = np.array([float(ctx.data.n_records)])
+        return float(gaussian_release(count, sensitivity=1.0, noise_multiplier=7.0, accountant=ctx.accountant,
+                                      stage=self.name, rng=ctx.rng)[0])
+
+
+@dataclass
+class HalvesOptions:
+    noise_multiplier: float = 9.0
+
+
+@dataclass
+class Halves:
+    """A toy partitioner: records with an even number of items in part 0, the others in part 1."""
+
+    options: HalvesOptions
+
+    def fit(self, data: Any, accountant: Any, rng: np.random.Generator) -> Partition:
+        parts = data.record_lengths() % 2
+        sizes = gaussian_release(np.bincount(parts, minlength=2).astype(float), sensitivity=1.0,
+                                 noise_multiplier=self.options.noise_multiplier, accountant=accountant,
+                                 stage="partition", rng=rng)
+        return Partition(assignments=parts, noisy_sizes=np.maximum(sizes, 1.0))
+
+
+@pytest.fixture
+def extended():
+    register_stage(NoisyRecordCount, before="training")
+    PARTITIONERS.register("halves", options=HalvesOptions, doc="a toy")(lambda cfg, options, public: Halves(options))
+    yield
+    unregister_stage(NoisyRecordCount.name)
+    PARTITIONERS.unregister("halves")
+
+
+def test_a_registered_stage_and_partitioner_train_through_the_ledger(tmp_path, extended):
+    assert list(STAGES)[-2:] == ["toy_count", "training"]
+    cfg = tiny_config(tmp_path, **{"partition.method": "halves", "partition.options": "{noise_multiplier: 3.0}",
+                                   "keep_private": "true"})
+    run_dir, report = run_mod.train(cfg, progress=False)
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
+    stages = [e.stage for e in ledger.entries]
+    assert stages.index("partition") < stages.index("toy_count") < stages.index("training")
+    [toy] = [e for e in ledger.entries if e.stage == "toy_count"]
+    assert toy.event.noise_multiplier == 7.0  # the discrete Gaussian of the mechanism module, its multiplier kept
+    [part] = [e for e in ledger.entries if e.stage == "partition"]
+    assert part.event.noise_multiplier == 3.0  # the partitioner's own options reached it
+    assert report["plan"]["partition"] == "halves" and report["plan"]["k"] == 2
+    assert report["stage_lines"]["toy_count"] == "count the records (a toy stage)"
+    assert "| toy_count | count the records (a toy stage) |" in (run_dir / "release" / "privacy_report.md").read_text()
+    assert report["epsilon"] > report["stage_epsilons"]["toy_count"] > 0
+
+
+def test_a_resumed_run_keeps_the_stage_output_without_drawing_again(tmp_path, extended, monkeypatch):
+    cfg = tiny_config(tmp_path, **{"partition.method": "halves"})
+    run_dir = killed_run(cfg, monkeypatch, at_step=3)
+    _, report = run_mod.resume(run_dir, progress=False)
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
+    assert ledger.count("toy_count") == 1  # charged once, not again on resume
+    assert report["plan"]["steps_taken"] == report["plan"]["steps_planned"]
+
+
+def test_an_unknown_partitioner_or_option_is_a_one_line_error_before_the_data_load(tmp_path, extended):
+    with pytest.raises(ConfigError, match=r"partition.method: unknown 'halve' \(registered: .*halves"):
+        run_mod.train(tiny_config(tmp_path, **{"partition.method": "halve"}), progress=False)
+    with pytest.raises(ConfigError, match="unknown option 'sigma'"):
+        run_mod.train(tiny_config(tmp_path, **{"partition.method": "halves", "partition.options": "{sigma: 1}"}),
+                      progress=False)
+    with pytest.raises(ConfigError, match="'lloyd' takes no options"):
+        run_mod.train(tiny_config(tmp_path, **{"partition.method": "lloyd", "partition.options": "{x: 1}"}),
+                      progress=False)
+    with pytest.raises(ConfigError, match=r"model.kind: unknown 'gan' \(registered: conv_vae, independent, rbm, vae\)"):
+        run_mod.train(tiny_config(tmp_path, **{"model.kind": "gan"}), progress=False)
+    assert not (tmp_path / "runs").exists()
