@@ -1,73 +1,15 @@
 #!/usr/bin/env python
-"""Train a DPGM mixture: DP partition, one generative model per part by DP-SGD, privacy report.
+"""``python train.py ...``: the same as ``dpgm train ...`` (the logic: dpgm/commands/train.py).
 
     python train.py --config configs/digits.yaml
     python train.py --config configs/mnist.yaml --set training.epochs=5 --set name=mnist5
     python train.py --resume runs/mnist
 """
 
-from __future__ import annotations
-
-import argparse
-import json
 import sys
-from collections.abc import Sequence
 
-from dpgm.api import resume, train
 from dpgm.cli import run_cli
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description="Train a differentially private mixture of generative models (DPGM, Alg. 1) "
-        "and write runs/<name>/ with the models, the ledger and privacy_report.json.",
-        epilog="Options and their meaning: python -m dpgm.config",
-    )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--config", help="YAML config file (see configs/)")
-    src.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its last checkpoint")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set training.epochs=5 (repeatable)")
-    p.add_argument("--download", action="store_true", help="fetch MNIST into the data directory if missing")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for torch and BLAS (default: the cores available to this process)")
-    p.add_argument("--keep-private", action="store_true",
-                   help="keep runs/<name>/private/ (checkpoint, part assignments) after the run completes")
-    p.add_argument("--summary", action="store_true",
-                   help="print the privacy report in plain language (privacy_report.md) at the end")
-    p.add_argument("--nonprivate-diagnostics", action="store_true",
-                   help="show the mean training loss on the private batches: the run is then NOT "
-                   "differentially private, and its reports say so")
-    return p.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.resume:
-        if args.overrides:
-            print("error: --set cannot change a run being resumed", file=sys.stderr)
-            return 2
-        run_dir, report = resume(args.resume, progress=not args.no_progress)  # torch loads only now
-    else:
-        flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download,
-                 "keep_private=true": args.keep_private, "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
-        overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
-        run_dir, report = train(args.config, overrides=overrides, progress=not args.no_progress)  # config checked first
-    if "warning" in report:
-        print(report["warning"])
-    what = "release (NOT private: an experiment)" if "warning" in report else "release (safe to share)"
-    print(f"{what}: {run_dir}/release; privacy report for people: {run_dir}/release/privacy_report.md")
-    bound = f" ({report['dependent_bound']} bound for dependent mechanisms)" if report["dependent_bound"] else ""
-    print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
-          f"neighbouring = {report['neighbouring']}{bound}")
-    print(json.dumps(report["stage_epsilons"]))
-    if args.summary:
-        from dpgm.artifact import read_summary
-
-        print("\n" + read_summary(run_dir), end="")
-    return 0
-
+from dpgm.commands.train import main, parse_args  # noqa: F401 (imported by the tests)
 
 if __name__ == "__main__":
     sys.exit(run_cli(main))
