@@ -36,6 +36,9 @@ LENGTHS_SHARE = 0.0
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (no record
 #: is empty). Leave-one-dataset-out chose it on every held-out dataset and size.
 EMPTY_SHARE = 0.01
+#: Share of the noisy item totals over all records, which the part means are made to agree with
+#: (``model.totals_noise_multiplier``; 0: off).
+TOTALS_SHARE = 0.0
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
@@ -87,7 +90,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     empty_share = EMPTY_SHARE if facts.min_items == 0 else 0.0
-    means_share = MEANS_SHARE if train else 1.0 - items_share - partition_share - LENGTHS_SHARE - empty_share - MARGIN
+    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE
+    means_share = MEANS_SHARE if train else 1.0 - fixed - MARGIN
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
@@ -98,6 +102,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
+        "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",

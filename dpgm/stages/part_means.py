@@ -34,6 +34,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
 from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.item_totals import consistent_sums
 
 #: Ledger stage of this release.
 STAGE = "part_means"
@@ -57,9 +58,13 @@ def noisy_part_means(
     noise_multiplier: float,
     accountant: Accountant,
     rng: np.random.Generator,
+    totals: np.ndarray | None = None,
+    totals_noise_multiplier: float | None = None,
 ) -> np.ndarray:
     """[k, n_items] noisy per-part item frequencies in [FLOOR, 1 - FLOOR] (charged to ``accountant``).
 
+    ``totals`` (with its multiplier): the noisy item totals of the same clipped records, which
+    the part sums are made consistent with (``item_totals.consistent_sums``).
     ``clip`` None means sqrt(n_items): no binary record is scaled down (one holding every item, by
     the 1e-6 rounding margin of ``clip_rows``), so the means are unbiased, at the price of more
     noise than a tighter public bound would need.
@@ -69,6 +74,8 @@ def noisy_part_means(
     _, sums = part_sums(clip_rows(records, bound), np.asarray(assignments), len(noisy_sizes))
     sums = gaussian_release(sums, sensitivity=bound, noise_multiplier=noise_multiplier,
                             accountant=accountant, stage=STAGE, rng=rng)
+    if totals is not None:  # agree with the global item totals (post-processing, item_totals.py)
+        sums = consistent_sums(sums, totals, part_sigma=noise_multiplier, total_sigma=totals_noise_multiplier)
     sizes = floor_counts(noisy_sizes)
     # per item, across parts: no part below 0 or above its size, the item's noisy total kept
     means = project_to_total(sums, sums.sum(axis=0), caps=sizes) / sizes[:, None]
@@ -221,7 +228,8 @@ class PartMeansStage(Stage):
         partition = ctx.output("partition")
         return noisy_part_means(ctx.data.records, partition.assignments, partition.noisy_sizes,
                                 clip=self.cfg.model.mean_clip, noise_multiplier=self.cfg.model.mean_noise_multiplier,
-                                accountant=ctx.accountant, rng=ctx.rng)
+                                accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
+                                totals_noise_multiplier=self.cfg.model.totals_noise_multiplier)
 
     def state_dict(self) -> dict[str, Any]:
         return {"output": torch.as_tensor(self.output)}
