@@ -94,6 +94,8 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
         by_bound = ", ".join(f"{b} {_num(e)}" for b, e in report["epsilon_by_bound"].items())
         lines += ["", (f"Each DP-SGD step released a noisy clipping histogram and a noisy gradient from one "
                       f"batch; they were analysed together ({report['dependent_bound']} bound; by bound: {by_bound}).")]
+    if report.get("rules"):
+        lines += ["", report["rules"]]
     public = report.get("public_inputs", [])
     if public:
         lines += ["", "Treated as public (not protected): " + "; ".join(

@@ -117,6 +117,22 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
     return out
 
 
+def regime(facts: PublicFacts) -> str:
+    """Which model family and how many parts the rules chose, and why, in one sentence (for the report)."""
+    scale = facts.records_magnitude * facts.epsilon
+    k = parts(facts)
+    split = "one group" if k == 1 else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})"
+    if scale < MIN_TRAINING_SCALE:
+        family = (f"independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below "
+                  f"{MIN_TRAINING_SCALE:,}, where DP-SGD's noise costs more than the correlations it learns")
+    else:
+        family = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least {MIN_TRAINING_SCALE:,}, "
+                  "enough for DP-SGD to learn correlations between items")
+    totals = " Every item's total over all records is measured once and the groups' means agree with it." \
+        if TOTALS_SHARE > 0 else ""
+    return f"The rules chose {family}, in {split}, from N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}.{totals}"
+
+
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
     """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
     no_empty_part = cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None

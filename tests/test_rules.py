@@ -15,7 +15,7 @@ from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
-from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, zcdp_rho
+from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, regime, zcdp_rho
 from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,3 +155,32 @@ def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
     apply_public_rules(cfg, facts(3_000), cfg.stated)
     plain = public_defaults(facts(3_000), top_items=None)
     assert cfg.model.mean_noise_multiplier < plain["model.mean_noise_multiplier"]  # more budget: less noise
+
+
+@pytest.mark.parametrize("n, epsilon, family, groups", [
+    (3_000, 1.0, "independent items", "one group"),  # N eps = 1e3: DP-SGD cannot pay
+    (30_000, 1.0, "a VAE per group", "2 groups"),
+    (300_000, 0.01, "independent items", "one group"),  # many records, a tiny budget
+    (300_000, 4.0, "a VAE per group", f"{MAX_PARTS} groups"),
+])
+def test_the_regime_follows_n_and_epsilon_and_says_why(n, epsilon, family, groups) -> None:
+    f = facts(n, epsilon)
+    defaults = public_defaults(f, top_items=None)
+    why = regime(f)
+    assert family in why and groups in why and f"N = {f.records_magnitude:,}" in why
+    assert ("independent" in why) == (defaults["model.kind"] == "independent")
+    assert (groups == "one group") == (defaults["partition.method"] == "none")
+
+
+def test_the_report_says_which_regime_was_chosen_and_what_the_config_stated(tmp_path) -> None:
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "model": {"kind": "independent"}, "data": {"records_magnitude": 10_000},
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run.start()
+    run.checkpoint()
+    run.train({})
+    report = run.finish()
+    assert report["rules"].startswith("The rules chose a VAE per group")  # N eps = 1e4 would train ...
+    assert report["rules"].endswith("Stated in the config, so kept: model.kind.")  # ... but the config said no
+    assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()

@@ -22,6 +22,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.rules import PublicFacts, regime
 from dpgm.training.mixture import STAGE
 
 
@@ -40,6 +41,18 @@ def released_config(cfg: Config) -> dict[str, Any]:
     """The config as written to release/: everything but the seed, which would let anyone replay
     the noise (docs/privacy.md, "Seeds"); a resume reads it back from the private checkpoint."""
     return {**cfg.to_dict(), "seed": None}
+
+
+def public_facts(cfg: Config, data: BinaryDataset, magnitude: int, delta: float) -> PublicFacts:
+    """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
+    return PublicFacts(n_items=data.n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
+                       delta=delta, min_items=cfg.data.min_items)
+
+
+def rules_why(cfg: Config, facts: PublicFacts) -> str:
+    """The rules' choice of model family and parts in words, and which of it the config stated."""
+    stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
+    return regime(facts) + (f" Stated in the config, so kept: {', '.join(stated)}." if stated else "")
 
 
 def check_components(cfg: Config) -> None:
@@ -95,7 +108,7 @@ def public_inputs(cfg: Config, data: BinaryDataset, magnitude: int) -> list[dict
 
 def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int,
                    public: list[dict[str, Any]], empty_size: float | None = None,
-                   stage_lines: dict[str, str] | None = None) -> dict[str, Any]:
+                   stage_lines: dict[str, str] | None = None, rules_why: str | None = None) -> dict[str, Any]:
     """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public
     inputs, the noisy part sizes (and the noisy count of empty records, when they are a part)."""
     warning = not_private_warning(seed_fixed=cfg.seed is not None, diagnostics=cfg.nonprivate_diagnostics)
@@ -103,6 +116,8 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report.update(accountant.report())
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
     report["stage_lines"] = dict(stage_lines or {})
+    if rules_why:
+        report["rules"] = rules_why
     report["fixed_seed"] = cfg.seed is not None
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]

@@ -10,9 +10,6 @@ only with ``nonprivate_diagnostics``, and then every report says the run is NOT 
 from __future__ import annotations
 
 import shutil
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,38 +37,25 @@ from dpgm.pipeline.plan import (
     generators,
     part_labels,
     privacy_report,
+    public_facts,
     public_inputs,
     released_config,
+    rules_why,
     run_accountant,
     run_delta,
     run_magnitude,
 )
+from dpgm.pipeline.signals import stop_requests
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource, nothing_spent, progress_scope
 from dpgm.report import dpgm_version, summary_markdown
-from dpgm.rules import PublicFacts, apply_public_rules
+from dpgm.rules import apply_public_rules
 from dpgm.stages import Stage, StageContext, planned_stages
 from dpgm.stages.training import RunInterrupted, TrainingStage, release_min_items
 from dpgm.threads import set_threads
 
 __all__ = ["RunInterrupted", "TrainingRun", "resume", "train"]
-
-
-@contextmanager
-def _stop_requests() -> Iterator[dict[str, int]]:
-    """Turn SIGINT/SIGTERM into a flag the training loop checks between steps."""
-    requested: dict[str, int] = {}
-
-    def handler(signum: int, _frame: Any) -> None:
-        requested["signal"] = signum
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield requested
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 class TrainingRun:
@@ -92,18 +76,14 @@ class TrainingRun:
                 self.data = drop_undeclared_labels(self.data, cfg.partition.k)
         self.magnitude = run_magnitude(cfg, self.data)
         self.delta = run_delta(cfg, self.magnitude)
-        self.ruled = self._apply_rules() if cfg.rules == "public" else {}
+        self.ruled, self.rules_why = {}, None
+        if cfg.rules == "public":  # the options the config leaves open, from public quantities
+            facts = public_facts(cfg, self.data, self.magnitude, self.delta)
+            self.ruled, self.rules_why = apply_public_rules(cfg, facts, cfg.stated), rules_why(cfg, facts)
         check_plan(cfg, self.data)
         self.public = public_inputs(cfg, self.data, self.magnitude)
         self.stages = planned_stages(cfg)
         self.training: TrainingStage = self.stages[-1]
-
-    def _apply_rules(self) -> dict[str, Any]:
-        """``rules: public``: the options the config leaves open, from public quantities (rules.py)."""
-        facts = PublicFacts(n_items=self.data.n_items, records_magnitude=self.magnitude,
-                            epsilon=float(self.cfg.privacy.target_epsilon), delta=self.delta,
-                            min_items=self.cfg.data.min_items)
-        return apply_public_rules(self.cfg, facts, self.cfg.stated)
 
     @property
     def run_dir(self) -> Path:
@@ -193,7 +173,7 @@ class TrainingRun:
         self.accountant.ledger.save(folder / LEDGER_FILE)
         lines = {stage.name: stage.line for stage in self.stages}
         report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
-                                empty_size, lines)
+                                empty_size, lines, self.rules_why)
         atomic_write_json(folder / REPORT_FILE, report)
         version, commit = dpgm_version()
         atomic_write_text(folder / SUMMARY_FILE,
@@ -219,7 +199,7 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     run = TrainingRun(cfg, layout.root, data=data, progress=progress)
     created = not layout.root.exists()
     layout.create()
-    with _stop_requests() as stop:  # SIGINT/SIGTERM from here on: checkpoint, then stop
+    with stop_requests() as stop:  # SIGINT/SIGTERM from here on: checkpoint, then stop
         try:
             run.start()
             run.checkpoint()  # the partition is never redone on resume: its charges are in this file
@@ -262,7 +242,7 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
     cfg.seed = checkpoint.get("seed")
     run = TrainingRun(cfg, layout.root, progress=progress, spent_before=_checkpoint_epsilon(cfg, checkpoint))
     run.resume(checkpoint)
-    with _stop_requests() as stop:
+    with stop_requests() as stop:
         run.train(stop)
     return layout.root, run.finish()
 
