@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
-from dpgm.evaluation.pgm_common import (
+from dpgm.evaluation.pgm import (
     ALPHA,
     Clique,
     JunctionTree,

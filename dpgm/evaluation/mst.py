@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
-from dpgm.evaluation import pgm_common as pgm
+from dpgm.evaluation import pgm
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, releases_epsilon
 from dpgm.privacy.events import DpEvent, ExponentialEvent, GaussianEvent

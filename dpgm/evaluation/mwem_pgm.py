@@ -54,7 +54,7 @@ import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
-from dpgm.evaluation import pgm_common as pgm
+from dpgm.evaluation import pgm
 from dpgm.privacy.accountant import Accountant
 from dpgm.progress import share_bar
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpgm.evaluation.aim import AimOptions, AimSchedule, compile_workload, default_rounds
-from dpgm.evaluation.pgm_common import rho_for_epsilon
+from dpgm.evaluation.pgm import rho_for_epsilon
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import ExponentialEvent, GaussianEvent
 
@@ -187,7 +187,7 @@ def test_first_round_matches_brute_force() -> None:
 def test_fit_aim_spends_at_most_epsilon_and_samples() -> None:
     pytest.importorskip("mbi")
     from dpgm.evaluation.aim import fit_aim
-    from dpgm.evaluation.pgm_common import synthesize
+    from dpgm.evaluation.pgm import synthesize
 
     rng = np.random.default_rng(0)
     x = (rng.random((2000, 5)) < 0.4).astype(np.uint8)
@@ -223,7 +223,7 @@ def test_fit_aim_spends_at_most_epsilon_and_samples() -> None:
 
 def test_model_size_matches_mbi() -> None:
     pytest.importorskip("mbi")
-    from dpgm.evaluation.pgm_common import clique_attrs, import_mbi, mbi_domain, model_size_mb
+    from dpgm.evaluation.pgm import clique_attrs, import_mbi, mbi_domain, model_size_mb
 
     mbi = import_mbi()
     rng = np.random.default_rng(0)
@@ -240,7 +240,7 @@ def test_model_size_matches_mbi() -> None:
 
 def test_junction_tree_marginals_and_samples_match_mbi() -> None:
     pytest.importorskip("mbi")
-    from dpgm.evaluation.pgm_common import (
+    from dpgm.evaluation.pgm import (
         JunctionTree,
         TrueMarginals,
         clique_attrs,

@@ -43,7 +43,7 @@ def test_refuses_a_plan_over_budget() -> None:  # checked before mbi is even imp
 def test_mst_run_spanning_tree_and_ledger() -> None:
     pytest.importorskip("mbi")
     from dpgm.evaluation.mst import fit_mst
-    from dpgm.evaluation.pgm_common import synthesize
+    from dpgm.evaluation.pgm import synthesize
 
     rng = np.random.default_rng(0)
     n, m = 3000, 5

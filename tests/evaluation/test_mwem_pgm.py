@@ -10,7 +10,7 @@ import pytest
 
 from dpgm.errors import PrivacyBudgetError
 from dpgm.evaluation.mwem_pgm import ALPHA, MwemPgmOptions, MwemPgmSchedule
-from dpgm.evaluation.pgm_common import rho_for_epsilon, select_fitting
+from dpgm.evaluation.pgm import rho_for_epsilon, select_fitting
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import ExponentialEvent, GaussianEvent
 from tests.evaluation.test_aim import cdp_eps, cdp_rho
@@ -86,7 +86,7 @@ def correlated(n: int, m: int, seed: int) -> np.ndarray:
 def test_selection_picks_the_worst_answered_marginal_with_a_huge_budget() -> None:
     pytest.importorskip("mbi")
     from dpgm.evaluation.mwem_pgm import mwem_pgm
-    from dpgm.evaluation.pgm_common import TrueMarginals
+    from dpgm.evaluation.pgm import TrueMarginals
 
     rng = np.random.default_rng(0)
     z = rng.random(3000)

@@ -14,7 +14,7 @@ import pytest
 from dpgm.errors import ConfigError
 from dpgm.evaluation import aim as aim_module
 from dpgm.evaluation import mwem_pgm as mwem_pgm_module
-from dpgm.evaluation import pgm_common as pgm
+from dpgm.evaluation import pgm
 from dpgm.evaluation.aim import AimOptions, AimSchedule, aim
 from dpgm.evaluation.mwem_pgm import MwemPgmOptions, MwemPgmSchedule, mwem_pgm
 from dpgm.privacy.accountant import Accountant

@@ -1,0 +1,124 @@
+"""What a fit of AIM, MST or MWEM+PGM takes and gives: its options, its rounds, the released
+model (``PgmResult``), and the helpers that run a fit at (epsilon, delta) and sample from it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.evaluation.pgm.budget import rho_for_epsilon
+from dpgm.evaluation.pgm.inference import JunctionTree
+from dpgm.evaluation.pgm.workload import Clique
+from dpgm.privacy.accountant import Accountant
+
+
+@dataclass(frozen=True)
+class PgmOptions:
+    """Settings of AIM and MWEM+PGM: workload (all ``degree``-way marginals, optionally
+    ``max_workload`` of them at random), T = ``rounds`` (None: the mechanism's default), model
+    size cap in MB, mirror-descent iterations per refit, and ``max_rounds``, a public cap on the
+    rounds (None: none) whose last round spends what is left (``RoundSchedule``)."""
+
+    degree: int = 2
+    max_workload: int | None = None
+    rounds: int | None = None
+    max_model_size: float = 80.0
+    max_iters: int = 250
+    max_rounds: int | None = None
+
+
+@dataclass
+class PgmRound:
+    """One AIM or MWEM+PGM round or MST selection: the chosen clique, its noise (probabilities:
+    traced only)."""
+
+    clique: Clique
+    sigma: float
+    epsilon: float
+    probabilities: np.ndarray | None = None
+    candidates: list[Clique] | None = None
+    measurement: np.ndarray | None = None
+
+
+@dataclass
+class PgmResult:
+    """The released graphical model (as a junction tree) and what the run measured."""
+
+    tree: JunctionTree
+    item_names: list[str]
+    method: str
+    rho: float
+    rounds: list[PgmRound] = field(default_factory=list)
+    measured: list[Clique] = field(default_factory=list)
+    seconds: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_noisy(self) -> float:
+        """The model's total: mbi's minimum-variance estimate from the noisy marginals."""
+        return self.tree.total
+
+    def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset:
+        """``n`` synthetic records (post-processing)."""
+        if n < 1:
+            raise ConfigError(f"{self.method}: number of synthetic records must be >= 1, got {n}")
+        records = sp.csr_matrix(self.tree.sample(n, rng))
+        return BinaryDataset(records=records, item_names=list(self.item_names), name=self.method)
+
+
+def synthesize(
+    fit: Callable[..., PgmResult],
+    records: np.ndarray | sp.spmatrix | BinaryDataset,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    n_out: int | None = None,
+    **options: Any,
+) -> np.ndarray:
+    """Synthetic records of ``fit`` (fit_aim, fit_mst, fit_mwem_pgm) as a dense 0/1 uint8 matrix (``n_out`` rows,
+    default the noisy n); ``options`` go to ``fit``."""
+    result = fit(records, epsilon=epsilon, delta=delta, rng=rng, **options)
+    return result.tree.sample(default_n_out(result) if n_out is None else n_out, rng)
+
+
+def at_epsilon(mechanism: Callable[..., PgmResult], records: np.ndarray | sp.spmatrix | BinaryDataset, *,
+               epsilon: float, delta: float, rng: np.random.Generator, accountant: Accountant | None = None,
+               **options: Any) -> PgmResult:
+    """A zCDP ``mechanism`` (aim, mwem_pgm: its whole run costs at most rho, whatever it adapts
+    to) at (epsilon, delta): rho calibrated on dpgm's accountant (``rho_for_epsilon``); a fresh
+    accountant with budget epsilon unless one is given."""
+    rho = rho_for_epsilon(epsilon, delta)
+    acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
+    return mechanism(records, rho=rho, accountant=acc, rng=rng, **options)
+
+
+def names_of(
+    records: np.ndarray | sp.spmatrix | BinaryDataset, n_items: int, item_names: list[str] | None
+) -> list[str]:
+    """``item_names``, else the dataset's, else "0".."m-1"."""
+    if item_names:
+        return list(item_names)
+    if isinstance(records, BinaryDataset):
+        return list(records.item_names)
+    return [str(j) for j in range(n_items)]
+
+
+def default_n_out(result: PgmResult) -> int:
+    return max(1, round(result.n_noisy))
+
+
+class Timer:
+    """Wall-clock seconds of a fit, for the report only: no rounds rule reads it."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
