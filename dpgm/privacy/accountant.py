@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -33,28 +33,26 @@ from dpgm.privacy.events import (
 )
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
 
+#: The RDP curve of each event kind (orders, bound: the analysis of dependent releases).
+RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarray]] = {
+    GaussianEvent: lambda e, orders, _b: R.gaussian_rdp(orders, e.noise_multiplier),
+    DiscreteGaussianEvent: lambda e, orders, _b: R.discrete_gaussian_rdp(orders, e.noise_multiplier),
+    DiscreteLaplaceEvent: lambda e, orders, _b: R.randomized_response_rdp(orders, e.epsilon),
+    SampledGaussianEvent: lambda e, orders, _b: R.sampled_gaussian_rdp(orders, e.sampling_rate, e.noise_multiplier),
+    SampledJointGaussianEvent: lambda e, orders, bound: (
+        R.joint_sampled_rdp if bound == "joint" else R.holder_sampled_rdp)(orders, e.sampling_rate, e.noise_multipliers),
+    LaplaceEvent: lambda e, orders, _b: R.laplace_rdp(orders, e.epsilon),
+    ExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
+    PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),
+}
+
 
 @lru_cache(maxsize=4096)
 def _rdp_curve_cached(event: DpEvent, orders: tuple[float, ...], bound: str) -> np.ndarray:
-    if isinstance(event, GaussianEvent):
-        return R.gaussian_rdp(orders, event.noise_multiplier)
-    if isinstance(event, DiscreteGaussianEvent):
-        return R.discrete_gaussian_rdp(orders, event.noise_multiplier)
-    if isinstance(event, DiscreteLaplaceEvent):
-        return R.randomized_response_rdp(orders, event.epsilon)
-    if isinstance(event, SampledGaussianEvent):
-        return R.sampled_gaussian_rdp(orders, event.sampling_rate, event.noise_multiplier)
-    if isinstance(event, SampledJointGaussianEvent):
-        if bound == "joint":
-            return R.joint_sampled_rdp(orders, event.sampling_rate, event.noise_multipliers)
-        return R.holder_sampled_rdp(orders, event.sampling_rate, event.noise_multipliers)
-    if isinstance(event, LaplaceEvent):
-        return R.laplace_rdp(orders, event.epsilon)
-    if isinstance(event, ExponentialEvent):
-        return R.exponential_rdp(orders, event.epsilon)
-    if isinstance(event, PureDpEvent):
-        return R.pure_dp_rdp(orders, event.epsilon)
-    raise TypeError(f"no RDP analysis for event kind {event.kind!r}")
+    curve = RDP_CURVES.get(type(event))
+    if curve is None:
+        raise TypeError(f"no RDP analysis for event kind {event.kind!r}")
+    return curve(event, orders, bound)
 
 
 def _check_bound(bound: str) -> None:

@@ -78,10 +78,12 @@ class _DiscreteRelease(DpEvent):
     sensitivity: float
     dim: int
     grid: float = 1.0
+    #: The subclass's noise parameter, checked positive like the sensitivity and the grid.
+    noise_field: ClassVar[str]
 
     def __post_init__(self) -> None:
-        _check_positive("sensitivity", self.sensitivity)
-        _check_positive("grid", self.grid)
+        for name in ("sensitivity", "grid", self.noise_field):
+            _check_positive(name, getattr(self, name))
         if not (isinstance(self.dim, int) and self.dim >= 1):
             raise ValueError(f"dim must be an integer >= 1, got {self.dim!r}")
 
@@ -92,11 +94,8 @@ class DiscreteGaussianEvent(_DiscreteRelease):
     (L2, grid units), drawn exactly (CKS 2020, Algorithm 3)."""
 
     kind: ClassVar[str] = "discrete_gaussian"
+    noise_field: ClassVar[str] = "noise_multiplier"
     noise_multiplier: float
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_positive("noise_multiplier", self.noise_multiplier)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,11 +104,8 @@ class DiscreteLaplaceEvent(_DiscreteRelease):
     drawn exactly (CKS 2020, Algorithm 2): pure epsilon-DP."""
 
     kind: ClassVar[str] = "discrete_laplace"
+    noise_field: ClassVar[str] = "epsilon"
     epsilon: float
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_positive("epsilon", self.epsilon)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -62,10 +62,16 @@ class Stage:
         self.cfg = cfg
         self.output: Any = None
 
+    #: The dotted config key that turns the stage on when it is not null (or override ``enabled``).
+    switch: ClassVar[str | None] = None
+
     @classmethod
     def enabled(cls, cfg: Config) -> bool:
-        """Whether a run with ``cfg`` has this stage."""
-        raise NotImplementedError
+        """Whether a run with ``cfg`` has this stage: by default, whether its ``switch`` option is set."""
+        if cls.switch is None:
+            raise NotImplementedError(f"stage {cls.name!r}: set switch or override enabled")
+        section, key = cls.switch.split(".")
+        return getattr(getattr(cfg, section), key) is not None
 
     def run(self, ctx: StageContext) -> Any:
         """Release this stage's statistics from ``ctx.data`` (charging ``ctx.accountant`` first);
@@ -88,6 +94,16 @@ class Stage:
         """Come back from a checkpoint without drawing anything: by default ``load_state_dict``
         (a stage that holds more than its output, such as the trainer, rebuilds it from ``ctx``)."""
         self.load_state_dict(state)
+
+
+class ArrayStage(Stage):
+    """A stage whose output is one array (item ids, means, shares): saved as a tensor, loaded back as numpy."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"output": torch.as_tensor(self.output)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = state["output"].numpy()
 
 
 #: Registered stage classes in pipeline order (``register_stage``).

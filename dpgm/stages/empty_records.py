@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpgm.config import Config
 from dpgm.data import drop_short_records
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
@@ -42,10 +41,7 @@ class EmptyRecordsStage(Stage):
 
     name = STAGE
     line = "count the records holding no item (noisy count; they form a group of their own)"
-
-    @classmethod
-    def enabled(cls, cfg: Config) -> bool:
-        return cfg.partition.empty_part_noise_multiplier is not None
+    switch = "partition.empty_part_noise_multiplier"
 
     def run(self, ctx: StageContext) -> float:
         return noisy_empty_count(ctx.data, noise_multiplier=self.cfg.partition.empty_part_noise_multiplier,

@@ -14,15 +14,13 @@ sums so that they add up to the weighted combination of both. Post-processing on
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
-import torch
 
 from dpgm.config import Config
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import gaussian_release
-from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.base import ArrayStage, StageContext
 
 #: Ledger stage of this release.
 STAGE = "item_totals"
@@ -41,7 +39,7 @@ def consistent_sums(part_sums: np.ndarray, totals: np.ndarray, *, part_sigma: fl
     return part_sums + gap[None, :] * part_sigma**2 / (k * part_sigma**2 + total_sigma**2)
 
 
-class ItemTotalsStage(Stage):
+class ItemTotalsStage(ArrayStage):
     """The noisy item totals over all records; output: the [m] noisy sums of the clipped records."""
 
     name = STAGE
@@ -57,9 +55,3 @@ class ItemTotalsStage(Stage):
         sums = np.asarray(clip_rows(records, bound, dtype=np.float64).sum(axis=0)).ravel()
         return gaussian_release(sums, sensitivity=bound, noise_multiplier=self.cfg.model.totals_noise_multiplier,
                                 accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"output": torch.as_tensor(self.output)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = state["output"].numpy()

@@ -9,19 +9,15 @@ rule as at load, so the models and the release agree.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-import torch
 
-from dpgm.config import Config
 from dpgm.data import drop_short_records, restrict_items, top_item_ids
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import gaussian_release
-from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.base import ArrayStage, StageContext
 
 #: Ledger stage of this release.
 STAGE = "items"
@@ -39,15 +35,12 @@ def noisy_top_item_ids(dataset: BinaryDataset, m: int, *, noise_multiplier: floa
     return top_item_ids(noisy, m)
 
 
-class ItemsStage(Stage):
+class ItemsStage(ArrayStage):
     """Keep the ``data.top_items`` items with the largest noisy counts; output: their ids."""
 
     name = STAGE
     line = "choose the most frequent items from noisy item counts"
-
-    @classmethod
-    def enabled(cls, cfg: Config) -> bool:
-        return cfg.data.top_items is not None
+    switch = "data.top_items"
 
     def run(self, ctx: StageContext) -> np.ndarray:
         m, n_items = self.cfg.data.top_items, ctx.data.n_items
@@ -60,9 +53,3 @@ class ItemsStage(Stage):
         if len(self.output) >= data.n_items:
             return data
         return drop_short_records(restrict_items(data, np.asarray(self.output)), self.cfg.data.min_items)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"output": torch.as_tensor(self.output)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = state["output"].numpy()

@@ -33,7 +33,7 @@ from dpgm.config import Config
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
-from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.base import ArrayStage, StageContext
 from dpgm.stages.item_totals import consistent_sums
 
 #: Ledger stage of this release.
@@ -214,7 +214,7 @@ def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed
     return largest
 
 
-class PartMeansStage(Stage):
+class PartMeansStage(ArrayStage):
     """Each part's noisy mean record (``model.output_bias: noisy_mean``); output: [k, n_items] means."""
 
     name = STAGE
@@ -230,9 +230,3 @@ class PartMeansStage(Stage):
                                 clip=self.cfg.model.mean_clip, noise_multiplier=self.cfg.model.mean_noise_multiplier,
                                 accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
                                 totals_noise_multiplier=self.cfg.model.totals_noise_multiplier)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"output": torch.as_tensor(self.output)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = state["output"].numpy()

@@ -12,16 +12,12 @@ dpgm/release.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-import torch
 
-from dpgm.config import Config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release, project_to_total
-from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.base import ArrayStage, StageContext
 
 #: Ledger stage of this release.
 STAGE = "record_lengths"
@@ -37,22 +33,13 @@ def noisy_length_shares(data: BinaryDataset, *, noise_multiplier: float, account
     return kept / kept.sum()
 
 
-class RecordLengthsStage(Stage):
+class RecordLengthsStage(ArrayStage):
     """The noisy length histogram (``model.length_noise_multiplier``); output: the length shares."""
 
     name = STAGE
     line = "count the records of each length (noisy histogram)"
-
-    @classmethod
-    def enabled(cls, cfg: Config) -> bool:
-        return cfg.model.length_noise_multiplier is not None
+    switch = "model.length_noise_multiplier"
 
     def run(self, ctx: StageContext) -> np.ndarray:
         return noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_noise_multiplier,
                                    accountant=ctx.accountant, rng=ctx.rng)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"output": torch.as_tensor(self.output)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = state["output"].numpy()
