@@ -1,19 +1,27 @@
 """Leave-one-dataset-out (LODO) check of the generic rules: choose without X, test on X.
 
 A candidate is a patch of ``dpgm.rules`` constants (the budget shares, records per part, steps,
-...) over BASE. For each dataset, fit size and candidate, ``configs/transactions.yaml`` (``rules: public``)
-is trained on records drawn from a random half of the dataset (all of that half, or a subsample
-of ``--sizes`` records) and answers ``--queries`` counting queries on the OTHER half, next to
-independent marginals fitted on the same records at the same (epsilon, delta). A candidate's
-score on one setting is the mean over the 5 length groups of log(error / marginals' error),
-averaged over seeds (below 0: better than marginals). LODO: for each dataset X, the candidate
-with the best mean score over the settings of the OTHER datasets is chosen, and its score on X is
-reported beside the default's and the best one's on X. Each row also keeps the 2-way marginal TVD
-to the held-out half (``tvd2``, marginals' beside it); ``--score tvd2`` runs the same LODO on
-log(tvd2 / marginals' tvd2).
+...) over BASE, the rules as shipped. For each dataset, fit size, epsilon and candidate,
+``configs/transactions.yaml`` (``rules: public``) is trained on records drawn from a random half of
+the dataset (``full``: all of that half; a number: a subsample of that many records, skipped where
+the half is smaller) and answers ``--queries`` counting queries on the OTHER half, next to
+independent marginals fitted on the same records at the same (epsilon, delta). Every dataset is
+restricted to its 100 most frequent items (exact counts: an evaluation set-up step, treated as
+public; msnbc and chess have fewer and keep all). A candidate's score on one setting (dataset,
+size, epsilon) is the mean over the 5 length groups of log(error / marginals' error), averaged over
+seeds (below 0: better than marginals).
 
-    python benchmarks/rules_lodo.py --json benchmarks/results/rules_lodo.json
-    python benchmarks/rules_lodo.py --summarize benchmarks/results/rules_lodo.json
+LODO, per epsilon: for each dataset X, the candidate with the best mean score over the settings
+of the OTHER datasets is chosen, and its score on X (the mean over X's sizes) is reported beside
+the default's and the best one's on X; then the mean and the worst (largest) held-out score over
+the datasets, for the LODO choice and for the default. Each row also keeps the 2-way marginal TVD
+to the held-out half (``tvd2``, marginals' beside it); ``--score tvd2`` runs the same LODO on
+log(tvd2 / marginals' tvd2). The summary ends with every setting's per-group errors of the
+default and of the marginals.
+
+    python benchmarks/rules_lodo.py --sizes 3000 30000 300000 full --epsilons 1 4 \\
+        --json benchmarks/results/rules_lodo_seven.json
+    python benchmarks/rules_lodo.py --summarize benchmarks/results/rules_lodo_seven.json
 """
 
 from __future__ import annotations
@@ -28,40 +36,56 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from counting_queries import CONFIGS, config_sections, load
+from counting_queries import CONFIGS, TOP_ITEMS, config_sections, load
 from provenance import write_json
 
 from dpgm import rules
 from dpgm.config import config_from_dict
-from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
+from dpgm.data.dataset import BinaryDataset
+from dpgm.evaluation.counting import (
+    BaselineOptions,
+    CountingEvaluation,
+    run_baseline,
+    start_evaluation,
+)
 from dpgm.evaluation.marginal_tvd import marginal_tvd
+from dpgm.evaluation.queries import group_means
 from dpgm.pipeline.run import train
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
 
-#: dpgm.rules with one part per 10,000 records, DP-SGD at every size, no record-length histogram
-#: and no part of empty records; every candidate patches it.
-BASE: dict[str, Any] = {"RECORDS_PER_PART": 10_000, "MIN_TRAINING_SCALE": 0, "LENGTHS_SHARE": 0.0, "EMPTY_SHARE": 0.0}
-#: Candidates: patches of BASE ("default" is BASE itself).
+DATASETS = ("msnbc", "retail", "gowalla", "foodmart", "t10i4d100k", "mushroom", "chess")
+#: The rules every candidate patches: dpgm.rules as shipped (no patch).
+BASE: dict[str, Any] = {}
+#: Candidates: patches of BASE ("default" is BASE itself). The totals stage measures the item totals
+#: over all records (TOTALS_SHARE of rho) and the part means are made consistent with them; its
+#: share is taken from the means'.
 CANDIDATES: dict[str, dict[str, Any]] = {
     "default": {},
-    "steps600": {"STEPS": 600},
-    "parts5k": {"RECORDS_PER_PART": 5_000},
-    "means30": {"MEANS_SHARE": 0.30},
-    "means60": {"MEANS_SHARE": 0.60},
-    "steps600_parts5k": {"STEPS": 600, "RECORDS_PER_PART": 5_000},
-    "indep1e4": {"MIN_TRAINING_SCALE": 10_000},  # N eps < 1e4: independent items, no DP-SGD
-    "parts5k_indep1e4": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000},
-    # the release follows a noisy record-length histogram (5% of rho, from DP-SGD's or the means' share)
-    "parts5k_indep1e4_lengths5": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 10_000, "LENGTHS_SHARE": 0.05},
-    # parts5k with DP-SGD from N eps = 3,000 ("shipped"), and the same with the empty records as a
-    # part of their own (1% of rho for their noisy count; the other parts conditioned on >= 1 item)
-    "shipped": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000},
-    "shipped_empty1": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
-    # for the 2-way TVD: more of rho for the means, or smaller parts
-    "empty1_means60": {"RECORDS_PER_PART": 5_000, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01, "MEANS_SHARE": 0.60},
-    "empty1_parts2500": {"RECORDS_PER_PART": 2_500, "MIN_TRAINING_SCALE": 3_000, "EMPTY_SHARE": 0.01},
+    "totals20_means40": {"TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.4},
+    "totals40_means20": {"TOTALS_SHARE": 0.4, "MEANS_SHARE": 0.2},
+    "totals30_means30": {"TOTALS_SHARE": 0.3, "MEANS_SHARE": 0.3},
 }
+#: The fixed shares of rho must leave DP-SGD at least this much.
+MIN_DPSGD_SHARE = 0.15
+FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE")
+#: The marginals' generator is seeded with this integer plus the seed: only a generator built from an
+#: integer seed draws reproducible noise (dpgm.privacy.discrete.is_secure; any other is the OS CSPRNG's).
+MARGINALS_SEED = 2_000
+#: Number of length groups of the counting queries.
+GROUPS = 5
+
+
+def check_candidate(name: str) -> dict[str, Any]:
+    """BASE patched by candidate ``name``; refuses unknown constants and shares leaving DP-SGD too little."""
+    patch = {**BASE, **CANDIDATES[name]}
+    unknown = [key for key in patch if not hasattr(rules, key)]
+    if unknown:
+        raise SystemExit(f"candidate {name}: dpgm.rules has no {', '.join(unknown)}")
+    fixed = sum(patch.get(key, getattr(rules, key, 0.0)) for key in FIXED_SHARES)
+    if fixed > 1.0 - MIN_DPSGD_SHARE + 1e-9:
+        raise SystemExit(f"candidate {name}: fixed shares sum to {fixed:.2f} > {1 - MIN_DPSGD_SHARE:.2f}")
+    return patch
 
 
 def patched(patch: dict[str, Any]) -> dict[str, Any]:
@@ -72,47 +96,89 @@ def patched(patch: dict[str, Any]) -> dict[str, Any]:
     return old
 
 
-def run_setting(name: str, size: int | None, args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
-    """Every candidate and seed on one (dataset, fit size); appends rows."""
-    data = load(name, argparse.Namespace(top_items=None, limit=None, subsample=None, seed=0, data_dir=args.data_dir))
-    order = np.random.default_rng(0).permutation(data.n_records)
-    half = data.n_records // 2
-    held_out = data.subset(np.sort(order[half:]))
-    evaluation = start_evaluation(held_out, args.queries, np.random.default_rng(1))
+def size_label(size: int | str) -> str:
+    """A row's size as the summary writes it (``half`` in older files is ``full``)."""
+    return "full" if size in ("full", "half") else str(size)
+
+
+class Held:
+    """One dataset split once: the fit half (as a permutation prefix), the held-out half, its queries."""
+
+    def __init__(self, name: str, args: argparse.Namespace) -> None:
+        self.data = load(name, argparse.Namespace(top_items=None, limit=None, subsample=None, seed=0,
+                                                  data_dir=args.data_dir))
+        self.order = np.random.default_rng(0).permutation(self.data.n_records)
+        self.half = self.data.n_records // 2
+        self.held_out = self.data.subset(np.sort(self.order[self.half:]))
+        self.evaluation = start_evaluation(self.held_out, args.queries, np.random.default_rng(1))
+
+    def fit(self, size: int | None, seed: int) -> BinaryDataset:
+        pick = (self.order[:self.half] if size is None
+                else np.random.default_rng([seed, 11]).choice(self.order[:self.half], size, replace=False))
+        return self.data.subset(np.sort(pick))
+
+
+def take_means(evaluation: CountingEvaluation, key: str) -> dict[int, float]:
+    """The per-group mean relative errors of ``key``, dropped from the evaluation afterwards."""
+    means = group_means(evaluation.errors.pop(key), evaluation.queries)
+    return {int(g): float(v) for g, v in means.items()}
+
+
+def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: argparse.Namespace,
+                rows: list[dict[str, Any]], done: set[tuple[str, str, float, str, int]]) -> None:
+    """Every candidate and seed on one (dataset, fit size, epsilon); appends rows."""
     config = config_sections(CONFIGS / "transactions.yaml")
+    label = "full" if size is None else str(size)
+    evaluation = held.evaluation
     for seed in range(args.seeds):
-        pick = order[:half] if size is None else np.random.default_rng([seed, 11]).choice(order[:half], size, replace=False)
-        fit = data.subset(np.sort(pick))
+        todo = [c for c in args.candidates if (name, label, epsilon, c, seed) not in done]
+        if not todo:
+            continue
+        fit = held.fit(size, seed)
         delta = default_delta(fit.n_records)
-        key = f"marginals#{seed}"
-        syn, _ = run_baseline("marginals", fit, evaluation.queries, epsilon=args.epsilon, delta=delta,
-                              rng=np.random.default_rng([seed, 2]), options=BaselineOptions())
-        evaluation.add(key, syn)
-        marginals_tvd2 = marginal_tvd(held_out, syn).twoway
-        for cand in args.candidates:
-            old = patched({**BASE, **CANDIDATES[cand]})
+        start = time.perf_counter()
+        syn, _ = run_baseline("marginals", fit, evaluation.queries, epsilon=epsilon, delta=delta,
+                              rng=np.random.default_rng(MARGINALS_SEED + seed), options=BaselineOptions())
+        evaluation.add("marginals", syn)
+        marginals = take_means(evaluation, "marginals")
+        marginals_tvd2 = marginal_tvd(held.held_out, syn).twoway
+        marginals_seconds = time.perf_counter() - start
+        for cand in todo:
+            old = patched(check_candidate(cand))
             start = time.perf_counter()
             try:
                 with tempfile.TemporaryDirectory() as tmp:
-                    cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}",
-                                                    f"privacy.delta={delta}", f"privacy.target_epsilon={args.epsilon}"])
+                    cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}", f"threads={args.threads}",
+                                                    f"privacy.delta={delta}", f"privacy.target_epsilon={epsilon}"])
                     run_dir, _ = train(cfg, data=fit, progress=False)
-                    released = sample_dataset(run_dir, held_out.n_records, seed=seed)
-                    evaluation.add(f"{cand}#{seed}", released)
-                    tvd2 = marginal_tvd(held_out, released).twoway
+                    train_seconds = time.perf_counter() - start
+                    released = sample_dataset(run_dir, held.held_out.n_records, seed=seed)
             finally:
                 patched(old)
+            evaluation.add(cand, released)
+            groups = take_means(evaluation, cand)
+            tvd2 = marginal_tvd(held.held_out, released).twoway
             seconds = time.perf_counter() - start
-            means = evaluation.group_means()
-            ratio = [np.log(means[f"{cand}#{seed}"][g] / means[key][g]) for g in means[key]]
-            rows.append({"dataset": name, "size": size or "half", "candidate": cand, "seed": seed,
-                         "score": float(np.mean(ratio)), "groups": means[f"{cand}#{seed}"],
-                         "marginals": means[key], "tvd2": tvd2, "marginals_tvd2": marginals_tvd2,
-                         "seconds": seconds})
-            print(f"  {name}/{size or 'half'} {cand}#{seed}: score {rows[-1]['score']:+.3f} ({seconds:.0f} s)", flush=True)
-            if args.json:
-                write_json(args.json, {"settings": {k: str(v) for k, v in vars(args).items()},
-                                       "candidates": CANDIDATES, "rows": rows})
+            ratio = [np.log(groups[g] / marginals[g]) for g in marginals]
+            rows.append({"dataset": name, "size": label, "n_fit": fit.n_records, "n_items": fit.n_items,
+                         "epsilon": epsilon, "candidate": cand, "seed": seed,
+                         "score": float(np.mean(ratio)), "groups": groups, "marginals": marginals,
+                         "tvd2": tvd2, "marginals_tvd2": marginals_tvd2, "seconds": seconds,
+                         "train_seconds": train_seconds, "marginals_seconds": marginals_seconds})
+            print(f"  {name}/{label} eps {epsilon:g} {cand}#{seed}: score {rows[-1]['score']:+.3f} "
+                  f"({seconds:.0f} s)", flush=True)
+            save(args, rows)
+
+
+def save(args: argparse.Namespace, rows: list[dict[str, Any]], skipped: list[str] | None = None) -> None:
+    """The JSON so far (after every run, so that a stopped sweep keeps what it measured)."""
+    if not args.json:
+        return
+    if skipped is not None:
+        args.skipped = skipped
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    write_json(args.json, {"settings": settings, "base": BASE, "candidates": CANDIDATES,
+                           "top_items": {d: TOP_ITEMS[d] for d in args.datasets}, "rows": rows})
 
 
 def row_score(row: dict[str, Any], score: str) -> float:
@@ -120,52 +186,149 @@ def row_score(row: dict[str, Any], score: str) -> float:
     return row["score"] if score == "queries" else float(np.log(row["tvd2"] / row["marginals_tvd2"]))
 
 
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
+
+
 def summarize(rows: list[dict[str, Any]], score_name: str = "queries") -> str:
-    """Mean score per (setting, candidate) and the LODO choice for every dataset."""
-    score: dict[tuple[str, str], dict[str, list[float]]] = {}
+    """Mean score per (setting, candidate), the LODO choice for every dataset and epsilon, the mean
+    and worst held-out score, and the per-group errors of the default and of the marginals."""
+    Setting = tuple[str, str, float]
+    score: dict[Setting, dict[str, list[float]]] = {}
     for r in rows:
         if score_name == "tvd2" and "tvd2" not in r:
             continue
-        score.setdefault((r["dataset"], str(r["size"])), {}).setdefault(r["candidate"], []).append(row_score(r, score_name))
+        s = (r["dataset"], size_label(r["size"]), float(r["epsilon"]))
+        score.setdefault(s, {}).setdefault(r["candidate"], []).append(row_score(r, score_name))
     mean = {s: {c: float(np.mean(v)) for c, v in by.items()} for s, by in score.items()}
-    cands = sorted({c for by in mean.values() for c in by})
-    lines = [f"{'setting':<16}" + "".join(f"{c:>18}" for c in cands)]
-    for s, by in sorted(mean.items()):
-        lines.append(f"{s[0] + '/' + s[1]:<16}" + "".join(f"{by.get(c, float('nan')):>+18.3f}" for c in cands))
+    cands = sorted({c for by in mean.values() for c in by}, key=lambda c: (c != "default", c))
+    width = max(18, *(len(c) + 2 for c in cands))
+
+    def order(s: Setting) -> tuple[float, str, float]:
+        return (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]))
+
     what = "error / marginals' error" if score_name == "queries" else "2-way TVD / marginals' 2-way TVD"
-    lines.append(f"\nLODO (score = mean log({what}); lower is better):")
-    for x in sorted({s[0] for s in mean}):
-        others = [by for s, by in mean.items() if s[0] != x]
-        common = [c for c in cands if all(c in by for by in others)]
-        chosen = min(common, key=lambda c: np.mean([by[c] for by in others]))
-        on_x = {s[1]: by for s, by in mean.items() if s[0] == x}
-        lines.append(f"  without {x}: chose {chosen}; on {x}: " + ", ".join(
-            f"{size}: chosen {by.get(chosen, float('nan')):+.3f}, default {by.get('default', float('nan')):+.3f}, "
-            f"best {min(by, key=by.get)} {min(by.values()):+.3f}" for size, by in sorted(on_x.items())))
+    lines = [f"score = mean log({what}); below 0: better than marginals; lower is better", "",
+             f"{'setting':<26}" + "".join(f"{c:>{width}}" for c in cands)]
+    for s in sorted(mean, key=order):
+        lines.append(f"{s[0] + '/' + s[1] + ' eps ' + format(s[2], 'g'):<26}"
+                     + "".join(f"{mean[s].get(c, float('nan')):>+{width}.3f}" for c in cands))
+    for eps in sorted({s[2] for s in mean}):
+        at = {s: by for s, by in mean.items() if s[2] == eps}
+        datasets = sorted({s[0] for s in at}, key=lambda d: DATASETS.index(d) if d in DATASETS else len(DATASETS))
+        lines.append(f"\nLODO at epsilon {eps:g} (held-out score: mean over the held-out dataset's sizes):")
+        lines.append(f"  {'held out':<12}{'sizes':<22}{'LODO choice':<20}{'chosen':>8}{'default':>9}  best on it")
+        held: dict[str, dict[str, float]] = {}
+        for x in datasets:
+            others = [by for s, by in at.items() if s[0] != x]
+            on_x = {s[1]: by for s, by in at.items() if s[0] == x}
+            common = [c for c in cands if others and all(c in by for by in others)]
+            if not common:
+                lines.append(f"  {x:<12}no other dataset's settings to choose on")
+                continue
+            chosen = min(common, key=lambda c: np.mean([by[c] for by in others]))
+            x_mean = {c: _mean([by[c] for by in on_x.values() if c in by]) for c in cands
+                      if all(c in by for by in on_x.values())}
+            best = min(x_mean, key=lambda c: x_mean[c])
+            held[x] = {"chosen": x_mean.get(chosen, float("nan")), "default": x_mean.get("default", float("nan")),
+                       "best": x_mean[best]}
+            sizes = ",".join(sorted(on_x, key=lambda z: float("inf") if z == "full" else float(z)))
+            lines.append(f"  {x:<12}{sizes:<22}{chosen:<20}{held[x]['chosen']:>+8.3f}{held[x]['default']:>+9.3f}"
+                         f"  {best} {x_mean[best]:+.3f}")
+            for z, by in sorted(on_x.items(), key=lambda t: float("inf") if t[0] == "full" else float(t[0])):
+                lines.append(f"  {'':<12}  {z:<20}{'':<20}{by.get(chosen, float('nan')):>+8.3f}"
+                             f"{by.get('default', float('nan')):>+9.3f}  {min(by, key=by.get)} {min(by.values()):+.3f}")
+        if held:
+            for who in ("chosen", "default", "best"):
+                worst = max(held, key=lambda d: held[d][who])
+                name = {"chosen": "LODO choice", "default": "default", "best": "best per dataset (oracle)"}[who]
+                lines.append(f"  {name:<26} mean over held-out datasets {_mean([h[who] for h in held.values()]):+.3f}, "
+                             f"worst {held[worst][who]:+.3f} ({worst})")
+    lines.append("\n" + group_table(rows))
     return "\n".join(lines)
+
+
+def group_table(rows: list[dict[str, Any]], candidate: str = "default") -> str:
+    """Per setting: the candidate's and the marginals' mean relative error per length group (mean over
+    seeds), and the groups where every candidate's error is above the marginals'."""
+    cells: dict[tuple[str, str, float], dict[str, list[list[float]]]] = {}
+    for r in rows:
+        s = (r["dataset"], size_label(r["size"]), float(r["epsilon"]))
+        by = cells.setdefault(s, {})
+        groups = [r["groups"][str(g)] if str(g) in r["groups"] else r["groups"][g] for g in range(1, GROUPS + 1)]
+        marg = [r["marginals"][str(g)] if str(g) in r["marginals"] else r["marginals"][g] for g in range(1, GROUPS + 1)]
+        by.setdefault(r["candidate"], []).append(groups)
+        by.setdefault("marginals", []).append(marg)
+    head = (f"{'setting':<26}{candidate + ' (groups 1..5)':>45}{'marginals (groups 1..5)':>45}"
+            f"  groups where every candidate loses to marginals")
+    lines = ["mean relative error per length group (1: shortest queries ... 5: longest)", head]
+    for s in sorted(cells, key=lambda s: (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]))):
+        by = {c: np.mean(v, axis=0) for c, v in cells[s].items()}
+        if candidate not in by:
+            continue
+        cands = [c for c in by if c != "marginals"]
+        lose = [g + 1 for g in range(GROUPS) if all(by[c][g] > by["marginals"][g] for c in cands)]
+        lines.append(f"{s[0] + '/' + s[1] + ' eps ' + format(s[2], 'g'):<26}"
+                     + "".join(f"{v:>9.3g}" for v in by[candidate]) + "".join(f"{v:>9.3g}" for v in by["marginals"])
+                     + f"  {','.join(map(str, lose)) or '-'}")
+    return "\n".join(lines)
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    """A result file's rows; rows of older files without an epsilon get the file's ``--epsilon``."""
+    payload = json.loads(Path(path).read_text())
+    eps = float(payload.get("settings", {}).get("epsilon", 1.0))
+    return [{"epsilon": eps, **r} for r in payload["rows"]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--datasets", nargs="+", default=["retail", "gowalla", "msnbc"])
-    p.add_argument("--sizes", nargs="+", default=["half", "3000"], help="fit sizes: 'half' or a record count")
+    p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    p.add_argument("--sizes", nargs="+", default=["3000", "30000", "300000", "full"],
+                   help="fit sizes: 'full' (the whole fit half) or a record count (skipped above the fit half)")
+    p.add_argument("--full-max-records", type=int, default=None, metavar="N",
+                   help="run 'full' only on datasets whose fit half holds at most N records (default: all)")
     p.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
-    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 4.0])
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--threads", type=int, default=1, help="the runs' torch and BLAS threads (config key threads)")
+    p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--resume", action="store_true", help="keep the rows already in --json and skip their runs")
     p.add_argument("--summarize", nargs="+", default=None, metavar="JSON", help="only print the LODO summary of these files")
     p.add_argument("--score", choices=("queries", "tvd2"), default="queries",
                    help="what the summary scores: the counting queries or the 2-way marginal TVD")
     args = p.parse_args(argv)
     if args.summarize:
-        print(summarize([r for path in args.summarize for r in json.loads(Path(path).read_text())["rows"]], args.score))
+        print(summarize([r for path in args.summarize for r in read_rows(path)], args.score))
         return 0
-    rows: list[dict[str, Any]] = []
-    for size in args.sizes:
+    for cand in args.candidates:
+        check_candidate(cand)
+    sizes = [None if z in ("full", "half") else int(z) for z in args.sizes]
+    rows: list[dict[str, Any]] = read_rows(args.json) if args.resume and args.json and Path(args.json).exists() else []
+    done = {(r["dataset"], size_label(r["size"]), float(r["epsilon"]), r["candidate"], r["seed"]) for r in rows}
+    skipped: list[str] = []
+    held: dict[str, Held] = {}
+    for size in sizes:  # small sizes first: a stopped sweep has every dataset at them
         for name in args.datasets:
-            run_setting(name, None if size == "half" else int(size), args, rows)
+            if name not in held:
+                held[name] = Held(name, args)
+                h = held[name]
+                print(f"== {name}: {h.data.n_records} records, {h.data.n_items} items, fit half {h.half}, "
+                      f"held-out maxlen {h.evaluation.queries.maxlen}", flush=True)
+            h = held[name]
+            if size is not None and size > h.half:
+                skipped.append(f"{name}/{size}: the fit half holds {h.half} records")
+            elif size is None and args.full_max_records is not None and h.half > args.full_max_records:
+                skipped.append(f"{name}/full: the fit half's {h.half} records are above --full-max-records")
+            else:
+                for eps in args.epsilons:
+                    run_setting(name, h, size, eps, args, rows, done)
+                continue
+            print(f"  skip {skipped[-1]}", flush=True)
+            save(args, rows, skipped)
+    save(args, rows, skipped)
     print(summarize(rows, args.score))
     return 0
 
