@@ -133,6 +133,8 @@ class ModelConfig:
     output_bias: Literal["noisy_mean", "default"] = opt("noisy_mean", "initial output bias of each part's model (VAE decoder, RBM visible units): noisy_mean = logit of the part's noisy mean record (one Gaussian release, ledger stage part_means; Hinton 2010 sec. 8.1); default = the layer's usual initialisation, no privacy cost")
     mean_noise_multiplier: float = opt(20.0, "noisy_mean: noise std / L2 sensitivity of the per-part record sums")
     mean_clip: float | None = opt(None, "noisy_mean: L2 bound on each record in the sums (a public bound, e.g. 12 for MNIST digits; null: sqrt(number of items), never clips)")
+    mean_clip_quantile: float | None = opt(None, "noisy_mean: clip the part sums (and item totals) at sqrt(L), L the length this share of records does not exceed, read off a noisy histogram of record lengths (Gaussian with length_bound_noise_multiplier, L2 sensitivity 1; ledger stage length_bound); replaces mean_clip; null: off")
+    length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records (Gaussian with this multiplier, L2 sensitivity mean_clip; ledger stage item_totals) and make the part means agree with it by least squares (post-processing; dpgm/stages/item_totals.py); null: off")
     length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths (Gaussian with this multiplier, L2 sensitivity 1; ledger stage record_lengths) and draw synthetic records so that their lengths follow it (post-processing); null: off")
     calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that its model's expected item frequencies equal the part's noisy mean (true; post-processing, no privacy cost; good for sparse records, where DP-SGD noise makes item frequencies drift; not for images, where zero-mean pixels have noisy means), or shift every item's logit by one amount so that the expected number of items per record equals the sum of the noisy mean (total: for images, whose DP-trained models may draw thin digits; measured on MNIST train-on-synthetic accuracy it gained at epsilon 1 and lost at epsilon 10, benchmarks/results/README.md; not with data.min_items or empty records set aside); false: off")
@@ -147,6 +149,11 @@ class ModelConfig:
         _require(self.chains >= 1, "model", "chains", "must be >= 1")
         _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
         _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
+        _require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",
+                 "must be in (0, 1]")
+        _require(self.length_bound_noise_multiplier > 0, "model", "length_bound_noise_multiplier", "must be > 0")
+        _require(self.mean_clip_quantile is None or self.output_bias == "noisy_mean", "model", "mean_clip_quantile",
+                 "needs output_bias: noisy_mean (it bounds the records in the noisy means)")
         _require(self.totals_noise_multiplier is None or self.totals_noise_multiplier > 0, "model",
                  "totals_noise_multiplier", "must be > 0")
         _require(self.length_noise_multiplier is None or self.length_noise_multiplier > 0, "model",

@@ -39,6 +39,9 @@ EMPTY_SHARE = 0.01
 #: Share of the noisy item totals over all records, which the part means are made to agree with
 #: (``model.totals_noise_multiplier``; 0: off).
 TOTALS_SHARE = 0.0
+#: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
+#: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items).
+LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.0, 0.9
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
@@ -90,7 +93,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     empty_share = EMPTY_SHARE if facts.min_items == 0 else 0.0
-    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE
+    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + LENGTH_BOUND_SHARE
     means_share = MEANS_SHARE if train else 1.0 - fixed - MARGIN
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
@@ -103,6 +106,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
+        "model.mean_clip_quantile": LENGTH_QUANTILE if LENGTH_BOUND_SHARE > 0 else None,
+        "model.length_bound_noise_multiplier": sigma_for_share(rho, LENGTH_BOUND_SHARE) if LENGTH_BOUND_SHARE > 0 else 20.0,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",

@@ -1,6 +1,7 @@
 """The stages of a run, in pipeline order: each a ``Stage`` registered by name (dpgm.stages.base).
 
-items (noisy top-item choice) -> empty_records (noisy count, set aside) -> item_totals (noisy
+items (noisy top-item choice) -> empty_records (noisy count, set aside) -> length_bound (a
+noisy quantile of record lengths, the clip of the means) -> item_totals (noisy
 global item totals the part means agree with) -> partition (the
 registered partitioner) -> part_means (noisy mean record per part) -> record_lengths (noisy
 length histogram) -> training (DP-SGD per part). A stage from outside the package registers
@@ -20,12 +21,13 @@ from dpgm.stages.base import (
 from dpgm.stages.empty_records import EmptyRecordsStage
 from dpgm.stages.item_totals import ItemTotalsStage
 from dpgm.stages.items import ItemsStage
+from dpgm.stages.length_bound import LengthBoundStage
 from dpgm.stages.part_means import PartMeansStage
 from dpgm.stages.partition import PartitionStage
 from dpgm.stages.record_lengths import RecordLengthsStage
 from dpgm.stages.training import TrainingStage
 
-for _stage in (ItemsStage, EmptyRecordsStage, ItemTotalsStage, PartitionStage, PartMeansStage, RecordLengthsStage, TrainingStage):
+for _stage in (ItemsStage, EmptyRecordsStage, LengthBoundStage, ItemTotalsStage, PartitionStage, PartMeansStage, RecordLengthsStage, TrainingStage):
     register_stage(_stage)
 
 __all__ = ["STAGES", "Stage", "StageContext", "planned_stages", "register_stage", "unregister_stage"]

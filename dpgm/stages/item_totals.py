@@ -2,7 +2,7 @@
 
 Each part's noisy mean carries its own noise, so an item's frequency in the whole release
 carries the noise of k releases where independent marginals carry one. This stage measures the
-item totals once over all records (each record scaled to L2 norm at most ``model.mean_clip``,
+item totals once over all records (each record scaled to L2 norm at most the bound of the part sums,
 the bound of the part sums, so one record moves the vector by at most that much: one Gaussian
 mechanism, charged before the noise is drawn). The part sums are then made consistent with it
 by generalised least squares (``consistent_sums``): the k part sums and the total are two
@@ -13,14 +13,13 @@ sums so that they add up to the weighted combination of both. Post-processing on
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dpgm.config import Config
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import gaussian_release
 from dpgm.stages.base import ArrayStage, StageContext
+from dpgm.stages.length_bound import mean_bound
 
 #: Ledger stage of this release.
 STAGE = "item_totals"
@@ -51,7 +50,7 @@ class ItemTotalsStage(ArrayStage):
 
     def run(self, ctx: StageContext) -> np.ndarray:
         records = ctx.data.records
-        bound = math.sqrt(records.shape[1]) if self.cfg.model.mean_clip is None else float(self.cfg.model.mean_clip)
+        bound = mean_bound(self.cfg, ctx)
         sums = np.asarray(clip_rows(records, bound, dtype=np.float64).sum(axis=0)).ravel()
         return gaussian_release(sums, sensitivity=bound, noise_multiplier=self.cfg.model.totals_noise_multiplier,
                                 accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)

@@ -35,6 +35,7 @@ from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
 from dpgm.stages.base import ArrayStage, StageContext
 from dpgm.stages.item_totals import consistent_sums
+from dpgm.stages.length_bound import mean_bound
 
 #: Ledger stage of this release.
 STAGE = "part_means"
@@ -227,6 +228,6 @@ class PartMeansStage(ArrayStage):
     def run(self, ctx: StageContext) -> np.ndarray:
         partition = ctx.output("partition")
         return noisy_part_means(ctx.data.records, partition.assignments, partition.noisy_sizes,
-                                clip=self.cfg.model.mean_clip, noise_multiplier=self.cfg.model.mean_noise_multiplier,
+                                clip=mean_bound(self.cfg, ctx), noise_multiplier=self.cfg.model.mean_noise_multiplier,
                                 accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
                                 totals_noise_multiplier=self.cfg.model.totals_noise_multiplier)

@@ -24,11 +24,11 @@ STAGE = "record_lengths"
 
 
 def noisy_length_shares(data: BinaryDataset, *, noise_multiplier: float, accountant: Accountant,
-                        rng: np.random.Generator) -> np.ndarray:
+                        rng: np.random.Generator, stage: str = STAGE) -> np.ndarray:
     """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release."""
     counts = np.bincount(data.record_lengths(), minlength=data.n_items + 1).astype(np.float64)
     noisy = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
-                             accountant=accountant, stage=STAGE, rng=rng)
+                             accountant=accountant, stage=stage, rng=rng)
     kept = project_to_total(noisy, max(float(noisy.sum()), 1.0))
     return kept / kept.sum()
 

@@ -1,0 +1,52 @@
+"""A private bound on record lengths (``model.mean_clip_quantile``): the clip of the part sums.
+
+The noisy part means and item totals scale every record to L2 norm at most a bound C; a binary
+record of L items has norm sqrt(L), so a bound below the typical length shrinks most records
+and biases every mean down (a table written as attribute=value items holds one item per
+attribute in every record), while a bound far above it buys noise for nothing. Here the bound
+follows the data through one Gaussian release: the histogram of record lengths (sensitivity 1,
+``record_lengths.noisy_length_shares``), and C = sqrt(L) for the smallest L whose noisy share of
+records with at most L items reaches the quantile q. Post-processing of the released histogram;
+``model.mean_clip``, when stated, is not used.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpgm.config import Config
+from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.record_lengths import noisy_length_shares
+
+#: Ledger stage of this release.
+STAGE = "length_bound"
+
+
+def quantile_length(shares: np.ndarray, q: float) -> int:
+    """The smallest length L >= 1 with shares[0..L] adding up to at least ``q``."""
+    reached = np.flatnonzero(np.cumsum(shares) >= q - 1e-12)
+    return max(1, int(reached[0]) if len(reached) else len(shares) - 1)
+
+
+def mean_bound(cfg: Config, ctx: StageContext) -> float:
+    """The L2 bound of the part sums and item totals: sqrt of the private length bound when this stage
+    ran, else ``model.mean_clip``, else sqrt(number of items) (never clips)."""
+    length = ctx.output(STAGE)
+    if length is not None:
+        return math.sqrt(length)
+    return math.sqrt(ctx.data.n_items) if cfg.model.mean_clip is None else float(cfg.model.mean_clip)
+
+
+class LengthBoundStage(Stage):
+    """The q-quantile of record lengths from a noisy histogram; output: that length L (an int)."""
+
+    name = STAGE
+    line = "bound the records' lengths from a noisy length histogram (the clip of the groups' means)"
+    switch = "model.mean_clip_quantile"
+
+    def run(self, ctx: StageContext) -> int:
+        shares = noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_bound_noise_multiplier,
+                                     accountant=ctx.accountant, rng=ctx.rng, stage=STAGE)
+        return quantile_length(shares, self.cfg.model.mean_clip_quantile)
