@@ -33,7 +33,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # spinning OpenMP threads h
 
 import torch
 
-from dpgm.audit import AuditPlan, run_audit, summary
+from dpgm.audit.plan import AuditPlan
+from dpgm.audit.run import run_audit, summary
 from dpgm.config import load_config
 from dpgm.data import load_dataset
 from dpgm.errors import DataError

@@ -42,7 +42,7 @@ def _evaluate(argv: Sequence[str]) -> int:
 
 
 def _audit(argv: Sequence[str]) -> int:
-    from dpgm.audit import main  # torch loads here
+    from dpgm.audit.cli import main  # torch loads here
 
     return main(argv)
 

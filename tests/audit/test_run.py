@@ -10,22 +10,16 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from dpgm.audit import (
-    AuditPlan,
-    audited_config,
-    input_weights,
-    main,
-    make_canaries,
-    run_audit,
-    training_records,
-    weight_scores,
-)
+from dpgm.audit.bounds import audit_size
+from dpgm.audit.canaries import input_weights, make_canaries, training_records, weight_scores
+from dpgm.audit.cli import main
+from dpgm.audit.plan import AuditPlan
+from dpgm.audit.run import audited_config, run_audit
 from dpgm.config import config_from_dict
 from dpgm.data import load_digits
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.models import build_model
-from dpgm.privacy.one_run_audit import audit_size
 
 #: 300 digits, 100 DP-SGD steps at q = 0.1, the noise calibrated to epsilon 1 (fixed clipping).
 SMALL = [

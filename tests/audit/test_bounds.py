@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from dpgm.privacy.one_run_audit import (
+from dpgm.audit.bounds import (
     audit_scores,
     audit_size,
     canaries_for_guesses,

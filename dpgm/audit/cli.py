@@ -1,0 +1,132 @@
+"""``python -m dpgm.audit`` and ``dpgm audit``: the audit's command line."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from dpgm.audit.plan import LEAK_NOISE_MULTIPLIER, AuditPlan
+from dpgm.audit.run import run_audit, summary
+from dpgm.config import config_from_dict, load_config
+from dpgm.io import atomic_write_json
+from dpgm.threads import set_threads
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m dpgm.audit",
+        description=(
+            "Empirical privacy audit of dpgm's DP-SGD training in ONE run (Steinke, Nasr and "
+            "Jagielski, NeurIPS 2023). Inserts m canaries (each a base record plus an item only "
+            "it has), each included with probability 1/2, trains one model (k = 1 part) through "
+            "the real DP-SGD path, scores every canary (default: how far the weights reading its "
+            "item moved from their initial values), guesses 'in' for the highest and 'out' for "
+            "the lowest scores, and prints the accountant's claimed epsilon beside the audit's "
+            "lower bound (Thm 5.2) at the run's delta and its cap, the bound if every guess were "
+            "right. The number of guesses follows the claim so that the cap clears it by "
+            "--margin. A lower bound above the claim means the implementation leaks more than "
+            "it claims."
+        ),
+        epilog="Example: python -m dpgm.audit --config configs/digits.yaml "
+        "--set training.epochs=5 --json audit.json",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="run config (YAML); its data, model, training and privacy.delta "
+        "are used (default: the built-in defaults, digits data)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. training.epochs=5 (repeatable)",
+    )
+    p.add_argument(
+        "--guesses",
+        type=int,
+        help="guesses, half 'in' and half 'out' (default: the fewest whose cap is "
+        "the claim + margin, at least --min-guesses)",
+    )
+    p.add_argument(
+        "--canaries",
+        type=int,
+        help="m: number of canaries (default: enough that every guess can be right)",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=AuditPlan.margin,
+        help="the cap must reach claim + margin (default 1)",
+    )
+    p.add_argument(
+        "--min-guesses",
+        type=int,
+        default=AuditPlan.min_guesses,
+        help=f"fewest guesses (default {AuditPlan.min_guesses})",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=AuditPlan.confidence,
+        help="confidence level (default 0.95)",
+    )
+    p.add_argument(
+        "--score",
+        choices=("auto", "weights", "likelihood"),
+        default=AuditPlan.score,
+        help="weights: movement of the weights reading the canary's item (white-box); "
+        "likelihood: log p(canary) - log p(canary without it) (black-box); auto "
+        "(default): weights for a VAE, likelihood for an RBM",
+    )
+    p.add_argument(
+        "--score-draws",
+        type=int,
+        default=AuditPlan.score_draws,
+        help="reparameterisation draws per likelihood score (VAE; default 16)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the auditor's generator (default 0)"
+    )
+    p.add_argument(
+        "--leak",
+        action="store_true",
+        help=f"TEST SWITCH: train with the noise off (multiplier "
+        f"{LEAK_NOISE_MULTIPLIER:g}, fixed clipping) while claiming the plan's "
+        "epsilon; the audit should catch it",
+    )
+    p.add_argument(
+        "--threads", type=int, help="torch and BLAS threads (default: the cores available)"
+    )
+    p.add_argument("--json", type=Path, help="write the full report to this JSON file")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    cfg = (
+        load_config(args.config, args.overrides)
+        if args.config
+        else config_from_dict({}, args.overrides)
+    )
+    plan = AuditPlan(
+        canaries=args.canaries,
+        guesses=args.guesses,
+        confidence=args.confidence,
+        margin=args.margin,
+        min_guesses=args.min_guesses,
+        score=args.score,
+        score_draws=args.score_draws,
+        leak=args.leak,
+    )
+    set_threads(args.threads)
+    report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)
+    print(summary(report))
+    if args.json:
+        atomic_write_json(args.json, report)
+        print(f"wrote {args.json}")
+    return 0
