@@ -107,7 +107,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
         "model.mean_clip_quantile": LENGTH_QUANTILE if LENGTH_BOUND_SHARE > 0 else None,
-        "model.length_bound_noise_multiplier": sigma_for_share(rho, LENGTH_BOUND_SHARE) if LENGTH_BOUND_SHARE > 0 else 20.0,
+        "model.length_bound_noise_multiplier": (sigma_for_share(rho, LENGTH_BOUND_SHARE)
+                                                if LENGTH_BOUND_SHARE > 0 else 20.0),
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
@@ -126,7 +127,8 @@ def regime(facts: PublicFacts) -> str:
     """Which model family and how many parts the rules chose, and why, in one sentence (for the report)."""
     scale = facts.records_magnitude * facts.epsilon
     k = parts(facts)
-    split = "one group" if k == 1 else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})"
+    split = ("one group" if k == 1
+             else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
     if scale < MIN_TRAINING_SCALE:
         family = (f"independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below "
                   f"{MIN_TRAINING_SCALE:,}, where DP-SGD's noise costs more than the correlations it learns")
@@ -135,7 +137,8 @@ def regime(facts: PublicFacts) -> str:
                   "enough for DP-SGD to learn correlations between items")
     totals = " Every item's total over all records is measured once and the groups' means agree with it." \
         if TOTALS_SHARE > 0 else ""
-    return f"The rules chose {family}, in {split}, from N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}.{totals}"
+    inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
+    return f"The rules chose {family}, in {split}, from {inputs}.{totals}"
 
 
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:

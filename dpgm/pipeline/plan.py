@@ -94,7 +94,8 @@ def public_inputs(cfg: Config, data: BinaryDataset, magnitude: int) -> list[dict
         uses += ["the default delta 1/(100 N)"] if cfg.privacy.delta is None else []
         out.append({"quantity": "order of magnitude of the number of records", "why": ", ".join(uses),
                     "value": f"N = {magnitude} (N <= n < 10 N)"})
-    universe = data.meta.get("universe") or {"csv": "the CSV header"}.get(cfg.data.source, "the image format (one item per pixel)")
+    by_source = {"csv": "the CSV header"}.get(cfg.data.source, "the image format (one item per pixel)")
+    universe = data.meta.get("universe") or by_source
     out.append({"quantity": "item universe", "value": f"{data.n_items} items", "why": universe})
     if data.image_shape is not None:
         out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})

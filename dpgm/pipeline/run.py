@@ -118,7 +118,8 @@ class TrainingRun:
         for stage in self.stages:
             stage.output = stage.run(self.context)
             self._after(stage)
-        atomic_write_text(self.layout.in_release(CONFIG_FILE), yaml.safe_dump(released_config(self.cfg), sort_keys=False))
+        config = yaml.safe_dump(released_config(self.cfg), sort_keys=False)
+        atomic_write_text(self.layout.in_release(CONFIG_FILE), config)
 
     def _after(self, stage: Stage) -> None:
         self.context.data = stage.narrow(self.context.data)
@@ -193,7 +194,8 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
     layout.check_writable()  # a runs_dir that is a file or read-only fails before the data load
     if layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists():
-        raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} or another name (--set name=...)")
+        raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} "
+                          f"or another name (--set name=...)")
     if layout.exists():  # killed before its first checkpoint: nothing to resume, start again
         _remove_failed(layout, created_root=False)
     run = TrainingRun(cfg, layout.root, data=data, progress=progress)

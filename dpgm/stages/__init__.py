@@ -27,7 +27,8 @@ from dpgm.stages.partition import PartitionStage
 from dpgm.stages.record_lengths import RecordLengthsStage
 from dpgm.stages.training import TrainingStage
 
-for _stage in (ItemsStage, EmptyRecordsStage, LengthBoundStage, ItemTotalsStage, PartitionStage, PartMeansStage, RecordLengthsStage, TrainingStage):
+for _stage in (ItemsStage, EmptyRecordsStage, LengthBoundStage, ItemTotalsStage, PartitionStage, PartMeansStage,
+               RecordLengthsStage, TrainingStage):
     register_stage(_stage)
 
 __all__ = ["STAGES", "Stage", "StageContext", "planned_stages", "register_stage", "unregister_stage"]

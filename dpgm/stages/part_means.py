@@ -186,7 +186,8 @@ def _add_item(counts: Tensor, p: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed: int = 0, total: bool = False) -> float:
+def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed: int = 0,
+                       total: bool = False) -> float:
     """Shift the output bias until the model's expected item frequencies equal ``probs``; post-processing.
 
     With ``total`` (``model.calibrate: total``), ONE shift for every item, until the expected number
