@@ -12,12 +12,9 @@ changes which parts are drawn: still post-processing.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +24,6 @@ from dpgm.artifact import (
     FORMATS,
     MAX_PNG_IMAGES,
     MAX_RECORDS,
-    PartLabels,
     ReleasedMixture,
     check_record_limit,
     load_release,
@@ -35,9 +31,9 @@ from dpgm.artifact import (
 from dpgm.clustering.base import size_shares
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
-from dpgm.imaging import write_png_grid, write_png_rows
 from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_output
 from dpgm.progress import progress_scope, stage_bar
+from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
 
 #: A release gives up when, after at least MIN_DRAWS draws, fewer than MIN_ACCEPTANCE of them held
 #: ``data.min_items`` items: the draws stay within max(MIN_DRAWS, n / MIN_ACCEPTANCE) plus one chunk.
@@ -262,46 +258,6 @@ def sample_dataset(run_dir: str | Path, n: int, *, seed: int | None = None) -> B
                          image_shape=mixture.image_shape)
 
 
-@contextlib.contextmanager
-def _text_stream(raw: IO[bytes], *, gzipped: bool) -> Iterator[io.TextIOBase]:
-    """A text stream over the binary file ``raw`` (left open): gzip-compressed when asked."""
-    target = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if gzipped else raw
-    text = io.TextIOWrapper(target, encoding="utf-8", newline="\n")
-    yield text
-    text.flush()
-    text.detach()
-    if gzipped:
-        target.close()  # writes the gzip trailer; ``raw`` stays open for the atomic rename
-
-
-def _write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], names: list[str],
-               labels: PartLabels | None) -> None:
-    """Header and 0/1 rows; with label parts, the record's label as the LAST column."""
-    fh.write(",".join(names + ([labels.column] if labels else [])) + "\n")
-    part_label = None if labels is None else np.asarray(labels.labels)
-    for records, parts in chunks:
-        rows = records if part_label is None else np.column_stack((records, part_label[parts]))
-        np.savetxt(fh, rows, fmt="%d", delimiter=",")
-
-
-def _write_png(out: Path, chunks: Iterator[tuple[np.ndarray, np.ndarray]], image_shape: tuple[int, int],
-               rows: list[int] | None) -> None:
-    """An image grid: one row per part in ``rows`` (the requested labels' parts), else a square."""
-    records, parts = (np.concatenate(x) for x in zip(*chunks))
-    images = records.astype(np.float32).reshape(-1, *image_shape)
-    if rows is None:
-        write_png_grid(out, images, nrow=int(np.ceil(np.sqrt(len(images)))))
-    else:
-        write_png_rows(out, [images[parts == j] for j in rows])
-
-
-def _write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], ids: list[int]) -> None:
-    """One line per record: the source-data ids of its items, ascending (the ../shared/data format)."""
-    ids_array = np.asarray(ids)
-    for records, _ in chunks:
-        fh.writelines(" ".join(map(str, ids_array[np.flatnonzero(row)])) + "\n" for row in records)
-
-
 def check_counts(n: int | None, per_label: int | None, names: tuple[str, str] = ("--n", "--per-label")) -> None:
     """One-line errors unless exactly one of ``n`` (records in all) and ``per_label`` (records of
     each label) is given, and it is >= 1; ``names`` are the caller's words for them."""
@@ -386,13 +342,13 @@ def release(
 
     chunks = counted(plan_chunks(mixture, plan, generator, threshold=threshold))
     if fmt == "png":
-        _write_png(out, chunks, mixture.image_shape, rows)
+        write_png(out, chunks, mixture.image_shape, rows)
     else:
-        with atomic_write(out, "wb") as raw, _text_stream(raw, gzipped=out.name.endswith(".gz")) as fh:
+        with atomic_write(out, "wb") as raw, text_stream(raw, gzipped=out.name.endswith(".gz")) as fh:
             if fmt == "csv":
-                _write_csv(fh, chunks, mixture.item_names, mixture.part_labels)
+                write_csv(fh, chunks, mixture.item_names, mixture.part_labels)
             else:
-                _write_transactions(fh, chunks, mixture.item_ids)
+                write_transactions(fh, chunks, mixture.item_ids)
     bar.close()
     report = dict(mixture.report)
     report["release"] = {"records": total, "format": fmt, "sampling_seed_fixed": seed is not None,
