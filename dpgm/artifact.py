@@ -1,8 +1,9 @@
 """A run directory on disk: what training writes and the release reads (docs/privacy.md).
 
     runs/<name>/release/   DP outputs only, safe to share: config.yaml, models.pt (weights,
-                           noisy part sizes, each part's label when parts are labels), ledger.json, privacy_report.json, samples.png
-                           for images, tensorboard/ (epsilon, released thresholds and sizes)
+                           noisy part sizes, each part's label when parts are labels), ledger.json,
+                           privacy_report.json, samples.png for images, tensorboard/ (epsilon,
+                           released thresholds and sizes)
     runs/<name>/private/   checkpoint.pt (per-record part assignments, generator state):
                            directory 0700, files 0600, deleted when the run completes unless kept
 
@@ -234,7 +235,8 @@ def save_models(
         "image_shape": list(image_shape) if image_shape else None,
         "min_items": int(min_items),
         "empty_size": None if empty_size is None else float(empty_size),
-        "length_shares": None if length_shares is None else torch.as_tensor(np.asarray(length_shares, dtype=np.float64)),
+        "length_shares": (None if length_shares is None
+                          else torch.as_tensor(np.asarray(length_shares, dtype=np.float64))),
         "part_labels": None if part_labels is None else {"labels": [int(x) for x in part_labels.labels],
                                                          "column": part_labels.column},
     }

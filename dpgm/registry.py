@@ -34,7 +34,9 @@ class Registry(Generic[T]):
         self.key = key
         self.entries: dict[str, Entry[T]] = {}
 
-    def register(self, name: str, *, options: type | None = None, doc: str = "") -> Callable[[Callable[..., T]], Callable[..., T]]:
+    def register(
+        self, name: str, *, options: type | None = None, doc: str = ""
+    ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Decorator: register ``factory`` under ``name`` (a name is registered once)."""
 
         def add(factory: Callable[..., T]) -> Callable[..., T]:

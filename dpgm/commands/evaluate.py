@@ -53,7 +53,8 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     c.add_argument("--baseline", action="append", default=[], choices=BASELINES,
                    help="also run a DP baseline on the real data at --epsilon (repeatable)")
     c.add_argument("--epsilon", type=float, default=None, help="privacy budget of each baseline")
-    c.add_argument("--delta", type=float, default=None, help="delta of each baseline (default: 1/(100 N) for the power of ten N <= n < 10 N, as dpgm train)")
+    c.add_argument("--delta", type=float, default=None,
+                   help="delta of each baseline (default: 1/(100 N) for the power of ten N <= n < 10 N, as dpgm train)")
     c.add_argument("--accounting", choices=("rdp", "pure"), default="rdp",
                    help="rdp: calibrate baselines so the RDP accountant's epsilon at delta is --epsilon; "
                    "pure: spend --epsilon as pure epsilon (laplace marginals, mwem)")

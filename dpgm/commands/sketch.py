@@ -56,7 +56,8 @@ def _dims(text: str) -> int | None:
 
 
 def _data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="the holder's file: binary CSV with a header, or transactions (one record a line, 0-based item ids)")
+    p.add_argument("data", help="the holder's file: binary CSV with a header, or transactions (one record a line, "
+                                "0-based item ids)")
     p.add_argument("--format", choices=["csv", "transactions"], help="default: csv for *.csv, else transactions")
     p.add_argument("--label-column", help="csv: a label column to leave out of the records")
 
@@ -74,7 +75,8 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     s.add_argument("--signature", choices=["exp", "quantised"], default="exp")
     s.add_argument("--measurements", type=int, help="r: sketch entries per record (default: all m)")
     s.add_argument("--frequencies", choices=["adapted_radius", "gaussian"], default="adapted_radius")
-    s.add_argument("--projection", type=_dims, default=10, help="decode in this many random public dimensions (none: never)")
+    s.add_argument("--projection", type=_dims, default=10,
+                   help="decode in this many random public dimensions (none: never)")
     s.add_argument("-o", "--output", required=True)
     s = sub.add_parser("sum", help="a holder's EXACT sketch sum of its own file (private, owner-only)")
     s.add_argument("--spec", required=True, help="the spec file")

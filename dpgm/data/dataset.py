@@ -70,7 +70,8 @@ class BinaryDataset:
         """Where the records came from, for messages (the file, else the dataset's name)."""
         return self.source or self.name
 
-    n_records = property(lambda self: int(self.records.shape[0]), doc="Number of records: private, never released as is.")
+    n_records = property(lambda self: int(self.records.shape[0]),
+                         doc="Number of records: private, never released as is.")
     n_items = property(lambda self: int(self.records.shape[1]), doc="Number of items: the declared, public universe.")
 
     @property

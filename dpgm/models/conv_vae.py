@@ -79,7 +79,8 @@ class ConvVAE(GaussianVAE):
                  norm: bool = False, draws: int = 1, generator: torch.Generator | None = None) -> None:
         side = image_side(n_items)
         if latent < 1 or len(channels) < 1 or any(c < 1 for c in channels):
-            raise ConfigError(f"ConvVAE needs latent >= 1 and one or more channel counts >= 1, got {latent}, {list(channels)}")
+            raise ConfigError("ConvVAE needs latent >= 1 and one or more channel counts >= 1, "
+                              f"got {latent}, {list(channels)}")
         widths = [1, *(int(c) for c in channels)]
         sides = halvings(side, len(channels))
         flat = widths[-1] * sides[-1] ** 2

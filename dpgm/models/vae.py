@@ -135,7 +135,8 @@ class VAE(GaussianVAE):
         generator: torch.Generator | None = None,
     ) -> None:
         if n_items < 1 or latent < 1 or any(h < 1 for h in hidden):
-            raise ConfigError(f"VAE needs n_items, latent and hidden widths >= 1, got {n_items}, {latent}, {list(hidden)}")
+            raise ConfigError("VAE needs n_items, latent and hidden widths >= 1, "
+                              f"got {n_items}, {latent}, {list(hidden)}")
         widths = [int(h) for h in hidden]
         super().__init__(n_items, latent, mlp([int(n_items), *widths, 2 * int(latent)], generator),
                          mlp([int(latent), *reversed(widths), int(n_items)], generator), draws)

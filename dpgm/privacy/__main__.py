@@ -4,7 +4,8 @@ Subcommands: ``epsilon`` (cost of a plan), ``sigma`` (noise multiplier for a tar
 ``steps`` (steps a budget affords) and ``report`` (epsilon of a saved ledger, per stage).
 A plan is DP-SGD with Poisson sampling, optionally with a DPNorm histogram released from the
 same batch (``--histogram-noise-multiplier``) and a DP k-means stage before it
-(``--kmeans-iterations``: 2 releases per iteration plus the final part sizes). Add/remove neighbours, RDP accountant (dpgm/privacy/accountant.py).
+(``--kmeans-iterations``: 2 releases per iteration plus the final part sizes). Add/remove
+neighbours, RDP accountant (dpgm/privacy/accountant.py).
 """
 
 from __future__ import annotations
@@ -189,7 +190,8 @@ def _print_plan(out: dict[str, Any], as_json: bool, headline: str) -> None:
 
 def _cmd_epsilon(args: argparse.Namespace) -> None:
     steps = _steps(args)
-    rdp = ledger_rdp(_kmeans_entries(args)) + steps * rdp_curve(_sgd_event(args, args.noise_multiplier), bound=args.bound)
+    sgd = rdp_curve(_sgd_event(args, args.noise_multiplier), bound=args.bound)
+    rdp = ledger_rdp(_kmeans_entries(args)) + steps * sgd
     out = _plan_summary(args, rdp, steps, args.noise_multiplier)
     _print_plan(out, args.json, f"gradient noise multiplier sigma = {args.noise_multiplier:g}")
 

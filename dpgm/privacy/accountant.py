@@ -40,7 +40,8 @@ RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarr
     DiscreteLaplaceEvent: lambda e, orders, _b: R.randomized_response_rdp(orders, e.epsilon),
     SampledGaussianEvent: lambda e, orders, _b: R.sampled_gaussian_rdp(orders, e.sampling_rate, e.noise_multiplier),
     SampledJointGaussianEvent: lambda e, orders, bound: (
-        R.joint_sampled_rdp if bound == "joint" else R.holder_sampled_rdp)(orders, e.sampling_rate, e.noise_multipliers),
+        R.joint_sampled_rdp if bound == "joint" else R.holder_sampled_rdp
+    )(orders, e.sampling_rate, e.noise_multipliers),
     LaplaceEvent: lambda e, orders, _b: R.laplace_rdp(orders, e.epsilon),
     ExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
     PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),

@@ -78,7 +78,8 @@ def summary(cmp: Comparison) -> str:
          f"{cmp.freq_synthetic[worst]:.3g} synthetic."),
     ]
     if np.isfinite(cooc):
-        among = f"all {cmp.n_items} items" if len(cmp.shown) == cmp.n_items else f"the {len(cmp.shown)} most frequent items"
+        among = (f"all {cmp.n_items} items" if len(cmp.shown) == cmp.n_items
+                 else f"the {len(cmp.shown)} most frequent items")
         text.append(f"Among {among}, the share of records holding a pair differs by {cooc:.2g} on average and the "
                     f"pairs' correlations by {corr:.2f}.")
     text.append(f"Records hold {cmp.lengths_real @ lengths:.2f} items on average in the real data and "
@@ -116,7 +117,8 @@ def sections(cmp: Comparison, *, progress: bool) -> list[Section]:
          lambda: plots.length_histograms(cmp)),
         ("cooccurrence", "Pairwise co-occurrence",
          ("Share of records holding both items of a pair (the diagonal, the items' own frequencies, is "
-          "left blank: see above); real, release, and their difference." + limited), lambda: plots.pair_matrices(cmp, "cooc")),
+          "left blank: see above); real, release, and their difference." + limited),
+         lambda: plots.pair_matrices(cmp, "cooc")),
         ("correlation", "Pairwise correlation",
          ("Phi correlation of each pair of items (each item a 0/1 variable); real, release, and their "
           "difference." + limited), lambda: plots.pair_matrices(cmp, "corr")),

@@ -87,7 +87,8 @@ def cmd_release(args: argparse.Namespace) -> str:
               "holders": len(sums), "spec_fingerprint": spec.fingerprint(),
               "stage_epsilon": noise.stage_epsilon(args.delta), "sketch": released.privacy}
     atomic_write_json(out / "privacy_report.json", report)
-    return f"wrote {out}/sketch.json, ledger.json, privacy_report.json: epsilon = {report['epsilon']:.4g}, delta = {args.delta:.3g}"
+    return (f"wrote {out}/sketch.json, ledger.json, privacy_report.json: epsilon = {report['epsilon']:.4g}, "
+            f"delta = {args.delta:.3g}")
 
 
 def cmd_combine(args: argparse.Namespace) -> str:

@@ -73,7 +73,8 @@ def make_optimizer(cfg: TrainingConfig, params: Any) -> torch.optim.Optimizer:
     """The update rule applied after privatisation (post-processing)."""
     params = list(params)
     if cfg.optimizer == "adam":  # fused: one kernel per parameter (CPU and CUDA have one)
-        return torch.optim.Adam(params, lr=cfg.learning_rate, fused=all(p.device.type in ("cpu", "cuda") for p in params))
+        fused = all(p.device.type in ("cpu", "cuda") for p in params)
+        return torch.optim.Adam(params, lr=cfg.learning_rate, fused=fused)
     return torch.optim.SGD(params, lr=cfg.learning_rate)
 
 

@@ -64,7 +64,8 @@ class _LinearFactors:
             g2 = self.grad_out.pow(2).sum(dim=-1)
             sq = g2 * self.inputs.pow(2).sum(dim=-1) if self.layer.weight.requires_grad else torch.zeros_like(g2)
             return sq + g2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
-        g, a = self.grad_out.unflatten(-2, (-1, self.rows)), self.inputs.unflatten(-2, (-1, self.rows))  # [..., B, K, .]
+        # g, a: [..., B, K, .]
+        g, a = self.grad_out.unflatten(-2, (-1, self.rows)), self.inputs.unflatten(-2, (-1, self.rows))
         b2 = g.sum(dim=-2).pow(2).sum(dim=-1)
         sq = ((g @ g.transpose(-1, -2)) * (a @ a.transpose(-1, -2))).sum(dim=(-1, -2)) \
             if self.layer.weight.requires_grad else torch.zeros_like(b2)
@@ -85,7 +86,8 @@ class _LinearFactors:
     def without(self, bad: Tensor) -> _LinearFactors:
         """The same with the records flagged in ``bad`` [..., B] set to 0."""
         rows_bad = bad.repeat_interleave(self.rows, dim=-1)
-        return _LinearFactors(self.layer, _zero_rows(self.grad_out, rows_bad), _zero_rows(self.inputs, rows_bad), self.rows)
+        return _LinearFactors(self.layer, _zero_rows(self.grad_out, rows_bad), _zero_rows(self.inputs, rows_bad),
+                              self.rows)
 
 
 @dataclass
@@ -157,7 +159,8 @@ def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor, rows: int
     out = grad.shape[1]
     kh, kw = layer.kernel_size
     if b == 0:
-        return _ConvGrads(layer, grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out))  # rows: 0 records either way
+        # rows: 0 records either way
+        return _ConvGrads(layer, grad.new_zeros(0, out, c * kh * kw), grad.new_zeros(0, out))
     w = F.conv2d(inputs.transpose(0, 1), grad.reshape(b * out, 1, *grad.shape[2:]), groups=b,
                  stride=layer.dilation, dilation=layer.stride, padding=layer.padding)  # [c, b out, >= kh, >= kw]
     w = w[:, :, :kh, :kw].reshape(c, b, out, kh, kw).permute(1, 2, 0, 3, 4).reshape(b, out, c * kh * kw)
@@ -192,7 +195,8 @@ class GhostClipper:
         covered = {id(t) for m in self.layers for t in (m.weight, m.bias) if t is not None}
         for name, p in model.named_parameters():
             if p.requires_grad and id(p) not in covered:
-                raise ConfigError(f"DP-SGD needs every trainable parameter in an nn.Linear or nn.Conv2d layer; {name!r} is not")
+                raise ConfigError("DP-SGD needs every trainable parameter in an nn.Linear or nn.Conv2d layer; "
+                                  f"{name!r} is not")
         self._recording: dict[int, _Capture] | None = None
         self._handles = [layer.register_forward_hook(self._hook) for layer in self.layers]
 
@@ -203,9 +207,11 @@ class GhostClipper:
             raise ConfigError("DP-SGD ghost clipping needs each layer called once per forward pass")
         if isinstance(layer, nn.Conv2d):
             if output.dim() != 4:
-                raise ConfigError(f"DP-SGD per-record gradients need [batch, C, H, W] inputs to nn.Conv2d, got {tuple(inputs[0].shape)}")
+                raise ConfigError("DP-SGD per-record gradients need [batch, C, H, W] inputs to nn.Conv2d, "
+                                  f"got {tuple(inputs[0].shape)}")
         elif output.dim() != layer.weight.dim():  # [batch, features] for nn.Linear, [k, batch, features] for a stack
-            raise ConfigError(f"DP-SGD ghost clipping needs [batch, features] inputs to nn.Linear, got {tuple(inputs[0].shape)}")
+            raise ConfigError("DP-SGD ghost clipping needs [batch, features] inputs to nn.Linear, "
+                              f"got {tuple(inputs[0].shape)}")
         self._recording[id(layer)] = _Capture(layer, inputs[0].detach(), output)  # type: ignore[arg-type]
 
     def compute(self, loss_fn: Callable[[], Tensor]) -> GhostBatch:

@@ -182,7 +182,8 @@ def decode(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, 
            *, restarts: int = 1, candidates: np.ndarray | None = None) -> DecodeResult:
     """Best of ``restarts`` CL-OMPR runs by relative residual (uses only the released sketch)."""
     restarts = max(1, restarts)
+    # small matmuls: threads only add overhead
     with threadpool_limits(1, user_api="blas"), stage_bar("partition: sketch decoder", restarts * 2 * k,
-                                                          unit="iter") as bar:  # small matmuls: threads only add overhead
+                                                          unit="iter") as bar:
         runs = [cl_ompr(z, op, k, lower, upper, rng, candidates=candidates, bar=bar) for _ in range(restarts)]
     return min(runs, key=lambda r: r.residual)
