@@ -6,19 +6,20 @@ Pipeline (docs/index.md):
 A privacy ledger (dpgm.privacy) travels through every stage.
 
     import dpgm
-    release = dpgm.fit(records, epsilon=1.0)     # records: 0/1 array, sparse matrix or DataFrame
-    synthetic = release.sample(1000, seed=0)
-    release.save("my_release"); dpgm.load("my_release").privacy_report["epsilon"]
+    synth = dpgm.Synthesizer(epsilon=1.0).fit(records)  # a DataFrame of 0/1 columns, sparse matrix or array
+    synthetic = synth.sample(1000, seed=0)              # the same kind of data, same columns
+    synth.save("my_release"); dpgm.load("my_release").privacy_report["epsilon"]
 """
 
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["fit", "load"]
+__all__ = ["NotFittedError", "Synthesizer", "fit", "load"]
 
 
 def __getattr__(name: str) -> Any:
-    """``dpgm.fit`` and ``dpgm.load`` load the API (and torch) on first use: ``import dpgm`` stays light."""
+    """``dpgm.Synthesizer``, ``dpgm.fit`` and ``dpgm.load`` load the API (and, when fitting or
+    loading, torch) on first use: ``import dpgm`` stays light."""
     if name in __all__:
         from dpgm import api
 

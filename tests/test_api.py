@@ -1,4 +1,5 @@
-"""The Python API: fit -> Release -> sample / save / load, and the README's snippet runs as written."""
+"""The Python API: dpgm.fit (a fitted Synthesizer) -> sample / save / load, sampling by label, and
+the README's snippet runs as written (tests/test_synthesizer.py tests the Synthesizer itself)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def records(n: int = 400, m: int = 12) -> np.ndarray:
 
 def test_fit_sample_save_load(tmp_path):
     release = dpgm.fit(records(), epsilon=2.0, delta=1e-4, seed=0, **{"training.epochs": 1})
+    assert isinstance(release, dpgm.Synthesizer) and release.release_.mixture is not None
     report = release.privacy_report
     assert report["epsilon"] <= 2.0 and report["delta"] == 1e-4
     x = release.sample(50, seed=1)
@@ -54,11 +56,13 @@ def test_sample_by_label(tmp_path):
     release = dpgm.fit(data, epsilon=4.0, delta=1e-4, seed=0, **{
         "partition.method": "label", "partition.k": 3,
         "training.epochs": 1})
-    records, got = release.sample(per_label=40, seed=2, with_labels=True)
-    assert records.shape == (120, 10) and np.bincount(got).tolist() == [40, 40, 40]
+    records, got = release.sample(per_label=40, seed=2, with_labels=True)  # a dataset in, a dataset out
+    assert records.records.shape == (120, 10) and np.bincount(got).tolist() == [40, 40, 40]
+    np.testing.assert_array_equal(records.labels, got)
     records, got = release.sample(300, seed=3, labels=[0, 2], with_labels=True)
-    assert len(records) == 300 and set(np.unique(got)) <= {0, 2}
-    assert release.sample(20, seed=3).shape == (20, 10)
+    assert records.n_records == 300 and set(np.unique(got)) <= {0, 2}
+    assert release.sample(20, seed=3).records.shape == (20, 10)
+    assert release.release_.sample(20, seed=3).shape == (20, 10)  # the Release itself: dense uint8
     with pytest.raises(ConfigError, match="not both"):
         release.sample(10, per_label=5)
     with pytest.raises(ConfigError, match="per_label must be >= 1"):

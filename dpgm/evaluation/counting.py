@@ -1,19 +1,15 @@
 """Counting-query evaluation (paper section 6.3): load, align, run baselines, tabulate.
 
 The logic behind ``evaluate.py counting`` and ``benchmarks/counting_queries.py``. Baselines get
-the same (epsilon, delta) as dpgm: with ``accounting="rdp"`` (default) each baseline's noise
-is calibrated so that the RDP accountant's epsilon at delta equals the target (pure-DP
-mechanisms then use a larger pure epsilon, which the report also gives); ``"pure"`` spends
-exactly the target as pure epsilon (Laplace marginals and MWEM only).
+the same (epsilon, delta) as dpgm; they are registered by name in ``dpgm.evaluation.baselines``
+(``BASELINES``, with their budget calibration), and ``run_baseline`` fits one and samples from it.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,11 +18,15 @@ from dpgm.data.csv import csv_header, load_csv
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.transactions import load_transactions
 from dpgm.errors import ConfigError, DataError
-from dpgm.evaluation.aim import AimOptions, fit_aim
-from dpgm.evaluation.marginals import Mechanism, fit_marginals, marginals_event
-from dpgm.evaluation.mst import fit_mst
-from dpgm.evaluation.mwem import MwemBudget, fit_mwem
-from dpgm.evaluation.mwem_pgm import MwemPgmOptions, fit_mwem_pgm
+from dpgm.evaluation.baselines import (
+    BASELINES,
+    Accounting,
+    BaselineOptions,
+    accountant_epsilon,
+    marginals_parameters,
+    mwem_pure_epsilon,
+    run_baseline,
+)
 from dpgm.evaluation.queries import (
     QuerySet,
     answer,
@@ -34,13 +34,14 @@ from dpgm.evaluation.queries import (
     make_queries,
     relative_errors_from_counts,
 )
-from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
-from dpgm.privacy.events import DpEvent
-from dpgm.progress import epsilon_of, progress_scope
 
-BASELINES = ("mwem", "marginals", "aim", "mst", "mwem_pgm")
-Accounting = Literal["rdp", "pure"]
+#: The baselines (``BASELINES``, a registry) and their budgets live in dpgm/evaluation/baselines.py;
+#: their names stay importable from here for the commands and benchmarks.
+__all__ = [
+    "BASELINES", "Accounting", "BaselineOptions", "CountingEvaluation", "accountant_epsilon", "is_csv",
+    "load_records", "load_synthetic", "marginals_parameters", "mwem_pure_epsilon", "present_label_column",
+    "run_baseline", "start_evaluation",
+]
 
 
 def is_csv(path: str | Path) -> bool:
@@ -99,115 +100,6 @@ def load_synthetic(path: str | Path, real: BinaryDataset, *, label_column: str |
         )
     return BinaryDataset(records=records, item_names=list(real.item_names), labels=syn.labels, name=syn.name,
                          source=str(path), image_shape=real.image_shape)
-
-
-def accountant_epsilon(events: Sequence[tuple[DpEvent, int]], delta: float) -> float:
-    """Epsilon at ``delta`` that the RDP accountant gives the composition of ``events``."""
-    return releases_epsilon(events, delta)
-
-
-def mwem_pure_epsilon(
-    epsilon: float, delta: float, *, rounds: int, n_fraction: float, accounting: Accounting
-) -> float:
-    """Total pure epsilon for MWEM: the target itself, or calibrated to the accountant's epsilon."""
-    if accounting == "pure":
-        return epsilon
-
-    def plan(scale: float) -> list[tuple[DpEvent, int]]:  # noise scale = 1 / MWEM's total epsilon
-        return MwemBudget(epsilon=1.0 / scale, rounds=rounds, n_fraction=n_fraction).events()
-
-    return 1.0 / calibrate(plan, target_epsilon=epsilon, delta=delta)
-
-
-def marginals_parameters(
-    epsilon: float, delta: float, *, mechanism: Mechanism, accounting: Accounting
-) -> dict[str, float]:
-    """``{"epsilon": e}`` (Laplace) or ``{"noise_multiplier": s}`` (Gaussian) meeting the target.
-
-    "rdp": calibrated with ``sigma_for_epsilon`` (one release; Laplace as scale 1/e).
-    """
-    if accounting == "pure":
-        if mechanism == "gaussian":
-            raise ConfigError("marginals: the gaussian mechanism has no pure-epsilon guarantee (use laplace)")
-        return {"epsilon": epsilon}
-    if mechanism == "laplace":
-        scale = sigma_for_epsilon(steps=1, delta=delta, target_epsilon=epsilon,
-                                  event_factory=lambda s: marginals_event("laplace", epsilon=1.0 / s))
-        return {"epsilon": 1.0 / scale}
-    sigma = sigma_for_epsilon(steps=1, delta=delta, target_epsilon=epsilon,
-                              event_factory=lambda s: marginals_event("gaussian", noise_multiplier=s))
-    return {"noise_multiplier": sigma}
-
-
-@dataclass
-class BaselineOptions:
-    """Settings of the baselines (defaults follow the DPGM paper: MWEM with T = 50 rounds)."""
-
-    accounting: Accounting = "rdp"
-    rounds: int = 50
-    n_fraction: float = 0.05
-    repeat_updates: int = 10
-    support_size: int = 10_000
-    mechanism: Mechanism = "gaussian"
-    max_length: int | None = None
-    aim: AimOptions = field(default_factory=AimOptions)
-    mwem_pgm: MwemPgmOptions = field(default_factory=MwemPgmOptions)
-
-
-def run_baseline(
-    method: str,
-    real: BinaryDataset,
-    queries: QuerySet,
-    *,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    options: BaselineOptions | None = None,
-    n_synthetic: int | None = None,
-) -> tuple[BinaryDataset, dict[str, Any]]:
-    """Fit ``method`` (mwem, marginals, aim, mst or mwem_pgm) at (epsilon, delta) and sample a synthetic dataset.
-
-    Returns the synthetic records (``n_synthetic``, default the released noisy n) and the
-    privacy report of the baseline's own accountant (budget = epsilon, enforced per charge).
-    """
-    opts = options or BaselineOptions()
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ConfigError(f"--epsilon must be > 0, got {epsilon}")
-    accountant = Accountant(delta=delta, budget_epsilon=epsilon)
-    report: dict[str, Any] = {"method": method, "accounting": opts.accounting}
-    with progress_scope(epsilon=epsilon_of(accountant)):  # the baseline's bars show its own epsilon
-        if method == "mwem":
-            pure = mwem_pure_epsilon(
-                epsilon, delta, rounds=opts.rounds, n_fraction=opts.n_fraction, accounting=opts.accounting
-            )
-            model = fit_mwem(
-                real, queries, epsilon=pure, accountant=accountant, rng=rng, rounds=opts.rounds,
-                n_fraction=opts.n_fraction, repeat_updates=opts.repeat_updates, support_size=opts.support_size,
-            )
-            report.update(pure_epsilon=pure, rounds=opts.rounds, domain=type(model.domain).__name__)
-        elif method == "marginals":
-            params = marginals_parameters(epsilon, delta, mechanism=opts.mechanism, accounting=opts.accounting)
-            model = fit_marginals(
-                real, accountant=accountant, rng=rng, mechanism=opts.mechanism, max_length=opts.max_length, **params
-            )
-            pure = params.get("epsilon")
-            report.update(pure_epsilon=pure, mechanism=opts.mechanism, **params)
-        elif method in ("aim", "mst", "mwem_pgm"):
-            if opts.accounting == "pure":
-                raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
-            if method == "aim":
-                model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=opts.aim)
-            elif method == "mwem_pgm":
-                model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
-                                     options=opts.mwem_pgm)
-            else:
-                model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
-            report.update(rho=model.rho, rounds=len(model.rounds), fit_seconds=model.seconds)
-        else:
-            raise ConfigError(f"unknown baseline {method!r} (choose from {', '.join(BASELINES)})")
-    n = round(model.n_noisy) if n_synthetic is None else n_synthetic
-    report.update(accountant.report())
-    return model.sample(max(n, 1), rng), report
 
 
 @dataclass

@@ -1,0 +1,355 @@
+"""The DP baselines by name: ``BASELINES`` maps a name to a fit at (epsilon, delta).
+
+Each baseline (marginals, mwem, aim, mst, mwem_pgm) registers a factory that fits its model on
+the real records with its own accountant (budget = epsilon, enforced per charge) and returns the
+model and what its report adds. ``fit_baseline`` runs one by name (``dpgm.Synthesizer(method=...)``
+uses it), ``run_baseline`` also samples from it (``evaluate.py counting`` and the benchmarks).
+Budgets: with ``accounting="rdp"`` (default) each baseline's noise is calibrated so that the RDP
+accountant's epsilon at delta equals the target (pure-DP mechanisms then use a larger pure
+epsilon, which the report also gives); ``"pure"`` spends exactly the target as pure epsilon
+(Laplace marginals and MWEM only). AIM, MST and MWEM+PGM need the optional package mbi.
+
+A fitted model's state is plain arrays and JSON (``model_state`` / ``model_from_state``): a
+saved baseline loads without unpickling anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.evaluation.aim import AimOptions, fit_aim
+from dpgm.evaluation.marginals import MarginalsModel, Mechanism, fit_marginals, marginals_event
+from dpgm.evaluation.mst import fit_mst
+from dpgm.evaluation.mwem import MwemBudget, MwemResult, fit_mwem
+from dpgm.evaluation.mwem_pgm import MwemPgmOptions, fit_mwem_pgm
+from dpgm.evaluation.queries import QuerySet, make_queries, records_from_bitmasks
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
+from dpgm.privacy.events import DpEvent
+from dpgm.progress import epsilon_of, progress_scope
+from dpgm.registry import Registry
+
+Accounting = Literal["rdp", "pure"]
+
+
+class BaselineModel(Protocol):
+    """What every baseline fits: synthetic records on demand and the released (noisy) n."""
+
+    @property
+    def n_noisy(self) -> float: ...
+
+    def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset: ...
+
+
+@dataclass
+class BaselineOptions:
+    """Settings of the baselines (defaults follow the DPGM paper: MWEM with T = 50 rounds)."""
+
+    accounting: Accounting = "rdp"
+    rounds: int = 50
+    n_fraction: float = 0.05
+    repeat_updates: int = 10
+    support_size: int = 10_000
+    mechanism: Mechanism = "gaussian"
+    max_length: int | None = None
+    #: MWEM's workload when none is given (``fit_baseline(queries=None)``): this many random
+    #: item-set queries of the paper's kind, lengths up to ``query_max_length`` (default: every
+    #: item), drawn without looking at the data.
+    queries: int = 1000
+    query_max_length: int | None = None
+    aim: AimOptions = field(default_factory=AimOptions)
+    mwem_pgm: MwemPgmOptions = field(default_factory=MwemPgmOptions)
+
+
+@dataclass
+class BaselineFit:
+    """A fitted baseline: its model, its report (the accountant's numbers included) and its ledger."""
+
+    method: str
+    model: BaselineModel
+    report: dict[str, Any]
+    accountant: Accountant
+
+
+class BaselineRegistry(Registry[Any]):
+    """The baselines' registry; it iterates over the names in registration order (``choices=``)."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+#: name -> factory(real, queries, *, epsilon, delta, rng, accountant, options) -> (model, report items).
+BASELINES = BaselineRegistry("baseline")
+
+
+def accountant_epsilon(events: Sequence[tuple[DpEvent, int]], delta: float) -> float:
+    """Epsilon at ``delta`` that the RDP accountant gives the composition of ``events``."""
+    return releases_epsilon(events, delta)
+
+
+def mwem_pure_epsilon(
+    epsilon: float, delta: float, *, rounds: int, n_fraction: float, accounting: Accounting
+) -> float:
+    """Total pure epsilon for MWEM: the target itself, or calibrated to the accountant's epsilon."""
+    if accounting == "pure":
+        return epsilon
+
+    def plan(scale: float) -> list[tuple[DpEvent, int]]:  # noise scale = 1 / MWEM's total epsilon
+        return MwemBudget(epsilon=1.0 / scale, rounds=rounds, n_fraction=n_fraction).events()
+
+    return 1.0 / calibrate(plan, target_epsilon=epsilon, delta=delta)
+
+
+def marginals_parameters(
+    epsilon: float, delta: float, *, mechanism: Mechanism, accounting: Accounting
+) -> dict[str, float]:
+    """``{"epsilon": e}`` (Laplace) or ``{"noise_multiplier": s}`` (Gaussian) meeting the target.
+
+    "rdp": calibrated with ``sigma_for_epsilon`` (one release; Laplace as scale 1/e).
+    """
+    if accounting == "pure":
+        if mechanism == "gaussian":
+            raise ConfigError("marginals: the gaussian mechanism has no pure-epsilon guarantee (use laplace)")
+        return {"epsilon": epsilon}
+    if mechanism == "laplace":
+        scale = sigma_for_epsilon(steps=1, delta=delta, target_epsilon=epsilon,
+                                  event_factory=lambda s: marginals_event("laplace", epsilon=1.0 / s))
+        return {"epsilon": 1.0 / scale}
+    sigma = sigma_for_epsilon(steps=1, delta=delta, target_epsilon=epsilon,
+                              event_factory=lambda s: marginals_event("gaussian", noise_multiplier=s))
+    return {"noise_multiplier": sigma}
+
+
+def workload(n_items: int, options: BaselineOptions, rng: np.random.Generator) -> QuerySet:
+    """MWEM's default workload: ``options.queries`` random item-set queries (public randomness)."""
+    maxlen = n_items if options.query_max_length is None else min(options.query_max_length, n_items)
+    return make_queries(n_items, maxlen, options.queries, rng)
+
+
+@BASELINES.register("mwem", options=BaselineOptions, doc="MWEM (Hardt et al.) on an item-set query workload")
+def _mwem(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+          rng: np.random.Generator, accountant: Accountant, options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+    pure = mwem_pure_epsilon(epsilon, delta, rounds=options.rounds, n_fraction=options.n_fraction,
+                             accounting=options.accounting)
+    if queries is None:
+        queries = workload(real.n_items, options, rng)
+    model = fit_mwem(real, queries, epsilon=pure, accountant=accountant, rng=rng, rounds=options.rounds,
+                     n_fraction=options.n_fraction, repeat_updates=options.repeat_updates,
+                     support_size=options.support_size)
+    return model, {"pure_epsilon": pure, "rounds": options.rounds, "domain": type(model.domain).__name__}
+
+
+@BASELINES.register("marginals", options=BaselineOptions, doc="independent item frequencies (one noisy release)")
+def _marginals(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+               rng: np.random.Generator, accountant: Accountant,
+               options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+    params = marginals_parameters(epsilon, delta, mechanism=options.mechanism, accounting=options.accounting)
+    model = fit_marginals(real, accountant=accountant, rng=rng, mechanism=options.mechanism,
+                          max_length=options.max_length, **params)
+    return model, {"pure_epsilon": params.get("epsilon"), "mechanism": options.mechanism, **params}
+
+
+def _zcdp_only(method: str, options: BaselineOptions) -> None:
+    if options.accounting == "pure":
+        raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
+
+
+def _pgm_report(model: Any) -> dict[str, Any]:
+    return {"rho": model.rho, "rounds": len(model.rounds), "fit_seconds": model.seconds}
+
+
+@BASELINES.register("aim", options=BaselineOptions, doc="AIM (McKenna et al.): needs mbi")
+def _aim(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+         rng: np.random.Generator, accountant: Accountant, options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+    _zcdp_only("aim", options)
+    model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=options.aim)
+    return model, _pgm_report(model)
+
+
+@BASELINES.register("mst", options=BaselineOptions, doc="MST (McKenna et al.): needs mbi")
+def _mst(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+         rng: np.random.Generator, accountant: Accountant, options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+    _zcdp_only("mst", options)
+    model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+    return model, _pgm_report(model)
+
+
+@BASELINES.register("mwem_pgm", options=BaselineOptions, doc="MWEM with a graphical model (MWEM+PGM): needs mbi")
+def _mwem_pgm(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+              rng: np.random.Generator, accountant: Accountant,
+              options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+    _zcdp_only("mwem_pgm", options)
+    model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
+                         options=options.mwem_pgm)
+    return model, _pgm_report(model)
+
+
+def baseline_options(method: str, values: dict[str, Any] | None) -> BaselineOptions:
+    """Typed options of ``method`` from a mapping: BaselineOptions' fields, ``aim`` and
+    ``mwem_pgm`` as mappings of their own options or dotted (``"aim.rounds": 3``)."""
+    flat: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {"aim": {}, "mwem_pgm": {}}
+    for key, value in dict(values or {}).items():
+        head, _, rest = key.partition(".")
+        if rest and head in nested:
+            nested[head][rest] = value
+        elif head in nested and isinstance(value, dict):
+            nested[head].update(value)
+        else:
+            flat[key] = value
+    for key, cls in (("aim", AimOptions), ("mwem_pgm", MwemPgmOptions)):
+        if nested[key]:
+            known = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(nested[key]) - known)
+            if unknown:
+                raise ConfigError(f"baseline {key}: unknown option {unknown[0]!r} (known: {', '.join(sorted(known))})")
+            flat[key] = cls(**nested[key])
+    return BASELINES.options(method, flat)
+
+
+def fit_baseline(
+    method: str,
+    real: BinaryDataset,
+    queries: QuerySet | None = None,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    options: BaselineOptions | None = None,
+) -> BaselineFit:
+    """Fit the registered baseline ``method`` on ``real`` at (epsilon, delta).
+
+    ``queries``: MWEM's workload (None: ``options.queries`` random ones, drawn from ``rng``).
+    The report holds the method's settings and its own accountant's numbers (budget = epsilon).
+    """
+    entry = BASELINES.entry(method)
+    opts = options or BaselineOptions()
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ConfigError(f"--epsilon must be > 0, got {epsilon}")
+    accountant = Accountant(delta=delta, budget_epsilon=epsilon)
+    report: dict[str, Any] = {"method": method, "accounting": opts.accounting}
+    with progress_scope(epsilon=epsilon_of(accountant)):  # the baseline's bars show its own epsilon
+        model, extra = entry.factory(real, queries, epsilon=epsilon, delta=delta, rng=rng,
+                                     accountant=accountant, options=opts)
+    report.update(extra)
+    report.update(accountant.report())
+    return BaselineFit(method=method, model=model, report=report, accountant=accountant)
+
+
+def run_baseline(
+    method: str,
+    real: BinaryDataset,
+    queries: QuerySet,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    options: BaselineOptions | None = None,
+    n_synthetic: int | None = None,
+) -> tuple[BinaryDataset, dict[str, Any]]:
+    """Fit ``method`` (a registered baseline: mwem, marginals, aim, mst, mwem_pgm) at (epsilon,
+    delta) and sample a synthetic dataset.
+
+    Returns the synthetic records (``n_synthetic``, default the released noisy n) and the
+    privacy report of the baseline's own accountant (budget = epsilon, enforced per charge).
+    """
+    fit = fit_baseline(method, real, queries, epsilon=epsilon, delta=delta, rng=rng, options=options)
+    n = round(fit.model.n_noisy) if n_synthetic is None else n_synthetic
+    return fit.model.sample(max(n, 1), rng), fit.report
+
+
+# ------------------------------------------------------------------ saved state
+
+
+class _StoredDomain:
+    """MWEM's domain as saved: the records its weights are over (the query masks are not needed)."""
+
+    def __init__(self, n_items: int, support: sp.csr_matrix | None) -> None:
+        self.n_items, self.support = n_items, support
+        self.size = (1 << n_items) if support is None else support.shape[0]
+
+    def records(self, index: np.ndarray) -> sp.csr_matrix:
+        if self.support is None:
+            return records_from_bitmasks(np.asarray(index, dtype=np.uint64), self.n_items)
+        return self.support[np.asarray(index)]
+
+
+def _csr_arrays(prefix: str, matrix: sp.spmatrix) -> dict[str, np.ndarray]:
+    m = sp.csr_matrix(matrix)
+    return {f"{prefix}_data": m.data, f"{prefix}_indices": m.indices, f"{prefix}_indptr": m.indptr,
+            f"{prefix}_shape": np.asarray(m.shape, dtype=np.int64)}
+
+
+def _csr_from(prefix: str, arrays: dict[str, np.ndarray]) -> sp.csr_matrix:
+    shape = tuple(int(s) for s in arrays[f"{prefix}_shape"])
+    return sp.csr_matrix((arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"], arrays[f"{prefix}_indptr"]),
+                         shape=shape)
+
+
+def model_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A fitted baseline model as (JSON-ready metadata, named arrays): what a release saves."""
+    names = list(model.item_names)
+    if isinstance(model, MarginalsModel):
+        return ({"kind": "marginals", "n_noisy": model.n_noisy, "item_names": names},
+                {"probabilities": np.asarray(model.probabilities, dtype=np.float64)})
+    if isinstance(model, MwemResult):
+        support = getattr(model.domain, "support", None)
+        meta = {"kind": "mwem", "n_noisy": model.n_noisy, "item_names": names, "n_items": len(names),
+                "domain": "full" if support is None else "support"}
+        arrays = {"weights": np.asarray(model.weights, dtype=np.float64)}
+        if support is not None:
+            arrays.update(_csr_arrays("support", support))
+        return meta, arrays
+    tree = getattr(model, "tree", None)
+    if tree is None:
+        raise ConfigError(f"cannot save a baseline model of type {type(model).__name__}")
+    meta = {"kind": "pgm", "method": model.method, "rho": model.rho, "item_names": names,
+            "measured": [list(c) for c in model.measured], "seconds": model.seconds,
+            "tree": {"cliques": [list(c) for c in tree.cliques], "n_items": tree.n_items, "total": tree.total,
+                     "parent": list(tree.parent), "depth": list(tree.depth), "order": list(tree.order),
+                     "sep": [list(s) for s in tree.sep], "home": [[v, c] for v, c in tree.home.items()]}}
+    arrays = {f"table_{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tree.tables)}
+    arrays.update({f"cond_{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tree.cond)})
+    return meta, arrays
+
+
+def model_from_state(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
+    """The model ``model_state`` saved: it samples exactly as the fitted one did."""
+    kind, names = meta.get("kind"), list(meta["item_names"])
+    if kind == "marginals":
+        return MarginalsModel(probabilities=arrays["probabilities"], n_noisy=float(meta["n_noisy"]),
+                              item_names=names)
+    if kind == "mwem":
+        support = _csr_from("support", arrays) if meta["domain"] == "support" else None
+        return MwemResult(weights=arrays["weights"], domain=_StoredDomain(int(meta["n_items"]), support),
+                          n_noisy=float(meta["n_noisy"]), item_names=names)
+    if kind == "pgm":
+        from dpgm.evaluation.pgm import JunctionTree, PgmResult
+
+        t = meta["tree"]
+        tree = JunctionTree.__new__(JunctionTree)  # the calibrated tree as it was, without recalibrating
+        k = len(t["cliques"])
+        tree.__dict__.update(
+            cliques=[tuple(c) for c in t["cliques"]], tables=[arrays[f"table_{i}"] for i in range(k)],
+            n_items=int(t["n_items"]), total=float(t["total"]), parent=list(t["parent"]),
+            depth=list(t["depth"]), order=list(t["order"]), sep=[tuple(s) for s in t["sep"]],
+            cond=[arrays[f"cond_{i}"] for i in range(k)], home={int(v): int(c) for v, c in t["home"]},
+        )
+        return PgmResult(tree=tree, item_names=names, method=meta["method"], rho=float(meta["rho"]),
+                         measured=[tuple(c) for c in meta.get("measured", [])], seconds=float(meta.get("seconds", 0)))
+    raise ConfigError(f"unknown saved baseline model kind {kind!r}")
