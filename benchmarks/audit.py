@@ -3,7 +3,7 @@ configs, each trained once with its noise and once with the noise off.
 
 The noise-off run (dpgm.audit's ``leak`` test switch) claims the same epsilon as the plan, so
 its lower bound must exceed the claim: the audit catches it. The noise-on lower bound must
-never exceed the claim. The guesses follow the claim (dpgm.privacy.one_run_audit.audit_size):
+never exceed the claim. The guesses follow the claim (dpgm.audit.bounds.audit_size):
 their cap, the bound if every guess were right, is at least claim + margin. Settings:
   digits         configs/digits.yaml (200 steps, DPNorm clipping; claim 5.71);
   digits_labels  configs/digits_labels.yaml (target epsilon 1: the training noise alone);

@@ -16,7 +16,8 @@ _spec.loader.exec_module(module_graph)
 
 LAYER = {
     "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
-    "registry": 1,  # components by name (partitioners, models) and their typed options
+    "registry": 1,
+    "config_sections": 1,  # the typed sections of a run's config (dataclasses, their docs and checks)  # components by name (partitioners, models) and their typed options
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)
     "progress": 1,  # progress.py: the stage bar (public totals, epsilon spent so far) every stage uses
     "privacy": 2, "config": 2,

@@ -10,7 +10,7 @@ sensitivity max w_r; (3) measure it with noise sigma_t and refit; (4) if the mod
 of that marginal moved by less than sigma_t sqrt(2/pi) n_r, halve sigma and double epsilon
 (annealing). When the budget left cannot pay two more rounds, one last round spends it all.
 
-Privacy (add/remove one record; pgm_common): the one-way marginals and each measurement are
+Privacy (add/remove one record; pgm.budget): the one-way marginals and each measurement are
 Gaussians of L2 sensitivity 1, the selection is an epsilon_t exponential mechanism; the zCDP
 costs d / (2 sigma_0^2) + sum_t (epsilon_t^2 / 8 + 1 / (2 sigma_t^2)) add up to rho (the
 schedule, ``AimSchedule``), rho is calibrated on the accountant (``rho_for_epsilon``), the

@@ -9,7 +9,7 @@ chosen 2-way marginals, each with noise sigma sqrt(m - 1); a final model fit and
 The domain compression of the original (merging rare values of an attribute) changes nothing
 for 2-valued attributes and is left out.
 
-Privacy (add/remove one record; pgm_common): the plan is fixed in advance (``mst_events``), so
+Privacy (add/remove one record; pgm.budget): the plan is fixed in advance (``mst_events``), so
 rho is calibrated on the accountant's epsilon of that exact plan and checked before anything
 runs; each release is charged before it is made.
 """

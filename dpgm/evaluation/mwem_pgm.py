@@ -14,7 +14,7 @@ measured at once, MWEM's section 3.3) and T rounds, each of which
 The release is the last model; synthetic records are sampled from it. The first round
 compares the data with mbi's empty model (uniform, total 1), so its choice is near uniform.
 
-Privacy (add/remove one record; pgm_common). Each round costs rho / T in zCDP, a share
+Privacy (add/remove one record; pgm.budget). Each round costs rho / T in zCDP, a share
 alpha = 0.9 for the Gaussian (1 / (2 sigma_t^2)) and the rest for the selection
 (epsilon_t^2 / 8), as the authors' Gaussian variant; the whole run costs at most rho,
 calibrated on dpgm's accountant (``rho_for_epsilon``: epsilon at delta from the RDP curve

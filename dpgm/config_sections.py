@@ -1,0 +1,342 @@
+"""The run configuration's sections: typed dataclasses, each option documented once in its ``doc``.
+
+``dpgm.config`` loads them from YAML (unknown keys are errors naming the key and its section);
+each section's ``validate`` range-checks its values; ``python -m dpgm.config`` prints them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dpgm.errors import ConfigError
+
+
+def opt(default: Any, doc: str) -> Any:
+    """A dataclass field with a default and its one line of documentation."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
+def _require(cond: bool, section: str, key: str, msg: str) -> None:
+    if not cond:
+        raise ConfigError(f"{section}.{key}: {msg}")
+
+
+@dataclass
+class DataConfig:
+    source: Literal["mnist", "digits", "transactions", "csv"] = opt("digits", "which loader reads the records")
+    path: str | None = opt(None, "file for transactions/csv; for mnist the folder of IDX files (default: "
+                                 "$DPGM_DATA_DIR/mnist or data/mnist)")
+    split: Literal["train", "test"] = opt("train", "mnist split used as the private data")
+    threshold: float = opt(0.5, "binarisation threshold for image intensities scaled to [0, 1] (paper: 0.5)")
+    top_items: int | None = opt(None, "keep only the m most frequent items, chosen by train.py from NOISY counts and "
+                                      "charged as stage 'items' (null: all items)")
+    top_items_noise_multiplier: float = opt(10.0, "sigma of the Gaussian on the normalised item counts that choose "
+                                                  "top_items (sensitivity 1)")
+    n_items: int | None = opt(None, "transactions without an items file: the public item universe, ids 0..n_items-1 "
+                                    "(the universe is never read off the private data)")
+    label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
+    limit: int | None = opt(None, "use only the first N records (quick experiments)")
+    min_items: int = opt(0, "every record holds at least this many items: a public fact about how the data were "
+                            "collected (msnbc: a session has at least one page view). Records with fewer are dropped "
+                            "at load (and, with top_items, after the item choice), a per-record rule under which DP "
+                            "still holds; how many were dropped is private and never shown. The release draws again "
+                            "every synthetic record with fewer (post-processing, no privacy cost)")
+    records_magnitude: int | None = opt(None, "rules: public: the declared order of magnitude N of the number of "
+                                              "records (a power of ten, N <= n < 10 N; null: read off the data and "
+                                              "listed in the privacy report's public_inputs)")
+    download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
+
+    def validate(self) -> None:
+        _require(0.0 < self.threshold < 1.0, "data", "threshold", f"must be in (0, 1), got {self.threshold}")
+        _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
+        _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
+        _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
+        _require(self.min_items >= 0, "data", "min_items", "must be >= 0")
+        _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
+        _require(self.records_magnitude is None
+                 or (self.records_magnitude >= 1 and math.log10(self.records_magnitude).is_integer()),
+                 "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")
+        _require(self.source not in ("transactions", "csv") or bool(self.path), "data", "path",
+                 f"is required for source {self.source}")
+
+
+@dataclass
+class PrivacyConfig:
+    delta: float | None = opt(None, "target delta, at most 1/N; null means 1/(100 N) for the order of magnitude N of "
+                                    "the number of records (the power of ten with N <= n < 10 N: declared as "
+                                    "data.records_magnitude, else read off the data and listed in the privacy report's "
+                                    "public_inputs)")
+    target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon "
+                                             "stays within it (null: fixed noise, report the epsilon spent)")
+    neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
+    dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released "
+                                                               "from one batch (docs/paper.md, note 6)")
+    secure_mode: bool = opt(False, "DP-SGD noise (gradients and DPNorm histograms) with Opacus's secure_mode defence "
+                                   "against floating-point attacks (Holohan and Braghin 2021): every N(0, 1) is the "
+                                   "sum of 4 draws over 2, after one draw thrown away, from the run's generator "
+                                   "(seeded from the OS CSPRNG unless seed is set). Off by default: it takes five "
+                                   "draws for every noise value, which slows DP-SGD, and the noisy gradients it "
+                                   "protects are never released, only the model after all steps; turn it on when "
+                                   "single steps' outputs can be seen. Released statistics always get exact discrete "
+                                   "noise, from the OS CSPRNG in a run without seed (dpgm/privacy/discrete.py)")
+
+    def validate(self) -> None:
+        _require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")
+        _require(self.target_epsilon is None or (math.isfinite(self.target_epsilon) and self.target_epsilon > 0),
+                 "privacy", "target_epsilon", "must be > 0")
+        _require(self.neighbouring == "add_remove", "privacy", "neighbouring", "only add_remove is implemented")
+
+
+@dataclass
+class PartitionConfig:
+    method: str = opt("kernel_kmeans", "DP partitioner, by its registered name: kernel_kmeans, lloyd, label, sketch, "
+                                       "none (a single part), or one an extension registered "
+                                       "(dpgm.clustering.PARTITIONERS)")
+    options: dict[str, Any] = opt({}, "options of a registered partitioner that declares its own "  # noqa: RUF009
+                                      "(checked against its options dataclass)")
+    k: int = opt(10, "number of parts")
+    iterations: int = opt(20, "noisy Lloyd iterations T_K (kernel_kmeans, lloyd)")
+    noise_multiplier: float = opt(40.0, "sigma_K: noise std / sensitivity of the counts and sums of each iteration")
+    target_epsilon: float | None = opt(None, "calibrate sigma_K so this stage alone costs this epsilon (overrides "
+                                             "noise_multiplier)")
+    features: int = opt(200, "random Fourier feature frequencies D (kernel_kmeans)")
+    feature_map: Literal["paired", "cosine"] = opt("paired", "paired cos/sin map (norm exactly 1) or the paper's "
+                                                             "sqrt(2/D) cos(Wx+b) map (clipped to norm 1)")
+    gamma: float = opt(0.01, "RBF kernel exp(-gamma ||x - y||^2); frequencies ~ N(0, 2 gamma I)")
+    init: Literal["public", "random"] = opt("random", "initial centres: from a public sample (mnist: the test split) "
+                                                      "or data-independent random")
+    clip_norm: float | None = opt(None, "lloyd: L2 bound on each record (null: sqrt(m))")
+    sketch_size: int = opt(1000, "sketch: number of random frequencies m")
+    sketch_signature: Literal["exp", "quantised"] = opt("exp", "sketch: signature function f_e or 1-bit f_q")
+    sketch_mechanism: Literal["gaussian", "laplace"] = opt(
+        "gaussian",
+        "sketch: Gaussian noise (RDP; L2 sensitivity sqrt(r)) or Laplace (pure eps, SPARS Theorem 1; L1 sensitivity r "
+        "c_f / 2); laplace without target_epsilon spends eps = 1/noise_multiplier")
+    sketch_measurements: int | None = opt(None, "sketch: r, entries of the sketch each record contributes to (uniform "
+                                                "random mask; null: all m)")
+    sketch_sigma2: float | None = opt(None, "sketch: public frequency scale sigma^2 (~ per-item variance within a "
+                                            "cluster; null: the public sample's mean item variance, else 1/4)")
+    sketch_frequencies: Literal["adapted_radius", "gaussian"] = opt(
+        "adapted_radius",
+        "sketch: frequency law, adapted radius (Keriven et al.) or N(0, I / sigma^2)")
+    sketch_projection: int | None = opt(10, "sketch: records with more items are decoded in this many public "
+                                            "dimensions (top principal directions of the public sample, else a random "
+                                            "orthonormal basis); null: never project")
+    sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins "
+                                 "(post-processing)")
+    empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released "
+                                                          "as a noisy count (Gaussian with this multiplier, L2 "
+                                                          "sensitivity 1; ledger stage empty_records); the partition "
+                                                          "and the models see the other records only and the release "
+                                                          "conditions them on holding at least one item "
+                                                          "(dpgm/stages/empty_records.py); null: off")
+
+    def validate(self) -> None:
+        _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
+        _require(self.iterations >= 1, "partition", "iterations", "must be >= 1")
+        _require(self.noise_multiplier > 0, "partition", "noise_multiplier", "must be > 0")
+        _require(self.target_epsilon is None or self.target_epsilon > 0, "partition", "target_epsilon", "must be > 0")
+        _require(self.features >= 1, "partition", "features", "must be >= 1")
+        _require(self.gamma > 0, "partition", "gamma", "must be > 0")
+        _require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
+        _require(self.sketch_size >= 1, "partition", "sketch_size", "must be >= 1")
+        _require(self.sketch_measurements is None or 1 <= self.sketch_measurements <= self.sketch_size, "partition",
+                 "sketch_measurements", "must be in 1..sketch_size")
+        _require(self.sketch_sigma2 is None or self.sketch_sigma2 > 0, "partition", "sketch_sigma2", "must be > 0")
+        _require(self.sketch_decodes >= 1, "partition", "sketch_decodes", "must be >= 1")
+        _require(self.sketch_projection is None or self.sketch_projection >= 1, "partition", "sketch_projection",
+                 "must be >= 1")
+        _require(self.empty_part_noise_multiplier is None or self.empty_part_noise_multiplier > 0, "partition",
+                 "empty_part_noise_multiplier", "must be > 0")
+        _require(self.empty_part_noise_multiplier is None or self.method != "label", "partition",
+                 "empty_part_noise_multiplier", "does not go with method: label (an empty part has no label)")
+
+
+@dataclass
+class ModelConfig:
+    kind: str = opt("vae", "generative model of each part, by its registered name (dpgm.models.MODELS); conv_vae = a "
+                           "small convolutional VAE for square images (dpgm/models/conv_vae.py); independent = the "
+                           "part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; "
+                           "needs output_bias: noisy_mean)")
+    options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked "  # noqa: RUF009
+                                      "against its options dataclass)")
+    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU "  # noqa: RUF009 (opt returns a dataclass field)
+                                   "layers of encoder and decoder")
+    latent: int = opt(2, "VAE, conv_vae: latent dimension")
+    norm: bool = opt(False, "conv_vae: group normalisation (groups of up to 4 channels, no affine parameters: nothing "
+                            "outside the clipped layers) after every hidden convolution")
+    draws: int = opt(1, "VAE, conv_vae: latent draws per record in each DP-SGD step; the record's loss is the mean of "
+                        "their ELBOs (DPDM's noise multiplicity: less gradient variance per record before clipping, at "
+                        "the same privacy cost, for one decoder pass per draw)")
+    channels: list[int] = opt([16, 32], "conv_vae: channels of the encoder's stride-2 convolutions, "  # noqa: RUF009
+                                        "one count per convolution (28 x 28 images: two give 7 x 7 feature maps, three "
+                                        "4 x 4); the decoder mirrors them")
+    rbm_hidden: int = opt(200, "RBM: number of hidden units")
+    gibbs_steps: int = opt(1, "RBM: Gibbs steps per update of the persistent chains")
+    chains: int = opt(100, "RBM: number of persistent chains")
+    output_bias: Literal["noisy_mean", "default"] = opt(
+        "noisy_mean",
+        "initial output bias of each part's model (VAE decoder, RBM visible units): noisy_mean = logit of the part's "
+        "noisy mean record (one Gaussian release, ledger stage part_means; Hinton 2010 sec. 8.1); default = the "
+        "layer's usual initialisation, no privacy cost")
+    mean_noise_multiplier: float = opt(20.0, "noisy_mean: noise std / L2 sensitivity of the per-part record sums")
+    mean_clip: float | None = opt(None, "noisy_mean: L2 bound on each record in the sums (a public bound, e.g. 12 for "
+                                        "MNIST digits; null: sqrt(number of items), never clips)")
+    mean_clip_quantile: float | None = opt(None, "noisy_mean: clip the part sums (and item totals) at sqrt(L), L the "
+                                                 "length this share of records does not exceed, read off a noisy "
+                                                 "histogram of record lengths (Gaussian with "
+                                                 "length_bound_noise_multiplier, L2 sensitivity 1; ledger stage "
+                                                 "length_bound); replaces mean_clip; null: off")
+    length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
+                                                     "length histogram that bounds the record lengths")
+    totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "
+                                                      "(Gaussian with this multiplier, L2 sensitivity mean_clip; "
+                                                      "ledger stage item_totals) and make the part means agree with it "
+                                                      "by least squares (post-processing; dpgm/stages/item_totals.py); "
+                                                      "null: off")
+    length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths (Gaussian with this "
+                                                      "multiplier, L2 sensitivity 1; ledger stage record_lengths) and "
+                                                      "draw synthetic records so that their lengths follow it "
+                                                      "(post-processing); null: off")
+    calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that "
+                                                    "its model's expected item frequencies equal the part's noisy mean "
+                                                    "(true; post-processing, no privacy cost; good for sparse records, "
+                                                    "where DP-SGD noise makes item frequencies drift; not for images, "
+                                                    "where zero-mean pixels have noisy means), or shift every item's "
+                                                    "logit by one amount so that the expected number of items per "
+                                                    "record equals the sum of the noisy mean (total: for images, whose "
+                                                    "DP-trained models may draw thin digits; not with data.min_items "
+                                                    "or empty records set aside); false: off")
+
+    def validate(self) -> None:
+        _require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
+        _require(self.latent >= 1, "model", "latent", "must be >= 1")
+        _require(self.draws >= 1, "model", "draws", "must be >= 1")
+        _require(len(self.channels) >= 1 and all(c >= 1 for c in self.channels), "model", "channels",
+                 "must be one or more counts >= 1")
+        _require(self.rbm_hidden >= 1, "model", "rbm_hidden", "must be >= 1")
+        _require(self.gibbs_steps >= 1, "model", "gibbs_steps", "must be >= 1")
+        _require(self.chains >= 1, "model", "chains", "must be >= 1")
+        _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
+        _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
+        _require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",
+                 "must be in (0, 1]")
+        _require(self.length_bound_noise_multiplier > 0, "model", "length_bound_noise_multiplier", "must be > 0")
+        _require(self.mean_clip_quantile is None or self.output_bias == "noisy_mean", "model", "mean_clip_quantile",
+                 "needs output_bias: noisy_mean (it bounds the records in the noisy means)")
+        _require(self.totals_noise_multiplier is None or self.totals_noise_multiplier > 0, "model",
+                 "totals_noise_multiplier", "must be > 0")
+        _require(self.length_noise_multiplier is None or self.length_noise_multiplier > 0, "model",
+                 "length_noise_multiplier", "must be > 0")
+        _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
+                 "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
+        _require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
+        _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
+                 "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")
+
+
+@dataclass
+class TrainingConfig:
+    epochs: float = opt(20.0, "training length in epochs; one epoch is ceil(1/q) steps (paper)")
+    sampling_rate: float = opt(0.0017, "q: Poisson sampling rate of each step")
+    noise_multiplier: float = opt(1.0, "sigma_G: gradient noise std / clipping threshold")
+    clipping: Literal["adaptive", "fixed"] = opt("adaptive", "adaptive: DPNorm picks C_s per batch (Alg. 3); fixed: "
+                                                             "clip_norm")
+    clip_norm: float = opt(1.0, "fixed clipping threshold C")
+    hist_noise_multiplier: float = opt(4.0, "sigma_C: noise on each DPNorm histogram count")
+    hist_max: float = opt(10.0, "C_max: upper end of the DPNorm histogram (0, C_max]")
+    hist_bins: int = opt(100, "w: number of DPNorm histogram bins")
+    decoder_clip_share: float | None = opt(None, "VAE models with fixed clipping: clip each record's decoder gradient "
+                                                 "to C sqrt(s) and the rest (encoder) to C sqrt(1 - s), so the whole "
+                                                 "still has norm <= C (per-group clipping: same noise, same ledger). "
+                                                 "One clip over the whole gradient can leave the decoder, the part the "
+                                                 "release uses, a small share of the squared norm. null: one clip")
+    schedule: Literal["parallel", "alternate"] = opt(
+        "parallel",
+        "parallel: every step updates every part's model (docs/paper.md, note 5); alternate: the paper's Alg. 1")
+    optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
+    learning_rate: float = opt(1e-3, "learning rate")
+    lr_schedule: Literal["constant", "linear", "cosine"] = opt(
+        "constant",
+        "learning rate over the planned steps: constant, linear decay to 0, or cosine decay to 0 (post-processing of "
+        "the noisy gradients: no privacy cost)")
+    ema_decay: float | None = opt(None, "release an exponential moving average of each model's weights with this decay "
+                                        "(post-processing of the noisy iterates; null: the last iterate)")
+    checkpoint_every: int = opt(2000, "steps between checkpoints")
+    checkpoint_seconds: float = opt(120.0, "also checkpoint when this many seconds passed since the last one (a kill "
+                                           "loses at most this much work)")
+    log_every: int = opt(50, "steps between TensorBoard scalars")
+
+    def validate(self) -> None:
+        _require(self.epochs > 0, "training", "epochs", f"must be > 0, got {self.epochs}")
+        _require(0 < self.sampling_rate <= 1, "training", "sampling_rate",
+                 f"must be in (0, 1], got {self.sampling_rate}")
+        _require(self.noise_multiplier > 0, "training", "noise_multiplier", "must be > 0")
+        _require(self.clip_norm > 0, "training", "clip_norm", "must be > 0")
+        _require(self.hist_noise_multiplier > 0, "training", "hist_noise_multiplier", "must be > 0")
+        _require(self.hist_max > 0, "training", "hist_max", "must be > 0")
+        _require(self.hist_bins >= 1, "training", "hist_bins", "must be >= 1")
+        _require(self.decoder_clip_share is None or 0 < self.decoder_clip_share < 1, "training",
+                 "decoder_clip_share", "must be in (0, 1)")
+        _require(self.decoder_clip_share is None or self.clipping == "fixed", "training", "decoder_clip_share",
+                 "needs clipping: fixed (DPNorm picks one threshold from the whole gradient's norms)")
+        _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
+        _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
+        _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
+        _require(self.checkpoint_seconds > 0, "training", "checkpoint_seconds", "must be > 0")
+        _require(self.log_every >= 1, "training", "log_every", "must be >= 1")
+
+
+@dataclass
+class Config:
+    name: str = opt("run", "run name: output goes to <runs_dir>/<name>")
+    rules: Literal["off", "public"] = opt("off", "public: every option this config does not state follows dpgm's rules "
+                                                 "from public quantities (dpgm/rules.py: items, epsilon, delta, n's "
+                                                 "order of magnitude); needs privacy.target_epsilon")
+    seed: int | None = opt(None, "fixed seed for tests and benchmarks only: its noise can be replayed, so every "
+                           "output of a seeded run says NOT DIFFERENTIALLY PRIVATE (null: fresh OS entropy; "
+                           "a run resumes bit-identically without a seed)")
+    runs_dir: str = opt("runs", "folder that holds run directories")
+    device: str = opt("cpu", "torch device")
+    threads: int | None = opt(None, "threads for torch and BLAS (null: OMP_NUM_THREADS if set, else the cores "
+                                    "available to the process, see dpgm/threads.py; more oversubscribes)")
+    keep_private: bool = opt(False, "keep the run's private/ folder (checkpoint, part assignments, generator state) "
+                                    "after it completes; it is deleted by default")
+    nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches (NOT "
+                                              "private: every report of the run then says so in its first line)")
+    data: DataConfig = field(default_factory=DataConfig, metadata={"doc": "what to load"})
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig, metadata={"doc": "budget and accounting"})
+    partition: PartitionConfig = field(default_factory=PartitionConfig, metadata={"doc": "DP partitioning stage"})
+    model: ModelConfig = field(default_factory=ModelConfig, metadata={"doc": "generative model per part"})
+    training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"doc": "DP-SGD training stage"})
+    #: Dotted keys the YAML (and overrides) stated; set by config_from_dict, read by ``rules: public``.
+    stated: typing.ClassVar[frozenset[str]] = frozenset()
+
+    def validate(self) -> None:
+        _require(bool(self.name) and "/" not in self.name, "config", "name", "must be a non-empty name without '/'")
+        _require(self.threads is None or self.threads >= 1, "config", "threads", "must be >= 1")
+        _require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
+                 "public rules need the budget: set privacy.target_epsilon")
+        _require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
+                 "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
+                 "how many empty records the release holds)")
+        _require(self.model.calibrate != "total"
+                 or (self.data.min_items == 0 and self.partition.empty_part_noise_multiplier is None),
+                 "model", "calibrate", "total does not go with data.min_items or partition.empty_part_noise_multiplier "
+                 "(the release redraws short records, which the total does not count)")
+        _require(self.training.decoder_clip_share is None or self.model.kind in ("vae", "conv_vae"), "training",
+                 "decoder_clip_share",
+                 f"needs a model with a decoder (model.kind vae or conv_vae, not {self.model.kind})")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if hasattr(value, "validate"):
+                value.validate()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
