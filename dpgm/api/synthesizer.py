@@ -1,52 +1,28 @@
-"""The Python API: ``dpgm.Synthesizer`` (scikit-learn style), ``dpgm.fit`` and ``dpgm.load``.
-
-    synth = dpgm.Synthesizer(epsilon=1.0).fit(frame)   # a DataFrame of 0/1 columns
-    synthetic = synth.sample(1000)                      # a DataFrame with the same columns
-    synth.save("my_release"); dpgm.load("my_release")
-
-``Synthesizer`` keeps its parameters as given (``get_params``/``set_params``, so
-``sklearn.base.clone`` works); ``fit`` trains one run (partition, part means, DP-SGD, all charged
-to one ledger) or a DP baseline (``method="marginals"``, ``"mwem"``, ``"aim"``, ``"mst"``,
-``"mwem_pgm"``, from ``dpgm.evaluation.baselines.BASELINES``) and holds its release in memory:
-the only thing a user may share. A run needs a folder, a temporary one removed before ``fit``
-returns unless ``run_dir`` keeps it. ``sample`` returns the kind of data ``fit`` was given: a
-pandas DataFrame (same columns and dtypes), a scipy CSR matrix, a numpy array or a BinaryDataset.
-
-The command-line fronts are thin layers over ``train``, ``resume`` and ``write_release`` below
-(run directories with checkpoints, as train.py and generate.py need them).
-"""
+"""``dpgm.Synthesizer`` (scikit-learn style) and the functions the command-line fronts call."""
 
 from __future__ import annotations
 
 import copy
 import io
 import json
-import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
+from dpgm.api.kinds import InputKind, NotFittedError, as_dataset
+from dpgm.api.release import BASELINE_ARRAYS, BASELINE_FILE, DPGM, Release, json_bytes
 from dpgm.artifact import (
     LEDGER_FILE,
     RELEASE_DIR,
     REPORT_FILE,
-    ReleasedMixture,
-    load_release,
     not_private_warning,
-    read_report,
     release_dir,
 )
 from dpgm.config import Config, config_from_dict, load_config
-from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DpgmError
-
-__all__ = ["GENERIC", "InputKind", "NotFittedError", "Release", "Synthesizer", "as_dataset", "fit", "load",
-           "resume", "train", "write_release"]
 
 #: The config a Synthesizer uses unless told: the generic rules from public quantities.
 DEFAULT_CONFIG = "transactions"
@@ -54,228 +30,9 @@ DEFAULT_CONFIG = "transactions"
 GENERIC = {"rules": "public", "privacy": {"target_epsilon": 1.0}}
 #: What ``Synthesizer.save`` adds to a release folder: the method, the input kind and the parameters.
 SYNTHESIZER_FILE = "synthesizer.json"
-#: A baseline's saved model: its metadata (JSON) and its arrays (npz, loaded without pickle).
-BASELINE_FILE, BASELINE_ARRAYS = "baseline.json", "baseline.npz"
-#: The methods a Synthesizer knows: dpgm's own run, then the registered baselines.
-DPGM = "dpgm"
-
-InputKindName = Literal["array", "sparse", "dataframe", "dataset"]
 
 
-class NotFittedError(DpgmError, ValueError, AttributeError):
-    """A Synthesizer was asked for samples, a report or a save before ``fit`` (as scikit-learn's)."""
 
-
-def as_dataset(data: Any, name: str = "data") -> BinaryDataset:
-    """A BinaryDataset from an array, a sparse matrix, a DataFrame of 0/1 columns or a BinaryDataset."""
-    if isinstance(data, BinaryDataset):
-        return data
-    if _is_frame(data):
-        return BinaryDataset(records=data.to_numpy(), item_names=[str(c) for c in data.columns], name=name)
-    records = data.tocsr() if sp.issparse(data) else np.asarray(data)
-    if records.ndim != 2:
-        raise ConfigError(f"fit: data must be 2-d (records x items), got shape {records.shape}")
-    return BinaryDataset(records=records, item_names=[str(j) for j in range(records.shape[1])], name=name)
-
-
-def _is_frame(data: Any) -> bool:
-    """A pandas DataFrame, recognised without importing pandas."""
-    return hasattr(data, "columns") and hasattr(data, "to_numpy") and hasattr(data, "dtypes")
-
-
-def _kept_dtype(dtype: Any) -> str:
-    """The dtype synthetic records get for an input of ``dtype``: bool, integer and float dtypes
-    are kept (0/1 fits each), anything else (object, pandas extension types) becomes uint8."""
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        return "bool" if str(dtype).lower() == "boolean" else "uint8"
-    return dt.name if dt.kind in "biuf" else "uint8"
-
-
-def _json_label(label: Any) -> Any:
-    """A column label as JSON keeps it: str, int, float and bool as they are, others as text."""
-    if isinstance(label, (bool, np.bool_)):
-        return bool(label)
-    if isinstance(label, (int, np.integer)):
-        return int(label)
-    if isinstance(label, (float, np.floating)):
-        return float(label)
-    return label if isinstance(label, str) else str(label)
-
-
-@dataclass(frozen=True)
-class InputKind:
-    """What ``fit`` was given, so that ``sample`` returns the same kind (saved with a release)."""
-
-    kind: InputKindName
-    dtype: str = "uint8"  # array, sparse: the records' dtype
-    columns: list[Any] | None = None  # dataframe: the column labels
-    dtypes: list[str] | None = None  # dataframe: each column's dtype
-    sparse_array: bool = False  # sparse: a scipy sparse array (csr_array) rather than a matrix
-    dense: bool = True  # dataset: records dense (else CSR)
-    image_shape: tuple[int, int] | None = None  # dataset: the image shape, if any
-
-    @classmethod
-    def of(cls, data: Any) -> InputKind:
-        if isinstance(data, BinaryDataset):
-            return cls("dataset", dense=not sp.issparse(data.records), image_shape=data.image_shape)
-        if _is_frame(data):
-            return cls("dataframe", columns=[_json_label(c) for c in data.columns],
-                       dtypes=[_kept_dtype(d) for d in data.dtypes])
-        if sp.issparse(data):
-            return cls("sparse", dtype=_kept_dtype(data.dtype), sparse_array=isinstance(data, sp.sparray))
-        return cls("array", dtype=_kept_dtype(np.asarray(data).dtype))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, saved: dict[str, Any]) -> InputKind:
-        shape = saved.get("image_shape")
-        return cls(**{**saved, "image_shape": tuple(shape) if shape else None})
-
-    def restore(self, records: np.ndarray | sp.csr_matrix, item_names: list[str],
-                labels: np.ndarray | None = None) -> Any:
-        """``records`` (dense 0/1 or CSR) as this kind of data."""
-        if self.kind == "dataset":
-            out = sp.csr_matrix(records) if not self.dense else _dense(records)
-            return BinaryDataset(records=out, item_names=list(item_names), labels=labels, name="synthetic",
-                                 image_shape=self.image_shape)
-        if self.kind == "sparse":
-            matrix = sp.csr_array if self.sparse_array else sp.csr_matrix
-            return matrix(records, dtype=np.dtype(self.dtype))
-        if self.kind == "array":
-            return _dense(records).astype(self.dtype, copy=False)
-        import pandas as pd  # a DataFrame went in, so pandas is there
-
-        dense = _dense(records)
-        columns = self.columns if self.columns is not None and len(self.columns) == dense.shape[1] else item_names
-        dtypes = self.dtypes if self.dtypes is not None and len(self.dtypes) == dense.shape[1] else ["uint8"]
-        if len(set(dtypes)) == 1:
-            frame = pd.DataFrame(dense.astype(dtypes[0], copy=False))
-        else:
-            frame = pd.DataFrame({j: dense[:, j].astype(dt) for j, dt in enumerate(dtypes)})
-        frame.columns = list(columns)
-        return frame
-
-
-def _dense(records: np.ndarray | sp.spmatrix) -> np.ndarray:
-    return records.toarray().astype(np.uint8, copy=False) if sp.issparse(records) else np.asarray(records)
-
-
-def _read_files(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` by its path relative to it (a release folder is small)."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def _json_bytes(value: Any) -> bytes:
-    return (json.dumps(value, indent=2) + "\n").encode()
-
-
-@dataclass
-class Release:
-    """A fitted release held in memory: the model(s), the privacy report and the release folder's
-    files (safe to share). A Synthesizer holds one as ``release_``; ``dpgm`` runs have a
-    ``mixture`` (the k trained models, noisy part sizes), baselines a ``baseline`` model."""
-
-    report: dict[str, Any]
-    item_names: list[str]
-    files: dict[str, bytes] = field(default_factory=dict, repr=False)
-    mixture: ReleasedMixture | None = field(default=None, repr=False)
-    baseline: Any = field(default=None, repr=False)
-    method: str = DPGM
-
-    @property
-    def privacy_report(self) -> dict[str, Any]:
-        return dict(self.report)
-
-    @classmethod
-    def read(cls, directory: str | Path) -> Release:
-        """The release saved in ``directory`` (a run directory or its release folder)."""
-        folder = release_dir(directory)
-        if (folder / BASELINE_FILE).is_file():
-            return cls._read_baseline(folder)
-        mixture = load_release(directory)
-        return cls(report=mixture.report, item_names=list(mixture.item_names), files=_read_files(folder),
-                   mixture=mixture)
-
-    @classmethod
-    def _read_baseline(cls, folder: Path) -> Release:
-        from dpgm.evaluation.baselines import model_from_state
-
-        report = read_report(folder)
-        try:
-            meta = json.loads((folder / BASELINE_FILE).read_bytes())
-            with np.load(folder / BASELINE_ARRAYS, allow_pickle=False) as saved:
-                arrays = {name: saved[name] for name in saved.files}
-            model = model_from_state(meta, arrays)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DpgmError(f"{folder}: cannot load the baseline release ({type(exc).__name__}: "
-                            f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
-        return cls(report=report, item_names=list(meta["item_names"]), files=_read_files(folder),
-                   baseline=model, method=str(meta.get("method", meta.get("kind"))))
-
-    def draw(self, n: int | None = None, seed: int | None = None, *, labels: Sequence[int] | None = None,
-             per_label: int | None = None) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray | None]:
-        """``n`` synthetic records (dense uint8, or CSR from a baseline) and each one's label
-        (None unless the run was partitioned by label); see ``sample``."""
-        from dpgm.release import check_counts
-
-        try:
-            check_counts(n, per_label, ("n", "per_label"))
-        except DpgmError as exc:
-            raise ConfigError(f"sample: {exc}") from None
-        if self.mixture is None:
-            if labels is not None or per_label is not None:
-                raise ConfigError(f"sample: labels and per_label need a dpgm run partitioned by label, "
-                                  f"not the {self.method} baseline")
-            return self.baseline.sample(n, np.random.default_rng(seed)).records, None
-        import torch
-
-        from dpgm.release import draw_plan, plan_chunks
-
-        generator = torch.Generator()
-        generator.manual_seed(seed if seed is not None else int(torch.seed()))
-        plan = draw_plan(self.mixture, n, labels=labels, per_label=per_label)
-        chunks = list(plan_chunks(self.mixture, plan, generator))
-        records = np.concatenate([r for r, _ in chunks])
-        if self.mixture.part_labels is None:
-            return records, None
-        parts = np.concatenate([p for _, p in chunks])
-        return records, np.asarray(self.mixture.part_labels.labels)[parts]
-
-    def sample(self, n: int | None = None, seed: int | None = None, *, labels: Sequence[int] | None = None,
-               per_label: int | None = None, with_labels: bool = False) -> Any:
-        """``n`` synthetic records as a dense 0/1 uint8 array (post-processing: no privacy cost).
-
-        For a run partitioned by label (as ``generate.py --labels/--per-label``): ``labels`` keeps
-        those labels (the noisy label histogram renormalised over them), ``per_label`` draws that
-        many of each instead of ``n``, and ``with_labels`` returns (records, each record's label).
-        """
-        self._check_labels(with_labels)
-        records, got = self.draw(n, seed, labels=labels, per_label=per_label)
-        records = _dense(records)
-        return (records, got) if with_labels else records
-
-    def _check_labels(self, with_labels: bool) -> None:
-        if with_labels and (self.mixture is None or self.mixture.part_labels is None):
-            raise ConfigError("sample: with_labels needs a run partitioned by label (partition.method: label)")
-
-    def save(self, directory: str | Path) -> Path:
-        """Write the release folder to ``directory`` (created; must not exist); returns it."""
-        target = Path(directory)
-        if target.exists():
-            raise ConfigError(f"save: {target} already exists")
-        try:
-            for name, content in self.files.items():
-                path = target / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(content)
-        except OSError as exc:
-            shutil.rmtree(target, ignore_errors=True)
-            raise DpgmError(f"save: cannot write {target} ({exc.strerror or type(exc).__name__})") from None
-        return target
 
 
 def _settings(sections: dict[str, Any]) -> dict[str, Any]:
@@ -373,7 +130,7 @@ class Synthesizer:
         else:
             release = self._fit_baseline(data, run_dir)
         meta = {"method": self.method, "input": kind.to_dict(), "params": self._saved_params()}
-        release.files[SYNTHESIZER_FILE] = _json_bytes(meta)
+        release.files[SYNTHESIZER_FILE] = json_bytes(meta)
         if run_dir is not None:
             (release_dir(run_dir) / SYNTHESIZER_FILE).write_bytes(release.files[SYNTHESIZER_FILE])
         self.release_, self.input_ = release, kind
@@ -448,8 +205,8 @@ class Synthesizer:
         meta, arrays = model_state(fitted.model)
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
-        files = {REPORT_FILE: _json_bytes(report), LEDGER_FILE: fitted.accountant.ledger.to_json().encode(),
-                 BASELINE_FILE: _json_bytes({**meta, "method": self.method}), BASELINE_ARRAYS: buffer.getvalue()}
+        files = {REPORT_FILE: json_bytes(report), LEDGER_FILE: fitted.accountant.ledger.to_json().encode(),
+                 BASELINE_FILE: json_bytes({**meta, "method": self.method}), BASELINE_ARRAYS: buffer.getvalue()}
         release = Release(report=report, item_names=list(dataset.item_names), files=files, baseline=fitted.model,
                           method=self.method)
         if run_dir is not None:
@@ -582,4 +339,3 @@ def fit(
     """
     return Synthesizer(epsilon=epsilon, delta=delta, config=GENERIC if config is None else config,
                        method=method, seed=seed, progress=progress, **overrides).fit(data)
-
