@@ -31,5 +31,5 @@ from dpgm.api.synthesizer import (
            write_release,
 )
 
-__all__ = ["GENERIC", "SYNTHESIZER_FILE", "InputKind", "NotFittedError", "Release", "Synthesizer", "as_dataset", "fit", "load",
-           "resume", "train", "write_release"]
+__all__ = ["GENERIC", "SYNTHESIZER_FILE", "InputKind", "NotFittedError", "Release", "Synthesizer", "as_dataset",
+           "fit", "load", "resume", "train", "write_release"]
