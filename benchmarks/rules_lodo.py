@@ -65,10 +65,16 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "totals20_means40": {"TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.4},
     "totals40_means20": {"TOTALS_SHARE": 0.4, "MEANS_SHARE": 0.2},
     "totals30_means30": {"TOTALS_SHARE": 0.3, "MEANS_SHARE": 0.3},
+    # the clip of the means from a noisy length quantile (2% of rho) instead of 9 items
+    "lb90": {"LENGTH_BOUND_SHARE": 0.02, "MEANS_SHARE": 0.58},
+    "lb99": {"LENGTH_BOUND_SHARE": 0.02, "LENGTH_QUANTILE": 0.99, "MEANS_SHARE": 0.58},
+    "lb90_totals20": {"LENGTH_BOUND_SHARE": 0.02, "TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
+    "lb99_totals20": {"LENGTH_BOUND_SHARE": 0.02, "LENGTH_QUANTILE": 0.99, "TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
 }
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
-FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE")
+FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",
+                "LENGTH_BOUND_SHARE")
 #: The marginals' generator is seeded with this integer plus the seed: only a generator built from an
 #: integer seed draws reproducible noise (dpgm.privacy.discrete.is_secure; any other is the OS CSPRNG's).
 MARGINALS_SEED = 2_000

@@ -25,31 +25,31 @@ from dpgm.config import Config
 from dpgm.privacy.calibrate import calibrate
 from dpgm.privacy.events import GaussianEvent
 
-#: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). The means' 60%
-#: (instead of an earlier 45%) won leave-one-dataset-out on the 2-way marginals for every held-out
-#: dataset and was at least as good on the counting queries in every setting (rules_lodo.py).
-ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.60
-#: Share of the noisy record-length histogram the release follows (0: none). Off: leave-one-dataset-out
-#: preferred no histogram (5% of rho for it lost on retail and gowalla, won only on msnbc at 3,000).
+#: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). Every share and
+#: threshold below was chosen by leave-one-dataset-out (benchmarks/rules_lodo.py; the results page).
+ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.58
+#: Share of the noisy record-length histogram the release follows (0: none).
 LENGTHS_SHARE = 0.0
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (no record
-#: is empty). Leave-one-dataset-out chose it on every held-out dataset and size.
+#: is empty).
 EMPTY_SHARE = 0.01
 #: Share of the noisy item totals over all records, which the part means are made to agree with
 #: (``model.totals_noise_multiplier``; 0: off).
 TOTALS_SHARE = 0.0
 #: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
-#: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items).
-LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.0, 0.9
+#: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items). A
+#: fixed clip fits one kind of data: nine items shrink every record of a table written as
+#: attribute=value items (each record holds one item per attribute) and bias all its means.
+LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.02, 0.9
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
-#: A record's L2 norm is clipped to that of this many items in the noisy part means.
+#: A record's L2 norm is clipped to that of this many items in the noisy part means (without the
+#: private length bound).
 MEAN_CLIP_ITEMS = 9
 #: Below this N * epsilon DP-SGD is skipped: each part's model is its noisy mean record (independent
-#: items) and the means get DP-SGD's share too. Leave-one-dataset-out (benchmarks/rules_lodo.py)
-#: chose skipping at N eps = 1e3 and training at 1e4 for every held-out dataset; 3e3 lies between.
+#: items) and the means get DP-SGD's share too.
 MIN_TRAINING_SCALE = 3_000
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01

@@ -40,16 +40,18 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
 
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
-    """items 5%, partition 15% (2T + 1 releases), empty records 1%, means 60% (no record-length
-    histogram): a Gaussian of multiplier s costs 1/(2 s^2)."""
+    """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58%
+    (no record-length histogram for the release): a Gaussian of multiplier s costs 1/(2 s^2)."""
     f = facts(300_000)
     rho = zcdp_rho(f.epsilon, f.delta)
     rules = public_defaults(f, top_items=100)
     cost = (1 / (2 * rules["data.top_items_noise_multiplier"] ** 2)
             + 21 / (2 * rules["partition.noise_multiplier"] ** 2)
             + 1 / (2 * rules["partition.empty_part_noise_multiplier"] ** 2)
+            + 1 / (2 * rules["model.length_bound_noise_multiplier"] ** 2)
             + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2))
     assert cost == pytest.approx(0.81 * rho) and rules["model.length_noise_multiplier"] is None
+    assert rules["model.mean_clip_quantile"] == 0.9
     acc = Accountant(delta=f.delta)  # rho is the largest zCDP budget the accountant fits in epsilon
     acc.spend("x", GaussianEvent(noise_multiplier=1 / math.sqrt(2 * rho)))
     assert acc.spent().epsilon == pytest.approx(f.epsilon, rel=1e-5) and acc.spent().epsilon <= f.epsilon
@@ -95,7 +97,8 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
     f = facts(3_000)
     rho = zcdp_rho(f.epsilon, f.delta)
     cost = sum(1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
-                                                      "partition.empty_part_noise_multiplier"))
+                                                      "partition.empty_part_noise_multiplier",
+                                                      "model.length_bound_noise_multiplier"))
     assert cost == pytest.approx((1 - rules.MARGIN) * rho)
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "runs_dir": str(tmp_path), "seed": 0})
