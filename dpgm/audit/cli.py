@@ -12,6 +12,22 @@ from dpgm.config import config_from_dict, load_config
 from dpgm.io import atomic_write_json
 from dpgm.threads import set_threads
 
+#: The audit plan's options on the command line: flag, type and help (the default is AuditPlan's).
+PLAN_OPTIONS = (
+    ("--guesses", int, ("guesses, half 'in' and half 'out' (default: the fewest whose cap is the claim + margin, "
+                        "at least --min-guesses)")),
+    ("--canaries", int, "m: number of canaries (default: enough that every guess can be right)"),
+    ("--margin", float, "the cap must reach claim + margin (default 1)"),
+    ("--min-guesses", int, f"fewest guesses (default {AuditPlan.min_guesses})"),
+    ("--confidence", float, "confidence level (default 0.95)"),
+    ("--score-draws", int, "reparameterisation draws per likelihood score (VAE; default 16)"),
+)
+
+
+def _field(flag: str) -> str:
+    """The AuditPlan field of a command-line flag: --min-guesses -> min_guesses."""
+    return flag.removeprefix("--").replace("-", "_")
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -45,49 +61,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a config key, e.g. training.epochs=5 (repeatable)",
     )
-    p.add_argument(
-        "--guesses",
-        type=int,
-        help="guesses, half 'in' and half 'out' (default: the fewest whose cap is "
-        "the claim + margin, at least --min-guesses)",
-    )
-    p.add_argument(
-        "--canaries",
-        type=int,
-        help="m: number of canaries (default: enough that every guess can be right)",
-    )
-    p.add_argument(
-        "--margin",
-        type=float,
-        default=AuditPlan.margin,
-        help="the cap must reach claim + margin (default 1)",
-    )
-    p.add_argument(
-        "--min-guesses",
-        type=int,
-        default=AuditPlan.min_guesses,
-        help=f"fewest guesses (default {AuditPlan.min_guesses})",
-    )
-    p.add_argument(
-        "--confidence",
-        type=float,
-        default=AuditPlan.confidence,
-        help="confidence level (default 0.95)",
-    )
-    p.add_argument(
-        "--score",
-        choices=("auto", "weights", "likelihood"),
-        default=AuditPlan.score,
-        help="weights: movement of the weights reading the canary's item (white-box); "
-        "likelihood: log p(canary) - log p(canary without it) (black-box); auto "
-        "(default): weights for a VAE, likelihood for an RBM",
-    )
-    p.add_argument(
-        "--score-draws",
-        type=int,
-        default=AuditPlan.score_draws,
-        help="reparameterisation draws per likelihood score (VAE; default 16)",
-    )
+    for flag, kind, text in PLAN_OPTIONS:
+        p.add_argument(flag, type=kind, default=getattr(AuditPlan, _field(flag)), help=text)
+    p.add_argument("--score", choices=("auto", "weights", "likelihood"), default=AuditPlan.score,
+                   help="weights: movement of the weights reading the canary's item (white-box); likelihood: "
+                   "log p(canary) - log p(canary without it) (black-box); auto (default): weights for a VAE, "
+                   "likelihood for an RBM")
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the auditor's generator (default 0)"
     )
@@ -113,16 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config
         else config_from_dict({}, args.overrides)
     )
-    plan = AuditPlan(
-        canaries=args.canaries,
-        guesses=args.guesses,
-        confidence=args.confidence,
-        margin=args.margin,
-        min_guesses=args.min_guesses,
-        score=args.score,
-        score_draws=args.score_draws,
-        leak=args.leak,
-    )
+    fields = [_field(flag) for flag, _, _ in PLAN_OPTIONS] + ["score", "leak"]
+    plan = AuditPlan(**{name: getattr(args, name) for name in fields})
     set_threads(args.threads)
     report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)
     print(summary(report))
