@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from tests._benchmarks import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "train_on_synthetic.py"
 
 
-def _load_benchmark():
-    """The script as a module (benchmarks import provenance by its plain name, so the folder goes on the path)."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("train_on_synthetic", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
 
 
 def test_selecting_on_the_test_set_is_refused_before_any_data_is_loaded(tmp_path):
@@ -40,13 +31,13 @@ def test_the_classifier_itself_refuses_the_test_set():
     import numpy as np
     import pytest
 
-    tos = _load_benchmark()
+    tos = load_benchmark("train_on_synthetic")
     with pytest.raises(tos.Refused, match="test set"):
         tos.train_classifier(np.zeros((4, 64)), np.zeros(4, dtype=int), (8, 8), epochs=1, seed=0, select_on="test")
 
 
 def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys):
-    tos = _load_benchmark()
+    tos = load_benchmark("train_on_synthetic")
     path, png = tmp_path / "tos.json", tmp_path / "tos.png"
     code = tos.main(["--dataset", "digits", "--epsilons", "10", "--seeds", "1", "--release", "500",
                      "--classifier-epochs", "2", "--select-on", "validation", "--json", str(path), "--png", str(png)])
@@ -68,7 +59,7 @@ def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys)
 
 
 def test_repeats_average_classifiers_on_fresh_draws_and_the_first_is_the_plain_run(tmp_path):
-    tos = _load_benchmark()
+    tos = load_benchmark("train_on_synthetic")
     common = ["--dataset", "digits", "--epsilons", "10", "--seeds", "1", "--release", "300", "--classifier-epochs", "1",
               "--no-nonprivate", "--no-real"]
     plain, repeated = tmp_path / "plain.json", tmp_path / "repeated.json"
@@ -83,7 +74,7 @@ def test_repeats_average_classifiers_on_fresh_draws_and_the_first_is_the_plain_r
 
 
 def test_evaluating_on_validation_holds_out_the_last_training_images_and_never_loads_test(monkeypatch):
-    tos = _load_benchmark()
+    tos = load_benchmark("train_on_synthetic")
     args = tos.parse_args(["--dataset", "mnist", "--evaluate-on", "validation"])
     loaded = []
 
