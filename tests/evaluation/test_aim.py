@@ -10,7 +10,8 @@ import pytest
 from dpgm.evaluation.aim import AimOptions, AimSchedule, compile_workload, default_rounds
 from dpgm.evaluation.pgm import rho_for_epsilon
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import ExponentialEvent, GaussianEvent
+from dpgm.privacy.discrete import discrete_gaussian
+from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent, GaussianEvent
 
 # ---- the authors' cdp2adp (private-pgm mechanisms/cdp2adp.py, Canonne, Kamath, Steinke 2020),
 # ---- copied verbatim as the independent reference (asserts kept, plotting import dropped)
@@ -113,6 +114,26 @@ def test_workload_weights_by_hand() -> None:
 # ---- one AIM round against a hand-written reference (needs mbi)
 
 
+def marginal_release(sigma: float, dim: int) -> tuple[DiscreteGaussianEvent, float]:
+    """How a marginal of ``dim`` cells (L2 sensitivity 1) is released at noise multiplier sigma,
+    by the documented rule (docs/privacy.md): counts are floats, so snapped to the largest
+    power-of-two grid g with g sqrt(dim) <= 2^-10 x sensitivity, with sensitivity s / g + sqrt(dim)
+    in grid units (each bound rounded up by 2^-50), and exact discrete Gaussian noise of scale
+    sigma x that. Returns (the event charged, the noise scale in grid units)."""
+    up = 1 + 2**-50
+    sensitivity = 1.0 * up
+    grid = 2.0 ** math.floor(math.log2(2**-10 * sensitivity / dim**0.5))
+    units = (sensitivity / grid * up + dim**0.5 * up) * up
+    event = DiscreteGaussianEvent(noise_multiplier=sigma, sensitivity=units, dim=dim, grid=grid)
+    return event, sigma * units * up
+
+
+def noisy_marginal(counts: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """counts + N_Z(0, (sigma x sensitivity)^2) on the grid, as the mechanism draws it (same stream)."""
+    event, scale = marginal_release(sigma, counts.size)
+    return (np.rint(counts / event.grid) + discrete_gaussian(counts.shape, scale, rng)) * event.grid
+
+
 def test_first_round_matches_brute_force() -> None:
     pytest.importorskip("mbi")
     from dpgm.evaluation.aim import aim
@@ -146,7 +167,7 @@ def test_first_round_matches_brute_force() -> None:
         return out
 
     sigma0 = math.sqrt(T / (2 * 0.9 * rho))
-    y = [count((j,)) + rng.normal(0.0, sigma0, 2) for j in range(3)]
+    y = [noisy_marginal(count((j,)), sigma0, rng) for j in range(3)]
     total = np.mean([v.sum() for v in y])  # equal variances: the min-variance total is the mean
     mu = [v + (total - v.sum()) / 2 for v in y]  # the fitted independent model's 1-way marginals
     remaining = rho - 3 * 0.5 / sigma0**2
@@ -167,7 +188,7 @@ def test_first_round_matches_brute_force() -> None:
     probs /= probs.sum()
     u = rng.random()
     k = int(np.searchsorted(np.cumsum(probs), u, side="right"))
-    measured = count(cands[k]) + rng.normal(0.0, sigma1, 2 ** len(cands[k]))
+    measured = noisy_marginal(count(cands[k]), sigma1, rng)
 
     r = res.rounds[0]
     assert r.candidates == cands
@@ -177,10 +198,11 @@ def test_first_round_matches_brute_force() -> None:
     assert r.clique == cands[k]
     np.testing.assert_allclose(r.measurement, measured, rtol=1e-12)
     kinds = [(e.event, e.count) for e in acc.ledger.entries]
-    assert kinds == [
-        (GaussianEvent(noise_multiplier=sigma0), 3),
+    assert marginal_release(sigma0, 2)[0].grid == marginal_release(sigma1, 4)[0].grid == 2.0**-11
+    assert kinds == [  # the marginals' exact discrete Gaussians, at the planned multipliers
+        (marginal_release(sigma0, 2)[0], 3),
         (ExponentialEvent(epsilon=r.epsilon), 1),
-        (GaussianEvent(noise_multiplier=r.sigma), 1),
+        (marginal_release(r.sigma, 4)[0], 1),
     ]
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from dpgm.evaluation.mst import mst_events, mst_parameters, mst_rho, plan_epsilon
 from dpgm.privacy.accountant import Accountant
-from tests.evaluation.test_aim import cdp_eps, cdp_rho
+from dpgm.privacy.events import ExponentialEvent, GaussianEvent
+from tests.evaluation.test_aim import cdp_eps, cdp_rho, marginal_release
 
 
 @pytest.mark.parametrize("epsilon,delta,m", [(1.0, 1e-7, 17), (0.3, 1e-6, 100), (4.0, 1e-5, 3)])
@@ -54,11 +55,16 @@ def test_mst_run_spanning_tree_and_ledger() -> None:
         x, epsilon=2.0, delta=1e-6, rng=np.random.default_rng(1), accountant=acc, iters=200
     )
     assert acc.spent().epsilon <= 2.0
-    assert [(e.event, e.count) for e in acc.ledger.entries] == (  # equal consecutive releases: one entry
-        [mst_events(res.rho, m)[0]]
-        + [(mst_events(res.rho, m)[1][0], m - 1)]
-        + [(mst_events(res.rho, m)[2][0], m - 1)]
-    )
+    (one_way, _), (select, _), (two_way, _) = mst_events(res.rho, m)  # the plan
+    assert isinstance(one_way, GaussianEvent) and isinstance(select, ExponentialEvent)
+    assert isinstance(two_way, GaussianEvent)
+    # each marginal is charged as the exact discrete Gaussian at the plan's multiplier (2 cells for
+    # an item, 4 for a pair); the selections all come first; equal consecutive releases: one entry
+    assert [(e.event, e.count) for e in acc.ledger.entries] == [
+        (marginal_release(one_way.noise_multiplier, 2)[0], m),
+        (select, m - 1),
+        (marginal_release(two_way.noise_multiplier, 4)[0], m - 1),
+    ]
     pairs = res.measured[m:]
     assert len(pairs) == m - 1
     reach = {0}

@@ -13,7 +13,7 @@ from dpgm.evaluation.mwem_pgm import ALPHA, MwemPgmOptions, MwemPgmSchedule
 from dpgm.evaluation.pgm import rho_for_epsilon, select_fitting
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import ExponentialEvent, GaussianEvent
-from tests.evaluation.test_aim import cdp_eps, cdp_rho
+from tests.evaluation.test_aim import cdp_eps, cdp_rho, marginal_release
 
 CASES = [(1.0, 1e-6, 100), (0.3, 1e-7, 17), (4.0, 1e-5, 3)]
 
@@ -124,8 +124,11 @@ def test_fit_spends_at_most_epsilon_refuses_beyond_and_samples() -> None:
     res = fit_mwem_pgm(x, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(3), accountant=acc,
                        options=MwemPgmOptions(max_iters=100))
     assert len(res.rounds) == 6 == res.info["T"]  # T = the number of items
-    kinds = [type(e.event) for e in acc.ledger.entries]
-    assert kinds == [ExponentialEvent, GaussianEvent] * 6
+    # per round: the selection, then the chosen pair's exact discrete Gaussian (4 cells) at sigma_t
+    assert [(e.event, e.count) for e in acc.ledger.entries] == [
+        pair for r in res.rounds
+        for pair in [(ExponentialEvent(epsilon=r.epsilon), 1), (marginal_release(r.sigma, 4)[0], 1)]
+    ]
     assert acc.spent().epsilon <= 1.0
     assert acc.spent().epsilon == pytest.approx(cdp_eps(res.rho, 1e-6), rel=5e-3)
     assert res.info["rho_used"] == pytest.approx(res.rho, rel=1e-9)
