@@ -136,10 +136,11 @@ def aim(
 ) -> PgmResult:
     """Algorithm 1 of AIM at zCDP ``rho`` (see the module docstring); charges ``accountant``.
 
-    Random stream, in order: the workload sample (only with ``max_workload``), one
-    normal(0, sigma_0, 2) per item for the 1-way marginals, then per round one uniform
-    (selection, inverse CDF over the candidates in (size, lexicographic) order) and one
-    normal(0, sigma_t, 2^|r|) draw. ``trace`` keeps the selection probabilities (NOT private).
+    Random stream, in order: the workload sample (only with ``max_workload``), one exact
+    discrete Gaussian of scale sigma_0 over 2 cells per item for the 1-way marginals
+    (dpgm.privacy.mechanisms), then per round one uniform (selection, inverse CDF over the
+    candidates in (size, lexicographic) order) and one discrete Gaussian of scale sigma_t over
+    2^|r| cells. ``trace`` keeps the selection probabilities (NOT private).
     """
     opts = options or AimOptions()
     truth = TrueMarginals(records)

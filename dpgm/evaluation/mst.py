@@ -96,9 +96,10 @@ def mst(
 ) -> pgm.PgmResult:
     """MST at zCDP ``rho`` (module docstring); charges ``accountant``.
 
-    Random stream, in order: one normal(0, s1, 2) per item, one uniform per selection
-    (inverse CDF over the remaining pairs in lexicographic order), one normal(0, s2, 4) per
-    chosen pair in selection order. ``trace`` keeps the selection probabilities (NOT private).
+    Random stream, in order: one exact discrete Gaussian of scale s1 over 2 cells per item
+    (dpgm.privacy.mechanisms), one uniform per selection (inverse CDF over the remaining pairs
+    in lexicographic order), one of scale s2 over 4 cells per chosen pair in selection order.
+    ``trace`` keeps the selection probabilities (NOT private).
     """
     truth = pgm.TrueMarginals(records)
     m = truth.n_items
