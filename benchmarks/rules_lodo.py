@@ -70,6 +70,15 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "lb99": {"LENGTH_BOUND_SHARE": 0.02, "LENGTH_QUANTILE": 0.99, "MEANS_SHARE": 0.58},
     "lb90_totals20": {"LENGTH_BOUND_SHARE": 0.02, "TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
     "lb99_totals20": {"LENGTH_BOUND_SHARE": 0.02, "LENGTH_QUANTILE": 0.99, "TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
+    # a tree of items per part (noisy pair counts along private edges) below N x epsilon = TREE_SCALE
+    "tree3e3": {"TREE_SCALE": 3_000},
+    "tree1e4": {"TREE_SCALE": 10_000},
+    "tree1e5": {"TREE_SCALE": 100_000},
+    "tree3e3_noempty": {"TREE_SCALE": 3_000, "TREE_EMPTY_PART": False},
+    "tree1e4_noempty": {"TREE_SCALE": 10_000, "TREE_EMPTY_PART": False},
+    "tree3e3_light": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
+    "tree3e3_light_noempty": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15,
+                              "TREE_EMPTY_PART": False},
 }
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15

@@ -163,7 +163,9 @@ class ModelConfig:
     kind: str = opt("vae", "generative model of each part, by its registered name (dpgm.models.MODELS); conv_vae = a "
                            "small convolutional VAE for square images (dpgm/models/conv_vae.py); independent = the "
                            "part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; "
-                           "needs output_bias: noisy_mean)")
+                           "needs output_bias: noisy_mean); tree = a tree of items per part fitted to its noisy mean "
+                           "and noisy pair counts (no DP-SGD; ledger stage item_pairs; options select_epsilon, "
+                           "pair_noise_multiplier; dpgm/stages/item_pairs.py)")
     options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked "  # noqa: RUF009
                                       "against its options dataclass)")
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU "  # noqa: RUF009 (opt returns a dataclass field)
@@ -236,6 +238,8 @@ class ModelConfig:
                  "length_noise_multiplier", "must be > 0")
         _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
+        _require(self.kind != "tree" or (self.output_bias == "noisy_mean" and not self.calibrate), "model", "kind",
+                 "tree needs output_bias: noisy_mean and calibrate: false (its items keep the noisy part means)")
         _require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
         _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
                  "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")
@@ -326,6 +330,8 @@ class Config:
         _require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
                  "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
                  "how many empty records the release holds)")
+        _require(self.model.kind != "tree" or self.data.min_items <= 1, "model", "kind",
+                 "tree supports data.min_items 0 or 1 (it keeps its frequencies among non-empty records only)")
         _require(self.model.calibrate != "total"
                  or (self.data.min_items == 0 and self.partition.empty_part_noise_multiplier is None),
                  "model", "calibrate", "total does not go with data.min_items or partition.empty_part_noise_multiplier "

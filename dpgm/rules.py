@@ -51,6 +51,13 @@ MEAN_CLIP_ITEMS = 9
 #: Below this N * epsilon DP-SGD is skipped: each part's model is its noisy mean record (independent
 #: items) and the means get DP-SGD's share too.
 MIN_TRAINING_SCALE = 3_000
+#: Below this N * epsilon each part's model is a tree of items (dpgm.stages.item_pairs) instead of
+#: independent items or DP-SGD (0: never); its edge selections and its pair counts take these shares.
+TREE_SCALE = 0
+TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
+#: Whether a tree leaves the empty records to a part of their own (its draws holding no item are then
+#: dropped, ``item_pairs.fit_tree``) or draws them itself.
+TREE_EMPTY_PART = True
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
@@ -84,24 +91,43 @@ def parts(facts: PublicFacts) -> int:
     return max(1, min(MAX_PARTS, int(facts.records_magnitude * facts.epsilon // RECORDS_PER_PART)))
 
 
-def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, Any]:
-    """Every rule's value as dotted config keys (see the module docstring for the reasons)."""
+def family(facts: PublicFacts) -> str:
+    """The model family from N * epsilon: ``tree`` below TREE_SCALE, ``independent`` below
+    MIN_TRAINING_SCALE, else ``vae`` (DP-SGD)."""
+    scale = facts.records_magnitude * facts.epsilon
+    return "tree" if scale < TREE_SCALE else "independent" if scale < MIN_TRAINING_SCALE else "vae"
+
+
+def tree_options(rho: float, n_items: int) -> dict[str, float]:
+    """The tree's ``model.options``: n_items - 1 selections sharing TREE_SELECT_SHARE of rho (an
+    epsilon exponential mechanism costs epsilon^2 / 8 in zCDP), the pair counts TREE_PAIRS_SHARE."""
+    rounds = max(1, n_items - 1)
+    return {"select_epsilon": math.sqrt(8.0 * TREE_SELECT_SHARE * rho / rounds),
+            "pair_noise_multiplier": sigma_for_share(rho, TREE_PAIRS_SHARE)}
+
+
+def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None) -> dict[str, Any]:
+    """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
+    the model family the config states (default: ``family``)."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
-    train = facts.records_magnitude * facts.epsilon >= MIN_TRAINING_SCALE
+    kind = kind or family(facts)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
-    empty_share = EMPTY_SHARE if facts.min_items == 0 else 0.0
+    empty_part = facts.min_items == 0 and (kind != "tree" or TREE_EMPTY_PART)
+    empty_share = EMPTY_SHARE if empty_part else 0.0
+    tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + LENGTH_BOUND_SHARE
-    means_share = MEANS_SHARE if train else 1.0 - fixed - MARGIN
+    means_share = MEANS_SHARE if kind == "vae" else 1.0 - fixed - tree_share - MARGIN
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
-        "model.kind": "vae" if train else "independent", "model.hidden": [128], "model.latent": 8,
+        "model.kind": kind, "model.hidden": [128], "model.latent": 8,
         # calibrate: a trained model's item frequencies drift from the noisy means; an independent
-        # one's do not, but with data.min_items the redraw would raise them (part_means.py)
-        "model.output_bias": "noisy_mean", "model.calibrate": True,
+        # one's do not, but with data.min_items the redraw would raise them (part_means.py); a tree
+        # keeps the means by construction
+        "model.output_bias": "noisy_mean", "model.calibrate": kind != "tree",
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
@@ -118,6 +144,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None) -> dict[str, A
     else:
         out.update({"partition.method": "lloyd", "partition.iterations": LLOYD_ITERATIONS, "partition.init": "random",
                     "partition.noise_multiplier": sigma_for_share(rho, partition_share, 2 * LLOYD_ITERATIONS + 1)})
+    if kind == "tree":
+        out["model.options"] = tree_options(rho, items)
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out
@@ -129,16 +157,21 @@ def regime(facts: PublicFacts) -> str:
     k = parts(facts)
     split = ("one group" if k == 1
              else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
-    if scale < MIN_TRAINING_SCALE:
-        family = (f"independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below "
-                  f"{MIN_TRAINING_SCALE:,}, where DP-SGD's noise costs more than the correlations it learns")
+    kind = family(facts)
+    if kind == "tree":
+        family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "
+                      f"N x epsilon = {scale:,.0f} is below {TREE_SCALE:,}, where measured pairs buy more than "
+                      "DP-SGD")
+    elif kind == "independent":
+        family_why = (f"independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below "
+                      f"{MIN_TRAINING_SCALE:,}, where DP-SGD's noise costs more than the correlations it learns")
     else:
-        family = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least {MIN_TRAINING_SCALE:,}, "
-                  "enough for DP-SGD to learn correlations between items")
+        family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
+                      f"{max(MIN_TRAINING_SCALE, TREE_SCALE):,}, enough for DP-SGD to learn correlations between items")
     totals = " Every item's total over all records is measured once and the groups' means agree with it." \
         if TOTALS_SHARE > 0 else ""
     inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
-    return f"The rules chose {family}, in {split}, from {inputs}.{totals}"
+    return f"The rules chose {family_why}, in {split}, from {inputs}.{totals}"
 
 
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
@@ -146,7 +179,8 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     no_empty_part = cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None
     if no_empty_part:  # stated options an empty part does not go with: plan as if no record could be
         facts = dataclasses.replace(facts, min_items=max(facts.min_items, 1))  # empty (its share goes to the rest)
-    chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items).items()
+    kind = cfg.model.kind if "model.kind" in stated else None
+    chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

@@ -187,3 +187,33 @@ def test_the_report_says_which_regime_was_chosen_and_what_the_config_stated(tmp_
     assert report["rules"].startswith("The rules chose a VAE per group")  # N eps = 1e4 would train ...
     assert report["rules"].endswith("Stated in the config, so kept: model.kind.")  # ... but the config said no
     assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()
+
+
+def test_below_the_tree_scale_a_tree_per_group_spends_the_budget(monkeypatch, tmp_path) -> None:
+    """N * epsilon below TREE_SCALE: a tree of items, its selections and pairs priced in zCDP."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "TREE_SCALE", 3_000)
+    f = facts(3_000)
+    small = public_defaults(f, top_items=None)
+    assert small["model.kind"] == "tree" and small["model.calibrate"] is False
+    assert public_defaults(facts(30_000), top_items=None)["model.kind"] == "vae"
+    assert "a tree of items per group" in regime(f)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    options = small["model.options"]
+    selections = (f.n_items - 1) * options["select_epsilon"] ** 2 / 8  # an exponential mechanism: eps^2 / 8
+    cost = selections + 1 / (2 * options["pair_noise_multiplier"] ** 2) + sum(
+        1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
+                                              "model.length_bound_noise_multiplier",
+                                              "partition.empty_part_noise_multiplier"))
+    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
+    # a config that states the tree gets its options from the rules too, at any scale
+    stated = public_defaults(facts(300_000), top_items=None, kind="tree")
+    assert stated["model.kind"] == "tree" and set(stated["model.options"]) == {"select_epsilon",
+                                                                               "pair_noise_multiplier"}
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run.start()
+    assert run.steps == 0 and run.accountant.ledger.count("item_pairs") == 17  # 16 selections, one release
+    assert 0.95 < run.planned_epsilon() <= 1.0

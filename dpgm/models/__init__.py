@@ -1,4 +1,5 @@
-"""Generative models per part: VAE, convolutional VAE, RBM and independent items (plain nn.Modules, no privacy code).
+"""Generative models per part: VAE, convolutional VAE, RBM, independent items and a tree of items (plain nn.Modules,
+no privacy code).
 
 Both follow the ``GenerativeModel`` protocol (protocol.py); DP-SGD (dpgm.training.dpsgd) needs
 only its ``DPSGDModel`` part.
@@ -14,14 +15,18 @@ from dpgm.models.conv_vae import ConvVAE
 from dpgm.models.independent import Independent
 from dpgm.models.protocol import DPSGDModel, GenerativeModel
 from dpgm.models.rbm import RBM
+from dpgm.models.tree import Tree, TreeOptions
 from dpgm.models.vae import VAE
 from dpgm.registry import Registry
 
-__all__ = ["MODELS", "RBM", "VAE", "ConvVAE", "DPSGDModel", "GenerativeModel", "Independent", "build_model"]
+__all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "ConvVAE", "DPSGDModel", "GenerativeModel", "Independent", "Tree",
+           "build_model"]
 
 
 #: Models by ``model.kind``: each factory takes (model config, options, n_items, generator).
 MODELS: Registry[nn.Module] = Registry("model.kind")
+#: Kinds whose parameters are released statistics (the part means, the item pairs): no DP-SGD steps.
+STATISTICS_ONLY = frozenset({"independent", "tree"})
 
 
 def build_model(cfg: ModelConfig, n_items: int, *, generator: torch.Generator | None = None) -> nn.Module:
@@ -49,3 +54,8 @@ def _rbm(cfg: ModelConfig, _options: None, n_items: int, generator: torch.Genera
 @MODELS.register("independent", doc="independent items at the part's noisy mean (no DP-SGD)")
 def _independent(cfg: ModelConfig, _options: None, n_items: int, _generator: torch.Generator | None) -> nn.Module:
     return Independent(n_items)
+
+
+@MODELS.register("tree", options=TreeOptions, doc="a tree of items fitted to noisy pair counts (no DP-SGD)")
+def _tree(cfg: ModelConfig, _options: TreeOptions, n_items: int, _generator: torch.Generator | None) -> nn.Module:
+    return Tree(n_items)

@@ -127,7 +127,7 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     t = cfg.training
     report["plan"] = {"partition": cfg.partition.method, "k": len(partition_sizes), "model": cfg.model.kind,
                       "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
-    if steps == 0:  # independent items: the noisy part means are the models, nothing was trained
+    if steps == 0:  # independent items or trees: the released statistics are the models, nothing was trained
         return report
     report["plan"].update({
         "schedule": t.schedule, "sampling_rate": t.sampling_rate, "noise_multiplier": t.noise_multiplier,

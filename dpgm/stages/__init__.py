@@ -19,6 +19,7 @@ from dpgm.stages.base import (
     unregister_stage,
 )
 from dpgm.stages.empty_records import EmptyRecordsStage
+from dpgm.stages.item_pairs import ItemPairsStage
 from dpgm.stages.item_totals import ItemTotalsStage
 from dpgm.stages.items import ItemsStage
 from dpgm.stages.length_bound import LengthBoundStage
@@ -28,7 +29,7 @@ from dpgm.stages.record_lengths import RecordLengthsStage
 from dpgm.stages.training import TrainingStage
 
 for _stage in (ItemsStage, EmptyRecordsStage, LengthBoundStage, ItemTotalsStage, PartitionStage, PartMeansStage,
-               RecordLengthsStage, TrainingStage):
+               ItemPairsStage, RecordLengthsStage, TrainingStage):
     register_stage(_stage)
 
 __all__ = ["STAGES", "Stage", "StageContext", "planned_stages", "register_stage", "unregister_stage"]

@@ -22,7 +22,7 @@ from dpgm.artifact import SAMPLES_FILE, TENSORBOARD_DIR, RunLayout
 from dpgm.config import Config
 from dpgm.errors import ConfigError, DpgmError, PrivacyBudgetError
 from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
-from dpgm.models import build_model
+from dpgm.models import STATISTICS_ONLY, build_model
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
@@ -74,8 +74,8 @@ def _sizes_table(sizes: np.ndarray) -> str:
 
 
 class TrainingStage(Stage):
-    """The models and their DP-SGD steps (none for ``model.kind: independent``: the noisy part
-    means are the models). The loop is ``train``; ``run`` only plans it and builds the models."""
+    """The models and their DP-SGD steps (none for ``models.STATISTICS_ONLY`` kinds: the released
+    statistics are the models). The loop is ``train``; ``run`` only plans it and builds the models."""
 
     name = STAGE
     line = "train one generative model per group by DP-SGD ({steps} steps)"
@@ -83,7 +83,7 @@ class TrainingStage(Stage):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         t = cfg.training
-        self.steps = 0 if cfg.model.kind == "independent" else steps_for_epochs(t.epochs, t.sampling_rate)
+        self.steps = 0 if cfg.model.kind in STATISTICS_ONLY else steps_for_epochs(t.epochs, t.sampling_rate)
         self.step = 0
         self.trainer: MixtureTrainer | None = None
 
@@ -97,13 +97,18 @@ class TrainingStage(Stage):
         self._build(ctx)
 
     def _build(self, ctx: StageContext) -> None:
-        """One model per part (output biases at the noisy part means when released) and the trainer."""
+        """One model per part (output biases at the noisy part means when released, trees from the
+        item pairs) and the trainer."""
         cfg, partition, means = self.cfg, ctx.output("partition"), ctx.output("part_means")
+        trees = ctx.output("item_pairs")
         models = [build_model(cfg.model, ctx.data.n_items, generator=ctx.generator).to(cfg.device)
                   for _ in range(partition.k)]
         if means is not None:
             for model, probs in zip(models, means):
                 start_at_means(model, probs)
+        if trees is not None:
+            for model, parent, logits in zip(models, trees["parent"], trees["logits"]):
+                model.set_tree(torch.as_tensor(parent), torch.as_tensor(logits))
         self.trainer = MixtureTrainer(
             models, RecordStore(ctx.data.records, cfg.device), partition.assignments, partition.noisy_sizes,
             cfg.training, generator=ctx.generator, total_steps=self.steps, secure_mode=cfg.privacy.secure_mode,

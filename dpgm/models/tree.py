@@ -1,0 +1,123 @@
+"""A tree of items: each item depends on at most one other (a Chow-Liu forest, Chow and Liu 1968).
+
+The graphical model MST fits (McKenna et al. 2021) reduced to what binary items need: a forest
+over the items, each root drawn at its frequency and each other item given its parent's value.
+Its parameters are released statistics, not trained (dpgm.stages.item_pairs fits them from the
+part's noisy mean and noisy pair counts), so dpgm's rules pick it where DP-SGD costs more than the
+correlations it learns. Sampling is ancestral: items in an order where parents come first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from dpgm.models.protocol import BernoulliSampling
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    """``model.options`` of ``model.kind: tree`` (spent by dpgm.stages.item_pairs)."""
+
+    select_epsilon: float = 0.1  # epsilon of each of the n_items - 1 edge selections (exponential mechanism)
+    pair_noise_multiplier: float = 20.0  # noise std / L2 sensitivity of the chosen pairs' counts
+
+    def __post_init__(self) -> None:
+        if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):
+            raise ValueError("select_epsilon and pair_noise_multiplier must be > 0")
+
+
+class Tree(BernoulliSampling, nn.Module):
+    """``parent[j]`` (-1: a root) and ``logits[j, v]`` = logit P(item j | its parent = v) (a root: both equal)."""
+
+    def __init__(self, n_items: int) -> None:
+        super().__init__()
+        self.n_items = int(n_items)
+        self.register_buffer("parent", torch.full((self.n_items,), -1, dtype=torch.long))
+        with warnings.catch_warnings():  # "Initializing zero-element tensors is a no-op": the weight is empty
+            warnings.simplefilter("ignore", UserWarning)
+            self.out = nn.Linear(0, 2 * self.n_items)  # its bias holds the logits (DP-SGD's layer type; never trained)
+        nn.init.zeros_(self.out.bias)
+
+    @property
+    def logits(self) -> Tensor:
+        """[n_items, 2]: logit P(item j | its parent = v), a view of the layer's bias."""
+        return self.out.bias.view(self.n_items, 2)
+
+    @torch.no_grad()
+    def set_tree(self, parent: Tensor, logits: Tensor) -> None:
+        """The forest (``parent``, checked acyclic) and its conditional logits [n_items, 2]."""
+        parent = torch.as_tensor(parent, dtype=torch.long)
+        order_of(parent)  # refuses a cycle
+        self.parent.copy_(parent)
+        self.logits.copy_(torch.as_tensor(logits, dtype=self.logits.dtype))
+
+    def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """No per-record randomness: [n, 0]."""
+        return torch.zeros(n, 0, dtype=self.logits.dtype, device=self.logits.device)
+
+    def record_losses(self, x: Tensor, noise: Tensor) -> Tensor:
+        """Negative log-likelihood of each row of ``x`` [..., B, m] under the tree -> [..., B]."""
+        given = torch.where(self.parent >= 0, x[..., self.parent.clamp_min(0)], torch.zeros_like(x)).long()
+        logits = torch.gather(self.logits.expand(*x.shape, 2), -1, given.unsqueeze(-1)).squeeze(-1)
+        return F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(dim=-1)
+
+    def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
+        return self.record_losses(x.to(self.logits.dtype), self.step_noise(x.shape[0], generator))
+
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
+        return None
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
+        return None
+
+    def output_bias(self) -> Tensor:
+        """The roots' logits (column 0); the part means' starting point, replaced by ``set_tree``."""
+        return self.logits[:, 0]
+
+    @torch.no_grad()
+    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """0/1 records [n, n_items] (float), drawn item by item, parents first."""
+        x = torch.zeros(n, self.n_items, dtype=self.logits.dtype, device=self.logits.device)
+        for j in order_of(self.parent).tolist():
+            p = int(self.parent[j])
+            given = x[:, p].long() if p >= 0 else torch.zeros(n, dtype=torch.long, device=x.device)
+            x[:, j] = torch.bernoulli(torch.sigmoid(self.logits[j, given]), generator=generator)
+        return x
+
+    def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:
+        """Each item's logit given its parent's drawn value, for n fresh records [n, n_items]."""
+        x = self.sample(n, generator)
+        given = torch.where(self.parent >= 0, x[:, self.parent.clamp_min(0)], torch.zeros_like(x)).long()
+        return torch.gather(self.logits.expand(n, -1, -1), 2, given.unsqueeze(-1)).squeeze(-1)
+
+    def marginals(self) -> Tensor:
+        """Each item's exact frequency under the model [n_items] (parents first)."""
+        p = torch.zeros(self.n_items, dtype=self.logits.dtype, device=self.logits.device)
+        cond = torch.sigmoid(self.logits)
+        for j in order_of(self.parent).tolist():
+            k = int(self.parent[j])
+            p[j] = cond[j, 0] if k < 0 else (1 - p[k]) * cond[j, 0] + p[k] * cond[j, 1]
+        return p
+
+
+def order_of(parent: Tensor) -> Tensor:
+    """The items in an order where every parent comes before its children; a cycle is refused."""
+    parent = parent.tolist()
+    depth: dict[int, int] = {}
+    for j in range(len(parent)):
+        path = []
+        while j not in depth and j >= 0:
+            if j in path:
+                raise ValueError("tree: the parents form a cycle")
+            path.append(j)
+            j = parent[j]
+        d = depth.get(j, -1)
+        for i in reversed(path):
+            d += 1
+            depth[i] = d
+    return torch.tensor(sorted(range(len(parent)), key=lambda i: (depth[i], i)), dtype=torch.long)

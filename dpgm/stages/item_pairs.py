@@ -1,0 +1,162 @@
+"""Noisy item pairs along a tree (``model.kind: tree``): each part's model is a Chow-Liu forest.
+
+MST's recipe (McKenna, Miklau, Sheldon 2021) for binary items, on top of the part means: per
+part, a spanning tree is grown one edge at a time (Kruskal), each edge chosen by an exponential
+mechanism among the pairs that join two components, scored by how far the pair's co-occurrence
+count is from what independence at the noisy means predicts; then the co-occurrence counts of the
+chosen edges are released with Gaussian noise, and each item's frequency given its parent follows
+from them and the noisy means (``fit_tree``: post-processing; the tree's item frequencies are
+the noisy means exactly).
+
+Privacy (add/remove one record, docs/privacy.md): a record enters with the weight s <= 1 that
+scales it to L2 norm <= the bound B of the part means (``length_bound.mean_bound``), so it moves a
+pair's count, and its score, by at most 1: each round is one epsilon exponential mechanism (the
+parts are disjoint: parallel composition). In the released counts a record holds at most
+|x| - 1 edges of a forest, each with weight s, so it moves them by at most
+s sqrt(|x| - 1) < B in L2 norm: one Gaussian mechanism of sensitivity B. The number of rounds,
+n_items - 1, does not depend on the data. Every mechanism is charged before it draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpgm.config import Config
+from dpgm.evaluation.mwem import select, selection_probabilities
+from dpgm.models import MODELS
+from dpgm.models.tree import TreeOptions
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.clipping import clip_rows
+from dpgm.privacy.events import ExponentialEvent
+from dpgm.privacy.mechanisms import floor_counts, gaussian_release
+from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.length_bound import mean_bound
+from dpgm.stages.part_means import FLOOR
+from dpgm.stages.training import release_min_items
+
+#: Ledger stage of the selections and the pair counts.
+STAGE = "item_pairs"
+#: Fixed-point steps at most for a tree whose empty draws the release drops (``fit_tree``).
+NONEMPTY_ITERATIONS = 200
+
+
+def weighted_pair_counts(records: Any, bound: float) -> np.ndarray:
+    """[m, m] sum over records of s x x^T, s <= 1 the scale that clips a record to L2 norm ``bound``."""
+    scaled = clip_rows(records, bound, dtype=np.float64)
+    counts = scaled.T @ records
+    return np.asarray(counts.todense() if hasattr(counts, "todense") else counts, dtype=np.float64)
+
+
+def grow_trees(counts: list[np.ndarray], sizes: np.ndarray, means: np.ndarray, *, epsilon: float,
+               accountant: Accountant, rng: np.random.Generator) -> list[list[tuple[int, int]]]:
+    """Per part, the n_items - 1 edges of a spanning tree, each picked by an ``epsilon`` exponential
+    mechanism (score |count - n p_a p_b|, sensitivity 1) among the pairs joining two components."""
+    k, m = means.shape
+    a, b = np.triu_indices(m, 1)
+    components = [np.arange(m) for _ in range(k)]
+    edges: list[list[tuple[int, int]]] = [[] for _ in range(k)]
+    scores = [np.abs(counts[j][a, b] - sizes[j] * means[j, a] * means[j, b]) for j in range(k)]
+    for _ in range(m - 1):
+        accountant.spend(STAGE, ExponentialEvent(epsilon=epsilon))  # one round of every part: disjoint parts
+        for j in range(k):
+            comp = components[j]
+            open_pairs = np.flatnonzero(comp[a] != comp[b])
+            pick = open_pairs[select(selection_probabilities(scores[j][open_pairs], epsilon), rng.random())]
+            edges[j].append((int(a[pick]), int(b[pick])))
+            comp[comp == comp[b[pick]]] = comp[a[pick]]
+    return edges
+
+
+def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float, means: np.ndarray, *,
+             nonempty: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(parent [m], logits [m, 2]) of one part from its noisy means and the noisy counts of its edges.
+
+    The forest is directed away from each component's lowest item. An edge's joint frequency is
+    its count / size projected onto what the two means allow, [max(0, p_a + p_b - 1), min(p_a, p_b)],
+    so P(b | a = 1) p_a + P(b | a = 0) (1 - p_a) = p_b: every item keeps its noisy mean.
+    ``nonempty``: the release keeps only records holding an item (``release_min_items`` 1). As
+    x_j = 1 implies a kept record, P(x_j | kept) = p_j / c with c = 1 - P(empty); so the tree is
+    fitted to the means and joints times c, c = 1 - P(empty) of that tree (a fixed point), and the
+    records it keeps have the measured frequencies.
+    """
+    joints = np.asarray(pair_counts, dtype=np.float64) / size
+    parent, cond = _fit(edges, joints, means)
+    if nonempty:
+        kept = 1.0
+        for _ in range(NONEMPTY_ITERATIONS):
+            parent, cond = _fit(edges, joints * kept, means * kept)
+            again = 1.0 - float(np.prod(1.0 - cond[:, 0]))  # P(empty): every item 0 given 0 parents
+            if abs(again - kept) < 1e-9:
+                break
+            kept = again
+    cond = np.clip(cond, FLOOR, 1.0 - FLOOR)
+    return parent, np.log(cond) - np.log1p(-cond)
+
+
+def _fit(edges: list[tuple[int, int]], joints: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(parent [m], P(item | parent = 0 or 1) [m, 2]) from the means and the edges' joint frequencies."""
+    m = means.size
+    joint = {}
+    neighbours: list[list[int]] = [[] for _ in range(m)]
+    for (u, v), c in zip(edges, joints):
+        joint[(u, v)] = joint[(v, u)] = c
+        neighbours[u].append(v)
+        neighbours[v].append(u)
+    parent = np.full(m, -1, dtype=np.int64)
+    cond = np.repeat(means[:, None], 2, axis=1)
+    seen = np.zeros(m, dtype=bool)
+    for root in range(m):
+        if seen[root]:
+            continue
+        seen[root], stack = True, [root]
+        while stack:
+            u = stack.pop()
+            for v in neighbours[u]:
+                if seen[v]:
+                    continue
+                seen[v], parent[v] = True, u
+                stack.append(v)
+                pu, pv = means[u], means[v]
+                p11 = np.clip(joint[(u, v)], max(0.0, pu + pv - 1.0), min(pu, pv))
+                cond[v] = ((pv - p11) / (1.0 - pu), p11 / pu)
+    return parent, cond
+
+
+class ItemPairsStage(Stage):
+    """Each part's tree; output: {"parent": [k, m] ints, "logits": [k, m, 2]} (see ``fit_tree``)."""
+
+    name = STAGE
+    line = "grow a tree of items per group, each edge chosen privately, and measure its noisy pair counts"
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.model.kind == "tree"
+
+    def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
+        options: TreeOptions = MODELS.options(self.cfg.model.kind, self.cfg.model.options)
+        partition, means = ctx.output("partition"), ctx.output("part_means")
+        sizes = floor_counts(partition.noisy_sizes)
+        bound = mean_bound(self.cfg, ctx)
+        records, assignments = ctx.data.records, np.asarray(partition.assignments)
+        if ctx.data.n_items < 2:  # one item: no pair, nothing to release
+            logits = np.log(means) - np.log1p(-means)
+            return {"parent": np.full(means.shape, -1), "logits": np.repeat(logits[..., None], 2, axis=-1)}
+        counts = [weighted_pair_counts(records[assignments == j], bound) for j in range(partition.k)]
+        edges = grow_trees(counts, sizes, means, epsilon=options.select_epsilon, accountant=ctx.accountant,
+                           rng=ctx.rng)
+        chosen = np.array([[c[u, v] for u, v in part] for c, part in zip(counts, edges)], dtype=np.float64)
+        noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=options.pair_noise_multiplier,
+                                 accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
+        nonempty = release_min_items(self.cfg) == 1
+        fits = [fit_tree(part, y, s, p, nonempty=nonempty)
+                for part, y, s, p in zip(edges, noisy.reshape(len(edges), -1), sizes, means)]
+        return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits])}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"output": {key: torch.as_tensor(value) for key, value in self.output.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = {key: value.numpy() for key, value in state["output"].items()}

@@ -1,0 +1,133 @@
+"""A tree of items per part: private edges, one charged release of pair counts, means kept (post-processing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from dpgm.artifact import load_release
+from dpgm.clustering.base import size_shares
+from dpgm.config import Config
+from dpgm.models.tree import Tree
+from dpgm.pipeline.run import train
+from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.release import sample_dataset
+from dpgm.stages.item_pairs import STAGE, ItemPairsStage, fit_tree, grow_trees, weighted_pair_counts
+from tests.training.test_run import tiny_config
+
+
+def _chain_records(n: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Item j copies item j - 1 with probability 0.9: the chain 0 - 1 - ... - (m - 1)."""
+    x = np.zeros((n, m), dtype=np.uint8)
+    x[:, 0] = rng.random(n) < 0.5
+    for j in range(1, m):
+        x[:, j] = np.where(rng.random(n) < 0.9, x[:, j - 1], rng.random(n) < 0.5)
+    return x
+
+
+def test_weighted_pair_counts_weigh_each_record_by_its_clip():
+    records = sp.csr_matrix(np.array([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=np.uint8))
+    counts = weighted_pair_counts(records, bound=1.0)
+    # the first record has norm 2, scaled by 1/2; the second norm sqrt(2), scaled by 1/sqrt(2)
+    assert counts[0, 1] == pytest.approx(0.5 + 1 / np.sqrt(2), rel=1e-5)  # clip_rows keeps a 1e-6 margin
+    assert counts[2, 3] == pytest.approx(0.5, rel=1e-5)
+
+
+def test_a_record_moves_the_counts_of_any_forest_by_less_than_the_bound():
+    """The sensitivity the release is charged for: s sqrt(|x| - 1) < B over a forest's edges."""
+    rng = np.random.default_rng(0)
+    m, bound = 30, np.sqrt(5.0)
+    for _ in range(200):
+        record = sp.csr_matrix((rng.random((1, m)) < rng.uniform(0.05, 1.0)).astype(np.uint8))
+        parent = [-1] + [int(rng.integers(0, j)) for j in range(1, m)]  # a random spanning tree
+        counts = weighted_pair_counts(record, bound)
+        moved = np.array([counts[j, parent[j]] for j in range(1, m)])
+        assert np.linalg.norm(moved) < bound
+        assert moved.max(initial=0.0) <= 1.0  # and each selection score by at most 1
+
+
+def test_at_a_large_epsilon_the_selections_find_the_chain_and_are_charged_per_round():
+    rng = np.random.default_rng(1)
+    m = 6
+    x = _chain_records(4000, m, rng)
+    counts = [weighted_pair_counts(sp.csr_matrix(x), np.sqrt(m))]
+    acc = Accountant(delta=1e-5)
+    [edges] = grow_trees(counts, np.array([4000.0]), x.mean(0, keepdims=True), epsilon=5.0, accountant=acc,
+                         rng=np.random.default_rng(2))
+    assert sorted(tuple(sorted(e)) for e in edges) == [(j, j + 1) for j in range(m - 1)]
+    [entry] = acc.ledger.entries
+    assert entry.stage == STAGE and entry.event == ExponentialEvent(epsilon=5.0) and entry.count == m - 1
+
+
+def test_the_fitted_tree_keeps_the_noisy_means_and_a_feasible_joint():
+    means = np.array([0.3, 0.6, 0.2, 0.9])
+    edges = [(0, 1), (1, 2), (1, 3)]
+    size = 1000.0
+    # noisy counts: one within the bounds, one below what the means allow, one above
+    noisy = np.array([250.0, -40.0, 2000.0])
+    parent, logits = fit_tree(edges, noisy, size, means)
+    tree = Tree(4)
+    tree.set_tree(torch.as_tensor(parent), torch.as_tensor(logits, dtype=torch.float32))
+    assert np.allclose(tree.marginals().detach().numpy(), means, atol=1e-5)
+    cond = 1 / (1 + np.exp(-logits))
+    assert parent.tolist() == [-1, 0, 1, 1]
+    assert cond[1, 1] * means[0] == pytest.approx(0.25, abs=1e-6)  # 250 / 1000, as measured
+    assert cond[2, 1] == pytest.approx(1e-5, abs=1e-6)  # p11 projected up to 0 (the floor)
+    assert cond[3, 1] * means[1] == pytest.approx(0.6, abs=1e-5)  # projected down to min(p_1, p_3)
+
+
+def test_a_tree_whose_empty_draws_are_dropped_keeps_the_means_among_the_records_kept():
+    means = np.array([0.3, 0.25, 0.2, 0.1, 0.15])
+    edges = [(0, 1), (1, 2), (0, 3), (3, 4)]
+    joints = np.array([0.02, 0.1, 0.01, 0.05]) * 1000.0  # counts over a part of 1,000 non-empty records
+    tree = Tree(5)
+    tree.set_tree(*map(torch.as_tensor, fit_tree(edges, joints, 1000.0, means, nonempty=True)))
+    g = torch.Generator().manual_seed(0)
+    x = tree.sample(400_000, g).numpy()
+    kept = x[x.sum(axis=1) >= 1]
+    assert np.abs(kept.mean(axis=0) - means).max() < 5 * np.sqrt(0.25 / len(kept))
+    # and the kept records' pair frequencies are the measured ones (projected: all within bounds here)
+    assert np.mean(kept[:, 0] * kept[:, 1]) == pytest.approx(0.02, abs=5 * np.sqrt(0.02 / len(kept)))
+    plain = Tree(5)
+    plain.set_tree(*map(torch.as_tensor, fit_tree(edges, joints, 1000.0, means)))
+    assert np.allclose(plain.marginals().detach().numpy(), means, atol=1e-6)  # without: the means themselves
+
+
+def test_a_run_charges_the_selections_and_one_release_and_draws_the_pairs(tmp_path):
+    over = {"data.source": "digits", "model.kind": "tree", "partition.method": "label", "partition.k": 10,
+            "model.mean_noise_multiplier": 5.0, "model.calibrate": False,
+            "model.options": {"select_epsilon": 0.5, "pair_noise_multiplier": 5.0}}
+    cfg: Config = tiny_config(tmp_path, **{k: v for k, v in over.items() if k != "model.options"})
+    cfg.model.options = over["model.options"]
+    run_dir, report = train(cfg, progress=False)
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
+    pairs = [e for e in ledger.entries if e.stage == STAGE]
+    m = 64
+    assert [(e.event, e.count) for e in pairs[:-1]] == [(ExponentialEvent(epsilon=0.5), m - 1)]
+    release = pairs[-1].event
+    assert isinstance(release, DiscreteGaussianEvent) and release.noise_multiplier == 5.0
+    assert release.dim == 10 * (m - 1) and pairs[-1].count == 1
+    assert sorted({e.stage for e in ledger.entries}) == ["item_pairs", "part_means", "partition"]  # no DP-SGD
+    assert report["plan"]["steps_taken"] == 0 and STAGE in report["stage_lines"]
+    # the release's item frequencies are the noisy part means, within sampling error (post-processing)
+    mixture = load_release(run_dir)
+    assert all(isinstance(model, Tree) for model in mixture.models)
+    weights = size_shares(mixture.noisy_sizes)
+    expected = sum(w * model.marginals().detach().numpy() for w, model in zip(weights, mixture.models))
+    n = 40_000
+    drawn = sample_dataset(run_dir, n, seed=0).records
+    assert np.abs(np.asarray(drawn.mean(axis=0)).ravel() - expected).max() < 5 * np.sqrt(0.25 / n)
+
+
+def test_the_stage_state_round_trips():
+    stage = ItemPairsStage(Config())
+    stage.output = {"parent": np.array([[-1, 0, 1]]), "logits": np.zeros((1, 3, 2))}
+    again = ItemPairsStage(Config())
+    again.load_state_dict(stage.state_dict())
+    assert np.array_equal(again.output["parent"], stage.output["parent"])
+    assert np.array_equal(again.output["logits"], stage.output["logits"])
+
