@@ -74,6 +74,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tree3e3": {"TREE_SCALE": 3_000},
     "tree1e4": {"TREE_SCALE": 10_000},
     "tree1e5": {"TREE_SCALE": 100_000},
+    # fewer, larger groups: k = N eps / RECORDS_PER_PART
+    "rpp1e4": {"RECORDS_PER_PART": 10_000},
+    "rpp2e4": {"RECORDS_PER_PART": 20_000},
+    "rpp5e4": {"RECORDS_PER_PART": 50_000},
     "tree3e3_noempty": {"TREE_SCALE": 3_000, "TREE_EMPTY_PART": False},
     "tree1e4_noempty": {"TREE_SCALE": 10_000, "TREE_EMPTY_PART": False},
     "tree3e3_light": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
@@ -89,6 +93,11 @@ FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE",
 MARGINALS_SEED = 2_000
 #: Number of length groups of the counting queries.
 GROUPS = 5
+#: Peers (``--peers``) fitted on the same records, scored on the same held-out queries; their
+#: generators are seeded with this integer plus the seed. Their rows name them ``peer:NAME`` and
+#: take no part in the choice.
+PEERS = ("mst", "aim", "mwem_pgm")
+PEER_SEED = 3_000
 
 
 def check_candidate(name: str) -> dict[str, Any]:
@@ -147,7 +156,8 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
     evaluation = held.evaluation
     for seed in range(args.seeds):
         todo = [c for c in args.candidates if (name, label, epsilon, c, seed) not in done]
-        if not todo:
+        peers = [p for p in args.peers if (name, label, epsilon, f"peer:{p}", seed) not in done]
+        if not todo and not peers:
             continue
         fit = held.fit(size, seed)
         delta = default_delta(fit.n_records)
@@ -158,6 +168,22 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
         marginals = take_means(evaluation, "marginals")
         marginals_tvd2 = marginal_tvd(held.held_out, syn).twoway
         marginals_seconds = time.perf_counter() - start
+        common = {"dataset": name, "size": label, "n_fit": fit.n_records, "n_items": fit.n_items, "epsilon": epsilon,
+                  "seed": seed, "marginals": marginals, "marginals_tvd2": marginals_tvd2,
+                  "marginals_seconds": marginals_seconds}
+        for peer in peers:
+            start = time.perf_counter()
+            syn, _ = run_baseline(peer, fit, evaluation.queries, epsilon=epsilon, delta=delta,
+                                  rng=np.random.default_rng(PEER_SEED + seed), options=BaselineOptions())
+            evaluation.add(peer, syn)
+            groups = take_means(evaluation, peer)
+            rows.append({**common, "candidate": f"peer:{peer}", "peer": peer,
+                         "score": float(np.mean([np.log(groups[g] / marginals[g]) for g in marginals])),
+                         "groups": groups, "tvd2": marginal_tvd(held.held_out, syn).twoway,
+                         "seconds": time.perf_counter() - start})
+            print(f"  {name}/{label} eps {epsilon:g} {peer}#{seed}: score {rows[-1]['score']:+.3f} "
+                  f"({rows[-1]['seconds']:.0f} s)", flush=True)
+            save(args, rows)
         for cand in todo:
             old = patched(check_candidate(cand))
             start = time.perf_counter()
@@ -175,11 +201,8 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             tvd2 = marginal_tvd(held.held_out, released).twoway
             seconds = time.perf_counter() - start
             ratio = [np.log(groups[g] / marginals[g]) for g in marginals]
-            rows.append({"dataset": name, "size": label, "n_fit": fit.n_records, "n_items": fit.n_items,
-                         "epsilon": epsilon, "candidate": cand, "seed": seed,
-                         "score": float(np.mean(ratio)), "groups": groups, "marginals": marginals,
-                         "tvd2": tvd2, "marginals_tvd2": marginals_tvd2, "seconds": seconds,
-                         "train_seconds": train_seconds, "marginals_seconds": marginals_seconds})
+            rows.append({**common, "candidate": cand, "score": float(np.mean(ratio)), "groups": groups,
+                         "tvd2": tvd2, "seconds": seconds, "train_seconds": train_seconds})
             print(f"  {name}/{label} eps {epsilon:g} {cand}#{seed}: score {rows[-1]['score']:+.3f} "
                   f"({seconds:.0f} s)", flush=True)
             save(args, rows)
@@ -210,6 +233,8 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries") -> str:
     and worst held-out score, and the per-group errors of the default and of the marginals."""
     Setting = tuple[str, str, float]
     score: dict[Setting, dict[str, list[float]]] = {}
+    peer_rows = [r for r in rows if r.get("peer")]
+    rows = [r for r in rows if not r.get("peer")]
     for r in rows:
         if score_name == "tvd2" and "tvd2" not in r:
             continue
@@ -260,6 +285,40 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries") -> str:
                 lines.append(f"  {name:<26} mean over held-out datasets {_mean([h[who] for h in held.values()]):+.3f}, "
                              f"worst {held[worst][who]:+.3f} ({worst})")
     lines.append("\n" + group_table(rows))
+    if peer_rows:
+        lines.append("\n" + peer_table(rows, peer_rows))
+    return "\n".join(lines)
+
+
+def _groups(r: dict[str, Any], key: str) -> list[float]:
+    return [r[key][str(g)] if str(g) in r[key] else r[key][g] for g in range(1, GROUPS + 1)]
+
+
+def peer_table(rows: list[dict[str, Any]], peer_rows: list[dict[str, Any]], candidate: str = "default") -> str:
+    """Per setting and peer: the candidate's and the peer's mean relative error per length group, the
+    groups where the candidate is at or below the peer and below the marginals, and both 2-way TVDs
+    (means over the seeds both ran)."""
+    def by_setting(rs: list[dict[str, Any]]) -> dict[tuple[str, str, float, int], dict[str, Any]]:
+        return {(r["dataset"], size_label(r["size"]), float(r["epsilon"]), r["seed"]): r for r in rs}
+
+    ours = by_setting([r for r in rows if r["candidate"] == candidate])
+    lines = [f"{candidate} beside the peers, on the same records and held-out queries (groups 1..5; TVD: 2-way)",
+             (f"{'setting':<26}{'peer':<10}{candidate + ' errors':>45}{'peer errors':>45}"
+              f"{'<= peer':>9}{'< marg.':>9}{'TVD':>9}{'peer TVD':>9}")]
+    settings: dict[tuple[str, str, float, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for p in peer_rows:
+        key = (p["dataset"], size_label(p["size"]), float(p["epsilon"]), p["seed"])
+        if key in ours:
+            settings.setdefault((*key[:3], p["peer"]), []).append((ours[key], p))
+    for s in sorted(settings, key=lambda s: (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]), s[3])):
+        pairs = settings[s]
+        mine = np.mean([_groups(o, "groups") for o, _ in pairs], axis=0)
+        theirs = np.mean([_groups(p, "groups") for _, p in pairs], axis=0)
+        marg = np.mean([_groups(o, "marginals") for o, _ in pairs], axis=0)
+        lines.append(f"{s[0] + '/' + s[1] + ' eps ' + format(s[2], 'g'):<26}{s[3]:<10}"
+                     + "".join(f"{v:>9.3g}" for v in mine) + "".join(f"{v:>9.3g}" for v in theirs)
+                     + f"{int(np.sum(mine <= theirs)):>7}/5{int(np.sum(mine < marg)):>7}/5"
+                     + f"{np.mean([o['tvd2'] for o, _ in pairs]):>9.3g}{np.mean([p['tvd2'] for _, p in pairs]):>9.3g}")
     return "\n".join(lines)
 
 
@@ -307,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 4.0])
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--peers", nargs="*", default=[], choices=PEERS,
+                   help="also fit these baselines (need mbi) on the same records and score them beside the rules")
     p.add_argument("--threads", type=int, default=1, help="the runs' torch and BLAS threads (config key threads)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")

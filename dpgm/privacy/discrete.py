@@ -1,4 +1,5 @@
-"""Exact integer noise for released statistics: the discrete Gaussian and the discrete Laplace.
+"""Exact integer noise for released statistics: the discrete Gaussian and the discrete Laplace;
+and the exponential mechanism's exact draw (``noisy_max_index``).
 
 Canonne, Kamath and Steinke (NeurIPS 2020), "The Discrete Gaussian for Differential Privacy":
 Algorithm 1 (Bernoulli(exp(-gamma))), Algorithm 2 (discrete Laplace) and Algorithm 3 (discrete
@@ -66,6 +67,32 @@ def discrete_laplace(
 ) -> np.ndarray:
     """int64 draws of Lap_Z(scale), P(x) ~ exp(-|x| / scale) (CKS 2020, Algorithm 2)."""
     return _draw("laplace", shape, scale, rng)
+
+
+def noisy_max_index(scores: np.ndarray, scale: float, rng: np.random.Generator | None = None) -> int:
+    """argmax_i (scores_i + Gumbel(scale)): index i with probability ~ exp(scores_i / scale), the
+    exponential mechanism drawn as report-noisy-max (Gumbel-max). A private run: OpenDP's exact
+    sampler over the OS CSPRNG; an experiment's seeded generator: the inverse CDF at one uniform
+    from it (reproducible; a seeded run is not private anyway)."""
+    values = np.asarray(scores, dtype=np.float64)
+    scale = float(scale)
+    if not (values.size and np.isfinite(values).all() and np.isfinite(scale) and scale > 0):
+        raise ValueError("noisy max needs finite scores and a finite scale > 0")
+    if is_secure(rng):
+        return int(_opendp_noisy_max(scale)(values.tolist()))
+    weights = np.exp((values - values.max()) / scale)
+    cdf = np.cumsum(weights)
+    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), values.size - 1))
+
+
+@lru_cache(maxsize=64)
+def _opendp_noisy_max(scale: float) -> Any:
+    """OpenDP's exact report-noisy-max with Gumbel noise (its zCDP measure: the exponential mechanism)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
+    return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
 
 
 def _draw(

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace
+from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace, noisy_max_index
 from dpgm.privacy.events import (
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     DpEvent,
+    ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
 )
@@ -233,6 +234,23 @@ def laplace_release(
 #: Secure mode: after one draw thrown away, each N(0, 1) is (z_1 + ... + z_4) / 2, the sum of 2n
 #: draws with n = 2 (Holohan and Braghin 2021, section 5.1; Opacus's ``_generate_noise``).
 SECURE_DRAWS = 4
+
+
+def exponential_mechanisms(
+    scores: Sequence[np.ndarray],
+    *,
+    epsilon: float,
+    sensitivity: float,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+) -> list[int]:
+    """One epsilon exponential mechanism per score vector, P(i) ~ exp(epsilon u_i / (2 sensitivity)),
+    the vectors scoring DISJOINT records (parallel composition): ONE ``ExponentialEvent`` charged,
+    then one index drawn per vector, exactly (``discrete.noisy_max_index``)."""
+    accountant.spend(stage, ExponentialEvent(epsilon=epsilon))
+    scale = 2.0 * float(sensitivity) / float(epsilon)
+    return [noisy_max_index(u, scale, rng) for u in scores]
 
 
 def gaussian_noise(

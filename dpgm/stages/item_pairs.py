@@ -25,13 +25,11 @@ import numpy as np
 import torch
 
 from dpgm.config import Config
-from dpgm.evaluation.mwem import select, selection_probabilities
 from dpgm.models import MODELS
 from dpgm.models.tree import TreeOptions
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
-from dpgm.privacy.events import ExponentialEvent
-from dpgm.privacy.mechanisms import floor_counts, gaussian_release
+from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
 from dpgm.stages.base import Stage, StageContext
 from dpgm.stages.length_bound import mean_bound
 from dpgm.stages.part_means import FLOOR
@@ -60,13 +58,14 @@ def grow_trees(counts: list[np.ndarray], sizes: np.ndarray, means: np.ndarray, *
     edges: list[list[tuple[int, int]]] = [[] for _ in range(k)]
     scores = [np.abs(counts[j][a, b] - sizes[j] * means[j, a] * means[j, b]) for j in range(k)]
     for _ in range(m - 1):
-        accountant.spend(STAGE, ExponentialEvent(epsilon=epsilon))  # one round of every part: disjoint parts
-        for j in range(k):
+        open_pairs = [np.flatnonzero(comp[a] != comp[b]) for comp in components]
+        picks = exponential_mechanisms([u[o] for u, o in zip(scores, open_pairs)], epsilon=epsilon, sensitivity=1.0,
+                                       accountant=accountant, stage=STAGE, rng=rng)  # one round, every part
+        for j, (pick, open_j) in enumerate(zip(picks, open_pairs)):
+            pair = open_j[pick]
+            edges[j].append((int(a[pair]), int(b[pair])))
             comp = components[j]
-            open_pairs = np.flatnonzero(comp[a] != comp[b])
-            pick = open_pairs[select(selection_probabilities(scores[j][open_pairs], epsilon), rng.random())]
-            edges[j].append((int(a[pick]), int(b[pick])))
-            comp[comp == comp[b[pick]]] = comp[a[pick]]
+            comp[comp == comp[b[pair]]] = comp[a[pair]]
     return edges
 
 

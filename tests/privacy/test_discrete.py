@@ -15,6 +15,7 @@ from dpgm.privacy.discrete import (
     discrete_gaussian,
     discrete_laplace,
     is_secure,
+    noisy_max_index,
     secure_generator,
 )
 
@@ -116,3 +117,26 @@ def test_empty_shapes_and_bad_scales() -> None:
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError):
             discrete_gaussian(3, bad, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_noisy_max_is_the_exponential_mechanism(source: str) -> None:
+    """P(i) ~ exp(u_i / scale): chi-square against the exponential mechanism's probabilities."""
+    scores, scale = np.array([0.0, 1.0, 2.5, -1.0, 2.0]), 1.5
+    rng = SOURCES[source]()
+    draws = np.array([noisy_max_index(scores, scale, rng) for _ in range(6_000)])
+    p = np.exp(scores / scale) / np.exp(scores / scale).sum()
+    observed = np.bincount(draws, minlength=scores.size)
+    assert stats.chisquare(observed, p * draws.size).pvalue > P_FLOOR
+
+
+def test_noisy_max_sources_and_bad_inputs() -> None:
+    rng = secure_generator()
+    state = rng.bit_generator.state
+    noisy_max_index(np.arange(4.0), 1.0, rng)
+    assert rng.bit_generator.state == state  # the secure draw never touches the generator
+    seeded = [noisy_max_index(np.arange(9.0), 2.0, np.random.default_rng(5)) for _ in range(3)]
+    assert len(set(seeded)) == 1  # an experiment's draw repeats
+    for scores, scale in ((np.array([]), 1.0), (np.array([1.0, math.nan]), 1.0), (np.arange(3.0), 0.0)):
+        with pytest.raises(ValueError):
+            noisy_max_index(scores, scale, np.random.default_rng(0))

@@ -17,12 +17,14 @@ from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.events import (
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
+    ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
 )
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.privacy.mechanisms import (
     SNAP_SHARE,
+    exponential_mechanisms,
     floor_counts,
     gaussian_release,
     gaussian_releases,
@@ -77,7 +79,7 @@ def test_released_statistics_never_get_a_floating_point_draw() -> None:
     importers = sorted(
         path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
         if any(isinstance(n, ast.ImportFrom) and n.module == "dpgm.privacy.discrete"
-               and {a.name for a in n.names} & {"discrete_gaussian", "discrete_laplace"}
+               and {a.name for a in n.names} & {"discrete_gaussian", "discrete_laplace", "noisy_max_index"}
                for n in ast.walk(ast.parse(path.read_text())))
     )
     assert importers == ["privacy/mechanisms.py"]
@@ -160,6 +162,40 @@ def test_refused_release_draws_nothing_and_records_nothing() -> None:
         noisy_releases([np.zeros(2), 0.0], [1.0, 1.0], [GaussianEvent(noise_multiplier=100.0), LaplaceEvent(epsilon=1.0)],
                        accountant=acc, stage="s", rng=rng)
     assert acc.ledger.entries == [] and rng.bit_generator.state == state
+
+
+def test_exponential_mechanisms_charge_one_event_for_disjoint_selections() -> None:
+    acc = Accountant(delta=1e-5)
+    picks = exponential_mechanisms([np.array([0.0, 500.0, 1.0]), np.array([300.0, 0.0])], epsilon=1.0,
+                                   sensitivity=1.0, accountant=acc, stage="s", rng=np.random.default_rng(3))
+    assert picks == [1, 0]  # a score gap of hundreds at epsilon 1: the best, with probability ~1
+    [entry] = acc.ledger.entries
+    assert entry.event == ExponentialEvent(epsilon=1.0) and entry.count == 1
+    refusing = Accountant(delta=1e-5, budget_epsilon=0.5)
+    rng = np.random.default_rng(2)
+    state = rng.bit_generator.state
+    with pytest.raises(PrivacyBudgetError):
+        exponential_mechanisms([np.zeros(3)], epsilon=5.0, sensitivity=1.0, accountant=refusing, stage="s", rng=rng)
+    assert refusing.ledger.entries == [] and rng.bit_generator.state == state
+
+
+@pytest.mark.parametrize("epsilon, sensitivity", [(0.1, 1.0), (1.0, 1.0), (2.0, 3.0)])
+def test_the_selection_sampler_is_the_epsilon_exponential_mechanism_by_opendps_map(epsilon, sensitivity) -> None:
+    """OpenDP's own zCDP map of the Gumbel noisy max that draws a selection (scale 2 sensitivity /
+    epsilon) is the epsilon exponential mechanism's rho = epsilon^2 / 8; the accountant's curve of
+    ExponentialEvent(epsilon) (bounded range, Cesar and Rogers 2021) stays within a rho and epsilon."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
+    measurement = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=2 * sensitivity / epsilon)
+    rho = measurement.map(sensitivity)
+    acc = Accountant(delta=1e-5)
+    curve = acc.curve(ExponentialEvent(epsilon=epsilon))
+    orders = np.asarray(acc.orders)
+    assert rho == pytest.approx(epsilon**2 / 8)
+    assert np.all(curve > 0) and np.all(curve <= orders * rho * (1 + 1e-9) + 1e-12)
+    assert np.all(curve <= epsilon + 1e-12)
 
 
 def test_laplace_release_scale_and_event() -> None:
