@@ -74,6 +74,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tree3e3": {"TREE_SCALE": 3_000},
     "tree1e4": {"TREE_SCALE": 10_000},
     "tree1e5": {"TREE_SCALE": 100_000},
+    # the clip of the means at the length balancing its bias against the means' noise
+    "lbal": {"LENGTH_QUANTILE": "balanced"},
     # fewer, larger groups: k = N eps / RECORDS_PER_PART
     "rpp1e4": {"RECORDS_PER_PART": 10_000},
     "rpp2e4": {"RECORDS_PER_PART": 20_000},

@@ -6,8 +6,9 @@ and biases every mean down (a table written as attribute=value items holds one i
 attribute in every record), while a bound far above it buys noise for nothing. Here the bound
 follows the data through one Gaussian release: the histogram of record lengths (sensitivity 1,
 ``record_lengths.noisy_length_shares``), and C = sqrt(L) for the smallest L whose noisy share of
-records with at most L items reaches the quantile q. Post-processing of the released histogram;
-``model.mean_clip``, when stated, is not used.
+records with at most L items reaches the quantile q, or (``balanced``) the L that balances what
+the clip takes from the means against the noise it saves (``balanced_length``). Post-processing
+of the released histogram; ``model.mean_clip``, when stated, is not used.
 """
 
 from __future__ import annotations
@@ -39,14 +40,35 @@ def mean_bound(cfg: Config, ctx: StageContext) -> float:
     return math.sqrt(ctx.data.n_items) if cfg.model.mean_clip is None else float(cfg.model.mean_clip)
 
 
+def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: float, parts: int,
+                    n_items: int) -> int:
+    """The L minimising lost(L)^2 + noise(L)^2, both relative to the item mass T = n sum_l h_l l:
+    lost(L) = sum_l h_l l (1 - sqrt(L / l))^+ / sum_l h_l l, the share of item mass the clip sqrt(L)
+    removes, and noise(L) = sigma sqrt(k L) m / T, the noise of an average item's total summed over
+    the k parts' means (sigma the means' multiplier). All from released shares h and public numbers."""
+    lengths = np.arange(shares.size, dtype=np.float64)
+    mass = float(shares @ lengths)
+    if mass <= 0:
+        return 1
+    candidates = np.arange(1, shares.size)
+    kept = np.minimum(1.0, np.sqrt(candidates[:, None] / np.maximum(lengths[None, :], 1.0)))
+    lost = ((1.0 - kept) * shares * lengths).sum(axis=1) / mass
+    noise = noise_multiplier * np.sqrt(parts * candidates) * n_items / (max(records, 1.0) * mass)
+    return int(candidates[np.argmin(lost**2 + noise**2)])
+
+
 class LengthBoundStage(Stage):
-    """The q-quantile of record lengths from a noisy histogram; output: that length L (an int)."""
+    """The q-quantile of record lengths, or the balanced length, from a noisy histogram; output: L (an int)."""
 
     name = STAGE
     line = "bound the records' lengths from a noisy length histogram (the clip of the groups' means)"
     switch = "model.mean_clip_quantile"
 
     def run(self, ctx: StageContext) -> int:
-        shares = noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_bound_noise_multiplier,
-                                     accountant=ctx.accountant, rng=ctx.rng, stage=STAGE)
-        return quantile_length(shares, self.cfg.model.mean_clip_quantile)
+        shares, records = noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_bound_noise_multiplier,
+                                              accountant=ctx.accountant, rng=ctx.rng, stage=STAGE, with_total=True)
+        q = self.cfg.model.mean_clip_quantile
+        if q != "balanced":
+            return quantile_length(shares, q)
+        return balanced_length(shares, records=records, noise_multiplier=self.cfg.model.mean_noise_multiplier,
+                               parts=self.cfg.partition.k, n_items=ctx.data.n_items)

@@ -24,13 +24,16 @@ STAGE = "record_lengths"
 
 
 def noisy_length_shares(data: BinaryDataset, *, noise_multiplier: float, accountant: Accountant,
-                        rng: np.random.Generator, stage: str = STAGE) -> np.ndarray:
-    """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release."""
+                        rng: np.random.Generator, stage: str = STAGE,
+                        with_total: bool = False) -> np.ndarray | tuple[np.ndarray, float]:
+    """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release
+    (``with_total``: and the noisy number of records, the projected histogram's total)."""
     counts = np.bincount(data.record_lengths(), minlength=data.n_items + 1).astype(np.float64)
     noisy = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
                              accountant=accountant, stage=stage, rng=rng)
-    kept = project_to_total(noisy, max(float(noisy.sum()), 1.0))
-    return kept / kept.sum()
+    total = max(float(noisy.sum()), 1.0)
+    kept = project_to_total(noisy, total)
+    return (kept / kept.sum(), total) if with_total else kept / kept.sum()
 
 
 class RecordLengthsStage(ArrayStage):

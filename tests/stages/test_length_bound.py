@@ -10,7 +10,7 @@ from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.events import DiscreteGaussianEvent
-from dpgm.stages.length_bound import STAGE, quantile_length
+from dpgm.stages.length_bound import STAGE, balanced_length, quantile_length
 
 
 def test_quantile_length_is_the_smallest_length_reaching_the_share() -> None:
@@ -28,7 +28,7 @@ def one_item_per_attribute(n: int, attributes: int, values: int, seed: int = 0) 
     return BinaryDataset(records=records, item_names=[str(i) for i in range(attributes * values)])
 
 
-@pytest.mark.parametrize("quantile", [None, 0.9])
+@pytest.mark.parametrize("quantile", [None, 0.9, "balanced"])
 def test_long_records_keep_unbiased_means_with_the_private_bound(tmp_path, quantile) -> None:
     data = one_item_per_attribute(4_000, attributes=20, values=2)
     over = {"model": {"kind": "independent", "mean_clip": 3.0, "mean_noise_multiplier": 1.0,
@@ -46,3 +46,32 @@ def test_long_records_keep_unbiased_means_with_the_private_bound(tmp_path, quant
     assert means.mean() == pytest.approx(0.5, abs=0.02)
     [entry] = [e for e in run.accountant.ledger.entries if e.stage == STAGE]
     assert isinstance(entry.event, DiscreteGaussianEvent) and entry.event.noise_multiplier == 2.0
+
+
+def _objective(shares: np.ndarray, L: int, records: float, sigma: float, parts: int, m: int) -> float:
+    """The balanced rule's loss at L, written out record length by record length."""
+    mass = sum(h * l for l, h in enumerate(shares))
+    lost = sum(h * l * (1 - np.sqrt(L / l)) for l, h in enumerate(shares) if l > L) / mass
+    return lost**2 + (sigma * np.sqrt(parts * L) * m / (records * mass)) ** 2
+
+
+@pytest.mark.parametrize("sigma, parts", [(0.5, 1), (5.0, 2), (50.0, 8)])
+def test_the_balanced_length_minimises_lost_mass_and_noise(sigma, parts) -> None:
+    lengths = np.arange(18)
+    shares = np.where(lengths > 0, 0.6 ** lengths, 0.0)
+    shares /= shares.sum()
+    args = {"records": 30_000.0, "noise_multiplier": sigma, "parts": parts, "n_items": 17}
+    chosen = balanced_length(shares, **args)
+    losses = [_objective(shares, L, 30_000.0, sigma, parts, 17) for L in range(1, 18)]
+    assert chosen == 1 + int(np.argmin(losses))
+
+
+def test_the_balanced_length_keeps_whole_tables_and_shrinks_under_heavy_noise() -> None:
+    table = np.zeros(76)
+    table[37] = 1.0  # every record holds 37 items
+    assert balanced_length(table, records=1_600, noise_multiplier=6.0, parts=1, n_items=75) == 37
+    lengths = np.arange(18)
+    shares = np.where(lengths > 0, 0.6 ** lengths, 0.0) / np.where(lengths > 0, 0.6 ** lengths, 0.0).sum()
+    quiet = balanced_length(shares, records=1e6, noise_multiplier=1.0, parts=1, n_items=17)
+    loud = balanced_length(shares, records=1e3, noise_multiplier=50.0, parts=1, n_items=17)
+    assert loud < quiet
