@@ -74,8 +74,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tree3e3": {"TREE_SCALE": 3_000},
     "tree1e4": {"TREE_SCALE": 10_000},
     "tree1e5": {"TREE_SCALE": 100_000},
-    # the clip of the means at the length balancing its bias against the means' noise
-    "lbal": {"LENGTH_QUANTILE": "balanced"},
+    # the clip of the means raised to the length balancing its bias against the means' noise
+    "lbalmax": {"LENGTH_BALANCE": True},
     # fewer, larger groups: k = N eps / RECORDS_PER_PART
     "rpp1e4": {"RECORDS_PER_PART": 10_000},
     "rpp2e4": {"RECORDS_PER_PART": 20_000},
@@ -230,9 +230,10 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def summarize(rows: list[dict[str, Any]], score_name: str = "queries") -> str:
+def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: bool = True) -> str:
     """Mean score per (setting, candidate), the LODO choice for every dataset and epsilon, the mean
-    and worst held-out score, and the per-group errors of the default and of the marginals."""
+    and worst held-out score, and (``groups``) the per-group errors of the default and of the
+    marginals, and the default beside the peers."""
     Setting = tuple[str, str, float]
     score: dict[Setting, dict[str, list[float]]] = {}
     peer_rows = [r for r in rows if r.get("peer")]
@@ -286,8 +287,9 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries") -> str:
                 name = {"chosen": "LODO choice", "default": "default", "best": "best per dataset (oracle)"}[who]
                 lines.append(f"  {name:<26} mean over held-out datasets {_mean([h[who] for h in held.values()]):+.3f}, "
                              f"worst {held[worst][who]:+.3f} ({worst})")
-    lines.append("\n" + group_table(rows))
-    if peer_rows:
+    if groups:
+        lines.append("\n" + group_table(rows))
+    if groups and peer_rows:
         lines.append("\n" + peer_table(rows, peer_rows))
     return "\n".join(lines)
 

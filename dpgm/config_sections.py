@@ -190,12 +190,15 @@ class ModelConfig:
     mean_noise_multiplier: float = opt(20.0, "noisy_mean: noise std / L2 sensitivity of the per-part record sums")
     mean_clip: float | None = opt(None, "noisy_mean: L2 bound on each record in the sums (a public bound, e.g. 12 for "
                                         "MNIST digits; null: sqrt(number of items), never clips)")
-    mean_clip_quantile: float | Literal["balanced"] | None = opt(
-        None, "noisy_mean: clip the part sums (and item totals) at sqrt(L), L read off a noisy histogram of record "
-              "lengths (Gaussian with length_bound_noise_multiplier, L2 sensitivity 1; ledger stage length_bound): "
-              "a number q in (0, 1] takes the length this share of records does not exceed; balanced takes the L "
-              "whose estimated loss of item mass to the clip, squared, plus the means' relative noise, squared, is "
-              "least (dpgm/stages/length_bound.py); replaces mean_clip; null: off")
+    mean_clip_quantile: float | None = opt(None, "noisy_mean: clip the part sums (and item totals) at sqrt(L), L the "
+                                                 "length this share of records does not exceed, read off a noisy "
+                                                 "histogram of record lengths (Gaussian with "
+                                                 "length_bound_noise_multiplier, L2 sensitivity 1; ledger stage "
+                                                 "length_bound); replaces mean_clip; null: off")
+    mean_clip_balance: bool = opt(False, "noisy_mean with mean_clip_quantile: raise L to the length whose estimated "
+                                         "loss of item mass to the clip, squared, plus the means' relative noise, "
+                                         "squared, is least, when that is longer (read off the same noisy "
+                                         "histogram; dpgm/stages/length_bound.py)")
     length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
                                                      "length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "
@@ -228,9 +231,10 @@ class ModelConfig:
         _require(self.chains >= 1, "model", "chains", "must be >= 1")
         _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
         _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
-        q = self.mean_clip_quantile
-        _require(q in (None, "balanced") or (isinstance(q, (int, float)) and 0 < q <= 1), "model",
-                 "mean_clip_quantile", "must be in (0, 1] or balanced")
+        _require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",
+                 "must be in (0, 1]")
+        _require(not self.mean_clip_balance or self.mean_clip_quantile is not None, "model", "mean_clip_balance",
+                 "needs mean_clip_quantile (it raises the quantile's length)")
         _require(self.length_bound_noise_multiplier > 0, "model", "length_bound_noise_multiplier", "must be > 0")
         _require(self.mean_clip_quantile is None or self.output_bias == "noisy_mean", "model", "mean_clip_quantile",
                  "needs output_bias: noisy_mean (it bounds the records in the noisy means)")

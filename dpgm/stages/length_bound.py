@@ -6,9 +6,11 @@ and biases every mean down (a table written as attribute=value items holds one i
 attribute in every record), while a bound far above it buys noise for nothing. Here the bound
 follows the data through one Gaussian release: the histogram of record lengths (sensitivity 1,
 ``record_lengths.noisy_length_shares``), and C = sqrt(L) for the smallest L whose noisy share of
-records with at most L items reaches the quantile q, or (``balanced``) the L that balances what
-the clip takes from the means against the noise it saves (``balanced_length``). Post-processing
-of the released histogram; ``model.mean_clip``, when stated, is not used.
+records with at most L items reaches the quantile q, raised (``model.mean_clip_balance``) to the
+length that balances what the clip takes from the means against the noise it saves
+(``balanced_length``) when that is longer: with little noise, a clip at the quantile would cost
+more in bias than it saves. Post-processing of the released histogram; ``model.mean_clip``, when
+stated, is not used.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: flo
 
 
 class LengthBoundStage(Stage):
-    """The q-quantile of record lengths, or the balanced length, from a noisy histogram; output: L (an int)."""
+    """The q-quantile of record lengths (raised to the balanced length) from a noisy histogram; output: L (an int)."""
 
     name = STAGE
     line = "bound the records' lengths from a noisy length histogram (the clip of the groups' means)"
@@ -67,8 +69,9 @@ class LengthBoundStage(Stage):
     def run(self, ctx: StageContext) -> int:
         shares, records = noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_bound_noise_multiplier,
                                               accountant=ctx.accountant, rng=ctx.rng, stage=STAGE, with_total=True)
-        q = self.cfg.model.mean_clip_quantile
-        if q != "balanced":
-            return quantile_length(shares, q)
-        return balanced_length(shares, records=records, noise_multiplier=self.cfg.model.mean_noise_multiplier,
-                               parts=self.cfg.partition.k, n_items=ctx.data.n_items)
+        length = quantile_length(shares, self.cfg.model.mean_clip_quantile)
+        if not self.cfg.model.mean_clip_balance:
+            return length
+        balanced = balanced_length(shares, records=records, noise_multiplier=self.cfg.model.mean_noise_multiplier,
+                                   parts=self.cfg.partition.k, n_items=ctx.data.n_items)
+        return max(length, balanced)
