@@ -195,10 +195,9 @@ class ModelConfig:
                                                  "histogram of record lengths (Gaussian with "
                                                  "length_bound_noise_multiplier, L2 sensitivity 1; ledger stage "
                                                  "length_bound); replaces mean_clip; null: off")
-    mean_clip_balance: bool = opt(False, "noisy_mean with mean_clip_quantile: raise L to the length whose estimated "
-                                         "loss of item mass to the clip, squared, plus the means' relative noise, "
-                                         "squared, is least, when that is longer (read off the same noisy "
-                                         "histogram; dpgm/stages/length_bound.py)")
+    mean_clip_balance: bool = opt(False, "with mean_clip_quantile: raise L to the length that balances the item "
+                                         "mass the clip removes against the means' noise, when that is longer "
+                                         "(dpgm/stages/length_bound.py)")
     length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
                                                      "length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "
