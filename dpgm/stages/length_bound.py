@@ -25,6 +25,8 @@ from dpgm.stages.record_lengths import noisy_length_shares
 
 #: Ledger stage of this release.
 STAGE = "length_bound"
+#: The balanced length reads a length's noisy count as zero below this many noise stds.
+TAIL_NOISE = 2.0
 
 
 def quantile_length(shares: np.ndarray, q: float) -> int:
@@ -42,19 +44,23 @@ def mean_bound(cfg: Config, ctx: StageContext) -> float:
     return math.sqrt(ctx.data.n_items) if cfg.model.mean_clip is None else float(cfg.model.mean_clip)
 
 
-def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: float, parts: int,
-                    n_items: int) -> int:
+def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: float, parts: int, n_items: int,
+                    count_noise: float = 0.0) -> int:
     """The L minimising lost(L)^2 + noise(L)^2, both relative to the item mass T = n sum_l h_l l:
     lost(L) = sum_l h_l l (1 - sqrt(L / l))^+ / sum_l h_l l, the share of item mass the clip sqrt(L)
     removes, and noise(L) = sigma sqrt(k L) m / T, the noise of an average item's total summed over
-    the k parts' means (sigma the means' multiplier). All from released shares h and public numbers."""
+    the k parts' means (sigma the means' multiplier). Lengths whose noisy count is below
+    TAIL_NOISE x ``count_noise`` (the histogram's noise std) count as empty: at a few thousand
+    records the noise alone would put mass in the long tail and call for a clip no record needs.
+    All from released shares h and public numbers."""
     lengths = np.arange(shares.size, dtype=np.float64)
-    mass = float(shares @ lengths)
+    h = np.where(shares * records >= TAIL_NOISE * count_noise, shares, 0.0)
+    mass = float(h @ lengths)
     if mass <= 0:
         return 1
     candidates = np.arange(1, shares.size)
     kept = np.minimum(1.0, np.sqrt(candidates[:, None] / np.maximum(lengths[None, :], 1.0)))
-    lost = ((1.0 - kept) * shares * lengths).sum(axis=1) / mass
+    lost = ((1.0 - kept) * h * lengths).sum(axis=1) / mass
     noise = noise_multiplier * np.sqrt(parts * candidates) * n_items / (max(records, 1.0) * mass)
     return int(candidates[np.argmin(lost**2 + noise**2)])
 
@@ -73,5 +79,6 @@ class LengthBoundStage(Stage):
         if not self.cfg.model.mean_clip_balance:
             return length
         balanced = balanced_length(shares, records=records, noise_multiplier=self.cfg.model.mean_noise_multiplier,
-                                   parts=self.cfg.partition.k, n_items=ctx.data.n_items)
+                                   parts=self.cfg.partition.k, n_items=ctx.data.n_items,
+                                   count_noise=self.cfg.model.length_bound_noise_multiplier)
         return max(length, balanced)

@@ -99,3 +99,12 @@ def test_the_balance_raises_the_quantile_where_the_noise_is_small(tmp_path) -> N
     assert bounds[False, 1.0] == 2  # the median length
     assert bounds[True, 1.0] > bounds[False, 1.0]
     assert bounds[True, 2000.0] == bounds[False, 1.0]
+
+
+def test_the_balanced_length_ignores_a_tail_below_the_histogram_noise() -> None:
+    lengths = np.arange(31)
+    shares = np.where((lengths > 0) & (lengths <= 4), 0.25, 0.0)
+    shares[30] = 0.004  # 12 of 3,000 records: within the noise of a histogram with std 10
+    args = {"records": 3_000.0, "noise_multiplier": 1.0, "parts": 1, "n_items": 30}
+    assert balanced_length(shares, **args) > 4  # read as real, the long records call for a longer clip
+    assert balanced_length(shares, **args, count_noise=10.0) == 4
