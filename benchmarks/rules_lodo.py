@@ -75,7 +75,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tree1e4": {"TREE_SCALE": 10_000},
     "tree1e5": {"TREE_SCALE": 100_000},
     # the clip of the means raised to the length balancing its bias against the means' noise
-    "lbalmax": {"LENGTH_BALANCE": True},
+    "lbalmax": {"LENGTH_BALANCE": 1.0},
+    "lbalmax4": {"LENGTH_BALANCE": 4.0},
+    "lbalmax16": {"LENGTH_BALANCE": 16.0},
     # fewer, larger groups: k = N eps / RECORDS_PER_PART
     "rpp1e4": {"RECORDS_PER_PART": 10_000},
     "rpp2e4": {"RECORDS_PER_PART": 20_000},

@@ -195,9 +195,10 @@ class ModelConfig:
                                                  "histogram of record lengths (Gaussian with "
                                                  "length_bound_noise_multiplier, L2 sensitivity 1; ledger stage "
                                                  "length_bound); replaces mean_clip; null: off")
-    mean_clip_balance: bool = opt(False, "with mean_clip_quantile: raise L to the length that balances the item "
-                                         "mass the clip removes against the means' noise, when that is longer "
-                                         "(dpgm/stages/length_bound.py)")
+    mean_clip_balance: float | None = opt(None, "with mean_clip_quantile: raise L, when that is longer, to the length "
+                                                "minimising the item mass the clip removes, squared, plus this "
+                                                "weight times the means' noise, squared (dpgm/stages/length_bound.py); "
+                                                "null: off")
     length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
                                                      "length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "
@@ -232,8 +233,8 @@ class ModelConfig:
         _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
         _require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",
                  "must be in (0, 1]")
-        _require(not self.mean_clip_balance or self.mean_clip_quantile is not None, "model", "mean_clip_balance",
-                 "needs mean_clip_quantile (it raises the quantile's length)")
+        _require(self.mean_clip_balance is None or (self.mean_clip_balance > 0 and self.mean_clip_quantile is not None),
+                 "model", "mean_clip_balance", "must be > 0, with mean_clip_quantile (it raises the quantile's length)")
         _require(self.length_bound_noise_multiplier > 0, "model", "length_bound_noise_multiplier", "must be > 0")
         _require(self.mean_clip_quantile is None or self.output_bias == "noisy_mean", "model", "mean_clip_quantile",
                  "needs output_bias: noisy_mean (it bounds the records in the noisy means)")

@@ -42,9 +42,9 @@ TOTALS_SHARE = 0.0
 #: fixed clip fits one kind of data: nine items shrink every record of a table written as
 #: attribute=value items (each record holds one item per attribute) and bias all its means.
 LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.02, 0.9
-#: Whether that L is raised to the length balancing the clip's bias against the means' noise
-#: (``model.mean_clip_balance``) when that is longer.
-LENGTH_BALANCE = False
+#: The weight of the means' noise against the clip's bias in the length that raises L when longer
+#: (``model.mean_clip_balance``; None: off).
+LENGTH_BALANCE: float | None = None
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
@@ -136,7 +136,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
         "model.mean_clip_quantile": LENGTH_QUANTILE if LENGTH_BOUND_SHARE > 0 else None,
-        "model.mean_clip_balance": LENGTH_BALANCE and LENGTH_BOUND_SHARE > 0,
+        "model.mean_clip_balance": LENGTH_BALANCE if LENGTH_BOUND_SHARE > 0 else None,
         "model.length_bound_noise_multiplier": (sigma_for_share(rho, LENGTH_BOUND_SHARE)
                                                 if LENGTH_BOUND_SHARE > 0 else 20.0),
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,

@@ -45,8 +45,8 @@ def mean_bound(cfg: Config, ctx: StageContext) -> float:
 
 
 def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: float, parts: int, n_items: int,
-                    count_noise: float = 0.0) -> int:
-    """The L minimising lost(L)^2 + noise(L)^2, both relative to the item mass T = n sum_l h_l l:
+                    count_noise: float = 0.0, weight: float = 1.0) -> int:
+    """The L minimising lost(L)^2 + weight noise(L)^2, both relative to the item mass T = n sum_l h_l l:
     lost(L) = sum_l h_l l (1 - sqrt(L / l))^+ / sum_l h_l l, the share of item mass the clip sqrt(L)
     removes, and noise(L) = sigma sqrt(k L) m / T, the noise of an average item's total summed over
     the k parts' means (sigma the means' multiplier). Lengths whose noisy count is below
@@ -62,7 +62,7 @@ def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: flo
     kept = np.minimum(1.0, np.sqrt(candidates[:, None] / np.maximum(lengths[None, :], 1.0)))
     lost = ((1.0 - kept) * h * lengths).sum(axis=1) / mass
     noise = noise_multiplier * np.sqrt(parts * candidates) * n_items / (max(records, 1.0) * mass)
-    return int(candidates[np.argmin(lost**2 + noise**2)])
+    return int(candidates[np.argmin(lost**2 + weight * noise**2)])
 
 
 class LengthBoundStage(Stage):
@@ -76,9 +76,10 @@ class LengthBoundStage(Stage):
         shares, records = noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_bound_noise_multiplier,
                                               accountant=ctx.accountant, rng=ctx.rng, stage=STAGE, with_total=True)
         length = quantile_length(shares, self.cfg.model.mean_clip_quantile)
-        if not self.cfg.model.mean_clip_balance:
+        if self.cfg.model.mean_clip_balance is None:
             return length
         balanced = balanced_length(shares, records=records, noise_multiplier=self.cfg.model.mean_noise_multiplier,
                                    parts=self.cfg.partition.k, n_items=ctx.data.n_items,
-                                   count_noise=self.cfg.model.length_bound_noise_multiplier)
+                                   count_noise=self.cfg.model.length_bound_noise_multiplier,
+                                   weight=self.cfg.model.mean_clip_balance)
         return max(length, balanced)

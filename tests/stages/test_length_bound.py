@@ -88,7 +88,7 @@ def test_the_balance_raises_the_quantile_where_the_noise_is_small(tmp_path) -> N
                              np.r_[0, np.cumsum(lengths)]), shape=(n, m))
     data = BinaryDataset(records=records, item_names=[str(i) for i in range(m)])
     bounds = {}
-    for balance, sigma in ((False, 1.0), (True, 1.0), (True, 2000.0)):
+    for balance, sigma in ((None, 1.0), (1.0, 1.0), (1.0, 2000.0)):
         over = {"model": {"kind": "independent", "mean_noise_multiplier": sigma, "mean_clip_quantile": 0.5,
                           "mean_clip_balance": balance, "length_bound_noise_multiplier": 1.0},
                 "partition": {"method": "none", "noise_multiplier": 5.0}}
@@ -96,9 +96,9 @@ def test_the_balance_raises_the_quantile_where_the_noise_is_small(tmp_path) -> N
         run = TrainingRun(cfg, tmp_path / f"r{balance}{sigma}", data=data, progress=False)
         run.start()
         bounds[balance, sigma] = run.output(STAGE)
-    assert bounds[False, 1.0] == 2  # the median length
-    assert bounds[True, 1.0] > bounds[False, 1.0]
-    assert bounds[True, 2000.0] == bounds[False, 1.0]
+    assert bounds[None, 1.0] == 2  # the median length
+    assert bounds[1.0, 1.0] > bounds[None, 1.0]
+    assert bounds[1.0, 2000.0] == bounds[None, 1.0]
 
 
 def test_the_balanced_length_ignores_a_tail_below_the_histogram_noise() -> None:
@@ -108,3 +108,5 @@ def test_the_balanced_length_ignores_a_tail_below_the_histogram_noise() -> None:
     args = {"records": 3_000.0, "noise_multiplier": 1.0, "parts": 1, "n_items": 30}
     assert balanced_length(shares, **args) > 4  # read as real, the long records call for a longer clip
     assert balanced_length(shares, **args, count_noise=10.0) == 4
+    heavier = balanced_length(shares, **args, weight=400.0)
+    assert heavier < balanced_length(shares, **args)  # weighing the noise more keeps a shorter clip
