@@ -109,6 +109,14 @@ class RunLayout:
         """Delete private/ (checkpoint and all): the run is complete and its release written."""
         shutil.rmtree(self.private, ignore_errors=True)
 
+    def remove_unfinished(self, *, created_root: bool) -> None:
+        """Undo a run that failed before its first checkpoint (nothing worth resuming was made): its
+        release/ and private/, and the run folder itself when the run created it and it is empty."""
+        shutil.rmtree(self.release, ignore_errors=True)
+        shutil.rmtree(self.private, ignore_errors=True)
+        if created_root and self.root.is_dir() and not any(self.root.iterdir()):
+            self.root.rmdir()
+
 
 def release_dir(path: str | Path) -> Path:
     """The release folder of a run: ``path/release`` for a run directory, else ``path`` itself."""

@@ -25,4 +25,4 @@ def test_ruff_passes_on_the_package() -> None:
 def test_no_module_is_longer_than_the_limit() -> None:
     sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text().splitlines()) for p in (ROOT / "dpgm").rglob("*.py")}
     assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
-    assert sizes["dpgm/pipeline/run.py"] <= MAX_RUN_LINES
+    assert sizes["dpgm/pipeline/run.py"] < MAX_RUN_LINES

@@ -9,7 +9,6 @@ only with ``nonprivate_diagnostics``, and then every report says the run is NOT 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +196,7 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
         raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} "
                           f"or another name (--set name=...)")
     if layout.exists():  # killed before its first checkpoint: nothing to resume, start again
-        _remove_failed(layout, created_root=False)
+        layout.remove_unfinished(created_root=False)
     run = TrainingRun(cfg, layout.root, data=data, progress=progress)
     created = not layout.root.exists()
     layout.create()
@@ -206,18 +205,10 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
             run.start()
             run.checkpoint()  # the partition is never redone on resume: its charges are in this file
         except BaseException:
-            _remove_failed(layout, created)
+            layout.remove_unfinished(created_root=created)
             raise
         run.train(stop)
     return layout.root, run.finish()
-
-
-def _remove_failed(layout: RunLayout, created_root: bool) -> None:
-    """Undo a run that failed before its first checkpoint (nothing worth resuming was made)."""
-    shutil.rmtree(layout.release, ignore_errors=True)
-    shutil.rmtree(layout.private, ignore_errors=True)
-    if created_root and layout.root.is_dir() and not any(layout.root.iterdir()):
-        layout.root.rmdir()
 
 
 def _checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:
