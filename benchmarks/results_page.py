@@ -316,6 +316,9 @@ TRIED = (
      "(`TREE_SCALE`); `_light` halves the tree's shares (5% of rho for the edge selections, 15% for the "
      "pair counts, against 10% and 30%); `_noempty` lets the tree draw the empty records itself instead "
      "of leaving them to a part of their own. Three seeds per setting.")),
+    ("No DP-SGD below a larger scale", "rules_lodo_seven_indep.json",
+     ("`default`: the shipped rules. `indepX` trains no model below N epsilon = X (`MIN_TRAINING_SCALE`, "
+     "shipped: 3,000): each group's model is its noisy mean record. Three seeds per setting.")),
     ("Fewer, larger groups", "rules_lodo_seven_parts.json",
      ("`default`: the rules before the balanced clip. `rppX` forms one group per X records at epsilon 1 (`RECORDS_PER_PART`, shipped: 5,000), on the "
      "datasets and sizes where the rules form more than one group. Three seeds per setting.")),

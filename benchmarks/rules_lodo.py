@@ -78,6 +78,12 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "lbalmax": {"LENGTH_BALANCE": 1.0},
     "lbalmax4": {"LENGTH_BALANCE": 4.0},
     "lbalmax16": {"LENGTH_BALANCE": 16.0},
+    # the item totals over all records, which the part means agree with, from the means' share
+    "totals10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
+    "totals20": {"TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
+    # no DP-SGD below a larger N x epsilon (independent items at each part's noisy mean)
+    "indep3e4": {"MIN_TRAINING_SCALE": 30_000},
+    "indep1e5": {"MIN_TRAINING_SCALE": 100_000},
     # fewer, larger groups: k = N eps / RECORDS_PER_PART
     "rpp1e4": {"RECORDS_PER_PART": 10_000},
     "rpp2e4": {"RECORDS_PER_PART": 20_000},
