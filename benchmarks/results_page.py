@@ -316,6 +316,10 @@ TRIED = (
      "(`TREE_SCALE`); `_light` halves the tree's shares (5% of rho for the edge selections, 15% for the "
      "pair counts, against 10% and 30%); `_noempty` lets the tree draw the empty records itself instead "
      "of leaving them to a part of their own. Three seeds per setting.")),
+    ("Item totals the means agree with", "rules_lodo_seven_totals.json",
+     ("`default`: the shipped rules. `totalsX` releases every item's total over all records with X% of rho "
+     "taken from the means' share, and the part means are made consistent with it by least squares "
+     "(`model.totals_noise_multiplier`). Three seeds per setting.")),
     ("No DP-SGD below a larger scale", "rules_lodo_seven_indep.json",
      ("`default`: the shipped rules. `indepX` trains no model below N epsilon = X (`MIN_TRAINING_SCALE`, "
      "shipped: 3,000): each group's model is its noisy mean record. Three seeds per setting.")),
