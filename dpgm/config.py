@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 
 from dpgm.config_sections import (
+    STATISTICS_ONLY,
     Config,
     DataConfig,
     ModelConfig,
@@ -30,9 +31,9 @@ from dpgm.config_sections import (
 )
 from dpgm.errors import ConfigError
 
-__all__ = ["SHIPPED_CONFIGS", "Config", "DataConfig", "ModelConfig", "PartitionConfig", "PrivacyConfig",
-           "TrainingConfig", "config_from_dict", "describe", "load_config", "opt", "resolve_config_path",
-           "shipped_config_names"]
+__all__ = ["SHIPPED_CONFIGS", "STATISTICS_ONLY", "Config", "DataConfig", "ModelConfig", "PartitionConfig",
+           "PrivacyConfig", "TrainingConfig", "config_from_dict", "describe", "load_config", "opt",
+           "resolve_config_path", "shipped_config_names"]
 
 
 # ---------------------------------------------------------------- loading

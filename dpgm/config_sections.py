@@ -158,6 +158,10 @@ class PartitionConfig:
                  "empty_part_noise_multiplier", "does not go with method: label (an empty part has no label)")
 
 
+#: Model kinds whose parameters are released statistics (the part means, the item pairs): no DP-SGD steps.
+STATISTICS_ONLY = frozenset({"independent", "tree"})
+
+
 @dataclass
 class ModelConfig:
     kind: str = opt("vae", "generative model of each part, by its registered name (dpgm.models.MODELS); conv_vae = a "

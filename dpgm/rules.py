@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dpgm.config import Config
+from dpgm.config import STATISTICS_ONLY, Config
 from dpgm.privacy.calibrate import calibrate
 from dpgm.privacy.events import GaussianEvent
 
@@ -123,7 +123,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + LENGTH_BOUND_SHARE
-    means_share = MEANS_SHARE if kind == "vae" else 1.0 - fixed - tree_share - MARGIN
+    # a kind without DP-SGD leaves the means its share too
+    means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,

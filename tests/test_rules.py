@@ -217,3 +217,25 @@ def test_below_the_tree_scale_a_tree_per_group_spends_the_budget(monkeypatch, tm
     run.start()
     assert run.steps == 0 and run.accountant.ledger.count("item_pairs") == 17  # 16 selections, one release
     assert 0.95 < run.planned_epsilon() <= 1.0
+
+
+@pytest.mark.parametrize("kind, trains", [("rbm", True), ("vae", True), ("independent", False), ("tree", False)])
+def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -> None:
+    """A config that states its model: a trained kind leaves DP-SGD what the means do not take;
+    a kind without DP-SGD gives the means that share too."""
+    from dpgm import rules
+
+    f = facts(300_000)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    plan = public_defaults(f, top_items=None, kind=kind)
+    releases = ("partition.noise_multiplier", "model.mean_noise_multiplier", "model.length_bound_noise_multiplier",
+                "partition.empty_part_noise_multiplier")
+    spent = sum(1 / (2 * plan[key] ** 2) * (2 * rules.LLOYD_ITERATIONS + 1 if key.startswith("partition.n") else 1)
+                for key in releases)
+    options = plan.get("model.options", {})
+    if options:
+        spent += (f.n_items - 1) * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
+    if trains:  # DP-SGD calibrates itself on what is left
+        assert spent / rho < 1 - rules.MARGIN - 0.1
+    else:  # nothing is left to a later stage
+        assert spent / rho == pytest.approx(1 - rules.MARGIN)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dpgm.config import ModelConfig
+from dpgm.config import STATISTICS_ONLY, ModelConfig
 from dpgm.models.conv_vae import ConvVAE
 from dpgm.models.independent import Independent
 from dpgm.models.protocol import DPSGDModel, GenerativeModel
@@ -25,8 +25,6 @@ __all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "ConvVAE", "DPSGDModel", "
 
 #: Models by ``model.kind``: each factory takes (model config, options, n_items, generator).
 MODELS: Registry[nn.Module] = Registry("model.kind")
-#: Kinds whose parameters are released statistics (the part means, the item pairs): no DP-SGD steps.
-STATISTICS_ONLY = frozenset({"independent", "tree"})
 
 
 def build_model(cfg: ModelConfig, n_items: int, *, generator: torch.Generator | None = None) -> nn.Module:
