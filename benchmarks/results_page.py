@@ -356,7 +356,8 @@ def peers() -> str:
          "where it holds at most 50,000), "
          "scored on 500 counting queries over the held-out half: the mean relative error per length group "
          "(1: shortest queries), the groups where dpgm is at or below MST and below independent marginals, "
-         "and the average total variation distance of the 2-way marginals. Means over three seeds, one thread."),
+         "and the average total variation distance of the 2-way marginals. Means over three seeds, one thread. "
+         "One plot per dataset: `benchmarks/results/peers_mst/`."),
         "", "```text", table.rstrip(), "```", "", source(name)])
 
 

@@ -360,6 +360,50 @@ def group_table(rows: list[dict[str, Any]], candidate: str = "default") -> str:
     return "\n".join(lines)
 
 
+def plot_peers(rows: list[dict[str, Any]], folder: Path, candidate: str = "default") -> list[Path]:
+    """One PNG per dataset: per fit size (rows) and epsilon (columns), the mean relative error per
+    length group of ``candidate``, of each peer and of the marginals (means over the seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines: dict[tuple[str, str, float], dict[str, list[list[float]]]] = {}
+    for r in rows:
+        who = r.get("peer") or r["candidate"]
+        if who != candidate and not r.get("peer"):
+            continue
+        cell = lines.setdefault((r["dataset"], size_label(r["size"]), float(r["epsilon"])), {})
+        cell.setdefault(who, []).append(_groups(r, "groups"))
+        if not r.get("peer"):
+            cell.setdefault("marginals", []).append(_groups(r, "marginals"))
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for dataset in sorted({k[0] for k in lines}, key=lambda d: DATASETS.index(d) if d in DATASETS else 99):
+        sizes = sorted({k[1] for k in lines if k[0] == dataset}, key=lambda z: float("inf") if z == "full" else float(z))
+        epsilons = sorted({k[2] for k in lines if k[0] == dataset})
+        fig, axes = plt.subplots(len(sizes), len(epsilons), figsize=(4.2 * len(epsilons), 2.8 * len(sizes)),
+                                 squeeze=False, sharex=True)
+        for i, size in enumerate(sizes):
+            for j, eps in enumerate(epsilons):
+                ax = axes[i][j]
+                for who, values in sorted(lines.get((dataset, size, eps), {}).items()):
+                    style = {"marginals": ":", candidate: "-"}.get(who, "--")
+                    label = f"dpgm ({who})" if who == candidate else who
+                    ax.plot(range(1, GROUPS + 1), np.mean(values, axis=0), style, marker="o", label=label)
+                ax.set_yscale("log")
+                ax.set_title(f"{dataset}, {size} records, epsilon {eps:g}", fontsize=9)
+                ax.set_xlabel("length group (1: shortest queries)", fontsize=8)
+                ax.set_ylabel("mean relative error", fontsize=8)
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / f"{dataset}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def read_rows(path: str) -> list[dict[str, Any]]:
     """A result file's rows; rows of older files without an epsilon get the file's ``--epsilon``."""
     payload = json.loads(Path(path).read_text())
@@ -385,11 +429,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--resume", action="store_true", help="keep the rows already in --json and skip their runs")
     p.add_argument("--summarize", nargs="+", default=None, metavar="JSON", help="only print the LODO summary of these files")
+    p.add_argument("--plot", type=Path, default=None, metavar="DIR",
+                   help="with --summarize: one PNG per dataset in DIR, the default beside the peers and the marginals")
     p.add_argument("--score", choices=("queries", "tvd2"), default="queries",
                    help="what the summary scores: the counting queries or the 2-way marginal TVD")
     args = p.parse_args(argv)
     if args.summarize:
-        print(summarize([r for path in args.summarize for r in read_rows(path)], args.score))
+        rows = [r for path in args.summarize for r in read_rows(path)]
+        print(summarize(rows, args.score))
+        for path in plot_peers(rows, args.plot) if args.plot else []:
+            print(f"wrote {path}")
         return 0
     for cand in args.candidates:
         check_candidate(cand)
