@@ -14,6 +14,7 @@ from dpgm.clustering.base import STAGE, Partition, Partitioner
 from dpgm.clustering.by_label import ByLabel, SinglePart
 from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
+from dpgm.clustering.lsh_tree import LshTreeOptions, LshTreePartitioner
 from dpgm.config import PartitionConfig
 from dpgm.data.dataset import BinaryDataset
 from dpgm.registry import Registry
@@ -24,6 +25,8 @@ __all__ = [
     "ByLabel",
     "DPKernelKMeans",
     "DPLloyd",
+    "LshTreeOptions",
+    "LshTreePartitioner",
     "Partition",
     "Partitioner",
     "SinglePart",
@@ -75,3 +78,25 @@ def _sketch(cfg: PartitionConfig, _options: None, public: BinaryDataset | None) 
     from dpgm.clustering import sketch  # lazy: the compressive k-means module is optional here
 
     return sketch.from_config(cfg, public=public)
+
+
+@PARTITIONERS.register("lsh_tree", options=LshTreeOptions,
+                       doc="private LSH-tree coreset, then k-means on it (Google's learning/clustering design)")
+def _lsh_tree(cfg: PartitionConfig, options: LshTreeOptions, public: BinaryDataset | None) -> Partitioner:
+    return LshTreePartitioner(k=cfg.k, noise_multiplier=cfg.noise_multiplier, target_epsilon=cfg.target_epsilon,
+                              options=options, public=public)
+
+
+def _subspace_options() -> type:
+    from dpgm.clustering.subspace.partitioner import SubspaceOptions
+
+    return SubspaceOptions
+
+
+@PARTITIONERS.register("subspace", options=_subspace_options(),
+                       doc="DP subspace clustering (Wang, Wang and Singh 2015): SuLQ, Gibbs or sample-aggregate")
+def _subspace(cfg: PartitionConfig, options: Any, _public: BinaryDataset | None) -> Partitioner:
+    from dpgm.clustering.subspace.partitioner import DPSubspaceClustering
+
+    return DPSubspaceClustering(k=cfg.k, options=options, noise_multiplier=cfg.noise_multiplier,
+                                target_epsilon=cfg.target_epsilon)
