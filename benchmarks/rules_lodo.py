@@ -93,6 +93,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tree3e3_light": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
     "tree3e3_light_noempty": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15,
                               "TREE_EMPTY_PART": False},
+    # another partitioner of the parts at the same share of rho
+    "part_lsh": {"PARTITIONER": "lsh_tree"},
+    "part_kernel": {"PARTITIONER": "kernel_kmeans"},
 }
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15

@@ -49,6 +49,10 @@ LENGTH_BALANCE: float | None = 16.0
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
+#: The partitioner of k > 1 parts, by its rule in PARTITIONER_RULES (lloyd, kernel_kmeans, lsh_tree).
+PARTITIONER = "lloyd"
+#: lsh_tree: hash bits and the share of its rho on the tree's counts.
+LSH_MAX_DEPTH, LSH_COUNT_SHARE = 20, 0.2
 #: A record's L2 norm is clipped to that of this many items in the noisy part means (without the
 #: private length bound).
 MEAN_CLIP_ITEMS = 9
@@ -90,6 +94,27 @@ def sigma_for_share(rho: float, share: float, releases: int = 1) -> float:
     return math.sqrt(releases / (2.0 * share * rho))
 
 
+def _lloyd(rho: float) -> dict[str, Any]:
+    """DP Lloyd from a random partition: 2 T + 1 Gaussian releases costing ``rho``."""
+    return {"partition.method": "lloyd", "partition.iterations": LLOYD_ITERATIONS, "partition.init": "random",
+            "partition.noise_multiplier": sigma_for_share(rho, 1.0, 2 * LLOYD_ITERATIONS + 1)}
+
+
+def _kernel_kmeans(rho: float) -> dict[str, Any]:
+    """DP kernel k-means (random Fourier features, the config's gamma), as DP Lloyd costing ``rho``."""
+    return {**_lloyd(rho), "partition.method": "kernel_kmeans"}
+
+
+def _lsh_tree(rho: float) -> dict[str, Any]:
+    """An LSH-tree coreset costing ``rho``: its leaf sums take 1 - LSH_COUNT_SHARE of it, one release."""
+    return {"partition.method": "lsh_tree", "partition.noise_multiplier": sigma_for_share(rho, 1.0 - LSH_COUNT_SHARE),
+            "partition.options": {"max_depth": LSH_MAX_DEPTH, "count_share": LSH_COUNT_SHARE}}
+
+
+#: The partitioner of k > 1 parts (``PARTITIONER``), each given the partition's share of rho.
+PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree": _lsh_tree}
+
+
 def parts(facts: PublicFacts) -> int:
     """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS."""
     return max(1, min(MAX_PARTS, int(facts.records_magnitude * facts.epsilon // RECORDS_PER_PART)))
@@ -110,9 +135,11 @@ def tree_options(rho: float, n_items: int) -> dict[str, float]:
             "pair_noise_multiplier": sigma_for_share(rho, TREE_PAIRS_SHARE)}
 
 
-def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None) -> dict[str, Any]:
+def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
+                    partitioner: str | None = None) -> dict[str, Any]:
     """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
-    the model family the config states (default: ``family``)."""
+    the model family the config states (default: ``family``); ``partitioner``: the partitioner it
+    states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER)."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
@@ -148,8 +175,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     if k == 1:
         out.update({"partition.method": "none", "partition.noise_multiplier": sigma_for_share(rho, partition_share)})
     else:
-        out.update({"partition.method": "lloyd", "partition.iterations": LLOYD_ITERATIONS, "partition.init": "random",
-                    "partition.noise_multiplier": sigma_for_share(rho, partition_share, 2 * LLOYD_ITERATIONS + 1)})
+        out.update(PARTITIONER_RULES[partitioner or PARTITIONER](rho * partition_share))
     if kind == "tree":
         out["model.options"] = tree_options(rho, items)
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
@@ -186,7 +212,10 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     if no_empty_part:  # stated options an empty part does not go with: plan as if no record could be
         facts = dataclasses.replace(facts, min_items=max(facts.min_items, 1))  # empty (its share goes to the rest)
     kind = cfg.model.kind if "model.kind" in stated else None
-    chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind).items()
+    method = cfg.partition.method
+    partitioner = method if "partition.method" in stated and method in PARTITIONER_RULES else None
+    chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
+                                                           partitioner=partitioner).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

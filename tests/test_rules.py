@@ -57,6 +57,28 @@ def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
     assert acc.spent().epsilon == pytest.approx(f.epsilon, rel=1e-5) and acc.spent().epsilon <= f.epsilon
 
 
+@pytest.mark.parametrize("name", ["lloyd", "kernel_kmeans", "lsh_tree"])
+def test_every_partitioner_rule_costs_the_partition_share(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The partition's plan, as its partitioner calibrates it, costs 15% of rho whichever rule runs."""
+    from dpgm import rules as rules_module
+    from dpgm.clustering import make_partitioner
+    from dpgm.config import PartitionConfig
+    from dpgm.privacy.calibrate import plan_rdp
+
+    monkeypatch.setattr(rules_module, "PARTITIONER", name)
+    f = facts(300_000)
+    chosen = public_defaults(f, top_items=None)
+    assert chosen["partition.method"] == name
+    model = make_partitioner(PartitionConfig(**{key.removeprefix("partition."): value for key, value in chosen.items()
+                                                if key.startswith("partition.")}))
+    if name == "lsh_tree":
+        from dpgm.clustering.lsh_tree import resolve_noise
+        plan = resolve_noise(model.noise_multiplier, None, model.options, f.delta).plan()
+    else:
+        plan = [(GaussianEvent(noise_multiplier=model.noise_multiplier), 2 * model.iterations + 1)]
+    assert plan_rdp(plan, orders=[2.0])[0] / 2.0 == pytest.approx(0.15 * zcdp_rho(f.epsilon, f.delta))
+
+
 def test_sampling_rate_and_steps() -> None:
     small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
     assert small["training.sampling_rate"] == 0.1  # capped
@@ -147,6 +169,20 @@ def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
         chosen = apply_public_rules(cfg, facts(300_000), cfg.stated)
         assert "partition.empty_part_noise_multiplier" not in chosen
         assert cfg.partition.empty_part_noise_multiplier is None
+
+
+def test_a_stated_partitioner_gets_its_own_rule() -> None:
+    """partition.method stated as lsh_tree under rules: public: its noise is the lsh rule's, not DP Lloyd's."""
+    from dpgm.rules import PARTITIONER_RULES, apply_public_rules
+
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "partition": {"method": "lsh_tree"}})
+    f = facts(300_000)
+    chosen = apply_public_rules(cfg, f, cfg.stated)
+    expected = PARTITIONER_RULES["lsh_tree"](0.15 * zcdp_rho(f.epsilon, f.delta))
+    assert chosen["partition.noise_multiplier"] == pytest.approx(expected["partition.noise_multiplier"])
+    assert cfg.partition.options == expected["partition.options"] and "partition.method" not in chosen
+    assert public_defaults(f, top_items=None)["partition.method"] == "lloyd"
 
 
 def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
