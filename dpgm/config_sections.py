@@ -22,6 +22,11 @@ def opt(default: Any, doc: str) -> Any:
     return field(default=default, metadata={"doc": doc})
 
 
+def released(sensitivity: str, stage: str, multiplier: str = "this multiplier") -> str:
+    """How a noise option's statistic is released, in the words every such option's help uses."""
+    return f"(Gaussian with {multiplier}, L2 sensitivity {sensitivity}; ledger stage {stage})"
+
+
 def _require(cond: bool, section: str, key: str, msg: str) -> None:
     if not cond:
         raise ConfigError(f"{section}.{key}: {msg}")
@@ -96,7 +101,7 @@ class PrivacyConfig:
 @dataclass
 class PartitionConfig:
     method: str = opt("kernel_kmeans", "DP partitioner, by its registered name: kernel_kmeans, lloyd, label, sketch, "
-                                       "none (a single part), or one an extension registered "
+                                       "subspace, none (a single part), or one an extension registered "
                                        "(dpgm.clustering.PARTITIONERS)")
     options: dict[str, Any] = opt({}, "options of a registered partitioner that declares its own "  # noqa: RUF009
                                       "(checked against its options dataclass)")
@@ -131,9 +136,9 @@ class PartitionConfig:
     sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins "
                                  "(post-processing)")
     empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released "
-                                                          "as a noisy count (Gaussian with this multiplier, L2 "
-                                                          "sensitivity 1; ledger stage empty_records); the partition "
-                                                          "and the models see the other records only and the release "
+                                                          f"as a noisy count {released('1', 'empty_records')}; the "
+                                                          "partition and the models see the other records only and "
+                                                          "the release "
                                                           "conditions them on holding at least one item "
                                                           "(dpgm/stages/empty_records.py); null: off")
 
@@ -196,9 +201,9 @@ class ModelConfig:
                                         "MNIST digits; null: sqrt(number of items), never clips)")
     mean_clip_quantile: float | None = opt(None, "noisy_mean: clip the part sums (and item totals) at sqrt(L), L the "
                                                  "length this share of records does not exceed, read off a noisy "
-                                                 "histogram of record lengths (Gaussian with "
-                                                 "length_bound_noise_multiplier, L2 sensitivity 1; ledger stage "
-                                                 "length_bound); replaces mean_clip; null: off")
+                                                 "histogram of record lengths "
+                                                 f"{released('1', 'length_bound', 'length_bound_noise_multiplier')}; "
+                                                 "replaces mean_clip; null: off")
     mean_clip_balance: float | None = opt(None, "with mean_clip_quantile: raise L, when that is longer, to the length "
                                                 "minimising the item mass the clip removes, squared, plus this "
                                                 "weight times the means' noise, squared (dpgm/stages/length_bound.py); "
@@ -206,12 +211,11 @@ class ModelConfig:
     length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
                                                      "length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "
-                                                      "(Gaussian with this multiplier, L2 sensitivity mean_clip; "
-                                                      "ledger stage item_totals) and make the part means agree with it "
-                                                      "by least squares (post-processing; dpgm/stages/item_totals.py); "
-                                                      "null: off")
-    length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths (Gaussian with this "
-                                                      "multiplier, L2 sensitivity 1; ledger stage record_lengths) and "
+                                                      f"{released('mean_clip', 'item_totals')} and make the part "
+                                                      "means agree with it by least squares (post-processing; "
+                                                      "dpgm/stages/item_totals.py); null: off")
+    length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths "
+                                                      f"{released('1', 'record_lengths')} and "
                                                       "draw synthetic records so that their lengths follow it "
                                                       "(post-processing); null: off")
     calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that "

@@ -290,8 +290,8 @@ class LshTreePartitioner:
             "nodes_per_level": coreset.level_sizes, "coreset_points": len(coreset.weights),
             "released_counts": sizes.tolist(),
         }
-        return Partition(assignments=assignments, noisy_sizes=np.maximum(sizes, 0.0), centres=self.centres_,
-                         info=info)
+        centres = self.centres_ if self.offset_ is None else self.centres_ + self.offset_  # in the records' space
+        return Partition(assignments=assignments, noisy_sizes=np.maximum(sizes, 0.0), centres=centres, info=info)
 
     def assign(self, records: Any) -> np.ndarray:
         """Nearest released centre for each record (post-processing)."""
