@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dpgm.data.csv import load_csv
 from dpgm.data.dataset import BinaryDataset, drop_short_records, drop_undeclared_labels
 from dpgm.data.digits import load_digits
@@ -16,6 +18,7 @@ from dpgm.data.transactions import (
     top_item_ids,
 )
 from dpgm.errors import ConfigError
+from dpgm.privacy import collective
 
 if TYPE_CHECKING:
     from dpgm.config import DataConfig
@@ -44,12 +47,19 @@ def load_dataset(cfg: DataConfig) -> BinaryDataset:
     A relative ``cfg.path`` is tried as given, then under ``data_dir()``. Records with fewer
     than ``cfg.min_items`` items are dropped (``drop_short_records``). ``cfg.top_items`` is
     NOT applied here: choosing items looks at the data, so the training run does it privately.
+    In a distributed run each rank gets its shard: a transaction file's lines in the rank's byte
+    range (``dpgm.data.shards``), else a contiguous slice of the records loaded in memory.
     """
-    return drop_short_records(_load(cfg), cfg.min_items)
+    world = collective.world_size()
+    shard = None if world == 1 else (collective.rank(), world)
+    dataset = _load(cfg, shard)
+    if shard is not None and cfg.source != "transactions":
+        dataset = dataset.subset(np.array_split(np.arange(dataset.n_records), world)[shard[0]])
+    return drop_short_records(dataset, cfg.min_items)
 
 
-def _load(cfg: DataConfig) -> BinaryDataset:
-    """The records of ``cfg``'s source, as the file holds them."""
+def _load(cfg: DataConfig, shard: tuple[int, int] | None = None) -> BinaryDataset:
+    """The records of ``cfg``'s source, as the file holds them (a transaction file's ``shard``)."""
     if cfg.source == "mnist":
         folder = None if cfg.path is None else resolve_data_path(cfg.path)
         return load_mnist(
@@ -65,7 +75,7 @@ def _load(cfg: DataConfig) -> BinaryDataset:
         raise ConfigError(f"data.path: is required for source {cfg.source}")
     if cfg.source == "transactions":
         return load_transactions(resolve_data_path(cfg.path), limit=cfg.limit, n_items=cfg.n_items,
-                                 require_universe=True)
+                                 require_universe=True, shard=shard)
     if cfg.source == "csv":
         return load_csv(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
     raise ConfigError(f"data.source: unknown source {cfg.source!r}")

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.paths import check_limit, file_stem, read_bytes, record_error
+from dpgm.data.shards import read_shard
 from dpgm.errors import ConfigError, DataError
 
 MAX_DIGITS = 9  # ids below 10**9; a larger id is a malformed file, not a real item universe
@@ -173,6 +174,7 @@ def load_transactions(
     name: str | None = None,
     n_items: int | None = None,
     require_universe: bool = False,
+    shard: tuple[int, int] | None = None,
 ) -> BinaryDataset:
     """Records of a transaction file as CSR (see the module docstring for the format).
 
@@ -180,13 +182,14 @@ def load_transactions(
     benchmark set-up or a public item ranking, not inside a private release (use
     ``dpgm.stages.items`` + ``restrict_items`` there). ``limit`` reads the first N lines.
     ``n_items`` declares the universe 0..n_items-1 when there is no items file;
-    ``require_universe`` refuses a file whose universe is declared by neither.
+    ``require_universe`` refuses a file whose universe is declared by neither. ``shard`` = (rank,
+    world size) reads only the lines starting in that rank's byte range (``dpgm.data.shards``).
     """
     check_limit(limit)
     if top_items is not None and top_items < 1:
         raise ConfigError(f"data.top_items: must be >= 1, got {top_items}")
     path = Path(path)
-    raw = read_bytes(path)
+    raw = read_bytes(path) if shard is None else read_shard(path, *shard)
     rows, ids, n_records = parse_transactions(raw, path, limit)
     items_path = items_file_for(path)
     names, universe = _universe(path, items_path, n_items, require_universe, ids)

@@ -1,0 +1,49 @@
+"""A transaction file read rank by rank: the shards are the file's records, each exactly once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpgm.data.shards import byte_range, read_shard
+from dpgm.data.transactions import load_transactions
+from dpgm.errors import ConfigError, DataError
+
+
+def transaction_file(tmp_path: Path, n: int = 200, seed: int = 0) -> Path:
+    """n records of 0 to 12 items out of 40 (some empty), lines of very different lengths."""
+    rng = np.random.default_rng(seed)
+    lines = [" ".join(map(str, sorted(rng.choice(40, size=rng.integers(0, 13), replace=False)))) for _ in range(n)]
+    path = tmp_path / "shop.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 7])
+def test_the_shards_are_the_whole_file_in_order(tmp_path: Path, world: int) -> None:
+    path = transaction_file(tmp_path)
+    whole = load_transactions(path, n_items=40)
+    shards = [load_transactions(path, n_items=40, shard=(rank, world)) for rank in range(world)]
+    assert sum(s.n_records for s in shards) == whole.n_records
+    assert (sp.vstack([s.records for s in shards]) != whole.records).nnz == 0
+    assert max(s.n_records for s in shards) < whole.n_records / world + 30  # byte ranges: about even
+
+
+def test_a_rank_reads_only_its_lines(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"1 2 3\n4\n5 6 7 8 9 10\n11\n")  # 26 bytes: ranges [0, 13) and [13, 26)
+    assert byte_range(26, 0, 2) == (0, 13) and byte_range(26, 1, 2) == (13, 26)
+    assert read_shard(path, 0, 2) == b"1 2 3\n4\n5 6 7 8 9 10\n"  # the third line starts at byte 8
+    assert read_shard(path, 1, 2) == b"11\n"
+
+
+def test_bad_shards_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="rank 2 of 2"):
+        byte_range(10, 2, 2)
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(b"")
+    with pytest.raises(DataError, match="byte ranges"):
+        read_shard(gz, 0, 2)
