@@ -65,6 +65,8 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
     lines = []
     if "warning" in report:
         lines += [f"**{report['warning']}**", ""]
+    lines += [f"**Caveat: a release of this run is {caveat}.**" for caveat in report.get("caveats", [])]
+    lines += [""] if report.get("caveats") else []
     lines += [
         "# Privacy report",
         "",

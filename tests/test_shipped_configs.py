@@ -31,6 +31,7 @@ PINNED = {
     "msnbc": (["privacy.delta=1e-7"], (3000, 17, None), 1.0, 4.2715),  # delta as n = 989,818 gives
     "sketch": ([], None, 5.7522, 1.0),
     "lsh_tree": ([], None, 5.748, 1.0),
+    "subspace": ([], None, 5.7522, 1.0),
     # top 100 of 200 items: the noisy item choice runs as on the real file; n ~ 1e4-1e5 gives 1e-6
     "retail": (["privacy.delta=1e-6"], (3000, 200, None), 1.0, 3.8773),
     "gowalla": (["privacy.delta=1e-6"], (3000, 200, None), 1.0, 4.4501),

@@ -6,7 +6,6 @@ universe, the declared label set), except ``privacy_report``, which assembles re
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ from dpgm.config import Config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.models import MODELS
+from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
@@ -33,8 +33,9 @@ def generators(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
     if seed is not None:
         g.manual_seed(seed)
         return np.random.default_rng(seed), g
-    g.manual_seed(secrets.randbits(64))
-    return secure_generator(), g  # released statistics' noise: OpenDP's exact samplers, OS CSPRNG
+    entropy = collective.shared_entropy(192)  # the same on every rank of a distributed run
+    g.manual_seed(entropy >> 128)
+    return secure_generator(entropy & (2**128 - 1)), g  # released noise: OpenDP's exact samplers, OS CSPRNG
 
 
 def released_config(cfg: Config) -> dict[str, Any]:
@@ -73,7 +74,8 @@ def check_plan(cfg: Config, data: BinaryDataset) -> None:
 def run_magnitude(cfg: Config, data: BinaryDataset) -> int:
     """N, the order of magnitude of the number of records: declared, else read off the data (and
     then listed as public); the one rounding rule behind the default delta and the rules."""
-    return cfg.data.records_magnitude or records_magnitude(data.n_records)
+    n = int(collective.sum_over_ranks(np.array([data.n_records]))[0])  # every rank's records
+    return cfg.data.records_magnitude or records_magnitude(n)
 
 
 def run_delta(cfg: Config, magnitude: int) -> float:
@@ -115,6 +117,9 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     warning = not_private_warning(seed_fixed=cfg.seed is not None, diagnostics=cfg.nonprivate_diagnostics)
     report: dict[str, Any] = {"warning": warning} if warning else {}
     report.update(accountant.report())
+    caveats = sorted({e.event.description for e in accountant.ledger.entries if getattr(e.event, "description", "")})
+    if caveats:  # releases whose guarantee is weaker than the epsilon says (e.g. a finite Gibbs chain)
+        report["caveats"] = caveats
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
     report["stage_lines"] = dict(stage_lines or {})
     if rules_why:

@@ -20,6 +20,7 @@ from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy import rdp as R
 from dpgm.privacy.events import (
     DEPENDENT_BOUNDS,
+    AsymptoticExponentialEvent,
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     DpEvent,
@@ -30,8 +31,33 @@ from dpgm.privacy.events import (
     PureDpEvent,
     SampledGaussianEvent,
     SampledJointGaussianEvent,
+    SmoothSensitivityGaussianEvent,
 )
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
+
+
+def smooth_gaussian_rdp(orders: Sequence[float], noise_multiplier: float, beta: float, dim: int) -> np.ndarray:
+    """RDP of Gaussian noise scaled by a beta-smooth sensitivity bound S (std c S in ``dim`` coordinates).
+
+    Neighbours' stds differ by r in [e^-beta, e^beta] and their means by <= min(S, S'); the Renyi
+    divergence of two Gaussians (Gil et al. 2013) is bounded by its mean term at r = e^-beta plus the
+    larger of its variance terms at the two ends; inf where a variance term diverges.
+    """
+    a = np.asarray(orders, dtype=np.float64)
+    c2, e2b = float(noise_multiplier) ** 2, math.exp(2.0 * float(beta))
+    mix = a - (a - 1.0) * e2b  # sigma_a^2 / sigma'^2 at r = e^-beta (std 1 -> e^-beta)
+    safe = np.where(mix > 0, mix, 1.0)
+    mean = a / (2.0 * c2 * safe)
+
+    def variance_term(r2: float) -> np.ndarray:
+        s_a = a * r2 + 1.0 - a
+        ok = s_a > 0
+        val = 0.5 * math.log(r2) + np.log(r2 / np.where(ok, s_a, 1.0)) / (2.0 * (a - 1.0))
+        return np.where(ok, val, np.inf)
+
+    var = dim * np.maximum(variance_term(1.0 / e2b), variance_term(e2b))
+    return np.where(mix > 0, mean + var, np.inf)
+
 
 #: The RDP curve of each event kind (orders, bound: the analysis of dependent releases).
 RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarray]] = {
@@ -44,6 +70,9 @@ RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarr
     )(orders, e.sampling_rate, e.noise_multipliers),
     LaplaceEvent: lambda e, orders, _b: R.laplace_rdp(orders, e.epsilon),
     ExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
+    AsymptoticExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
+    SmoothSensitivityGaussianEvent: lambda e, orders, _b: smooth_gaussian_rdp(
+        orders, e.noise_multiplier, e.beta, e.dim),
     PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),
 }
 
@@ -101,7 +130,7 @@ class PrivacySpent:
 
 
 #: Events that are pure epsilon-DP: their epsilons also compose by plain addition.
-_PURE_EVENTS = (LaplaceEvent, DiscreteLaplaceEvent, PureDpEvent, ExponentialEvent)
+_PURE_EVENTS = (LaplaceEvent, DiscreteLaplaceEvent, PureDpEvent, ExponentialEvent, AsymptoticExponentialEvent)
 
 
 def pure_epsilon(event: DpEvent, count: int = 1) -> float:

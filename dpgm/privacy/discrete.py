@@ -40,9 +40,10 @@ class SecureGenerator(np.random.Generator):
     noise is then drawn by OpenDP from the OS CSPRNG, never from this generator's PCG64 stream."""
 
 
-def secure_generator() -> SecureGenerator:
-    """A ``SecureGenerator`` (PCG64 seeded with 128 bits from ``secrets``, for non-noise draws)."""
-    return SecureGenerator(np.random.PCG64(secrets.randbits(128)))
+def secure_generator(entropy: int | None = None) -> SecureGenerator:
+    """A ``SecureGenerator`` (PCG64 seeded with ``entropy``, default 128 bits from ``secrets``, for
+    non-noise draws)."""
+    return SecureGenerator(np.random.PCG64(secrets.randbits(128) if entropy is None else entropy))
 
 
 def is_secure(rng: np.random.Generator | None) -> bool:

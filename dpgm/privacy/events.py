@@ -169,6 +169,38 @@ class ExponentialEvent(_PureEpsilonEvent):
     kind: ClassVar[str] = "exponential"
 
 
+class AsymptoticExponentialEvent(_PureEpsilonEvent):
+    """Exponential mechanism sampled by a finite MCMC chain: only asymptotically private.
+
+    The target density is an epsilon-DP exponential mechanism (e.g. the Gibbs sampler of Wang, Wang
+    and Singh 2015, Eq. 10); the guarantee holds only in the limit of the Gibbs chain, never exactly.
+    """
+
+    kind: ClassVar[str] = "asymptotic_exponential"
+    #: The guarantee in plain words, for reports.
+    description: ClassVar[str] = (
+        "only asymptotically private: exact only in the limit of the Gibbs chain "
+        "(an epsilon exponential mechanism sampled by a finite Markov chain)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmoothSensitivityGaussianEvent(DpEvent):
+    """Gaussian noise of std noise_multiplier x S(X) in ``dim`` coordinates, S a ``beta``-smooth upper
+    bound on the local L2 sensitivity (Nissim, Raskhodnikova and Smith 2007; sample-aggregate)."""
+
+    kind: ClassVar[str] = "smooth_sensitivity_gaussian"
+    noise_multiplier: float
+    beta: float
+    dim: int
+
+    def __post_init__(self) -> None:
+        _check_positive("noise_multiplier", self.noise_multiplier)
+        _check_positive("beta", self.beta)
+        if not (isinstance(self.dim, int) and self.dim >= 1):
+            raise ValueError(f"dim must be an integer >= 1, got {self.dim!r}")
+
+
 class PureDpEvent(_PureEpsilonEvent):
     """Any other pure epsilon-DP release."""
 

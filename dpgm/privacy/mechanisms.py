@@ -16,21 +16,24 @@ Noisy counts that later act as sizes or weights get one documented floor, ``floo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace, noisy_max_index
+from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace, is_secure, noisy_max_index
 from dpgm.privacy.events import (
+    AsymptoticExponentialEvent,
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     DpEvent,
     ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
+    SmoothSensitivityGaussianEvent,
 )
 from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 
@@ -176,14 +179,16 @@ def noisy_releases(
     its exact discrete counterpart (CKS 2020, ``_plan``): integer values as they are, real values
     snapped to a power-of-two grid, charged as DiscreteGaussianEvent / DiscreteLaplaceEvent. The
     noise comes from the OS CSPRNG unless ``rng`` is an experiment's seeded generator
-    (``discrete.is_secure``). float64 out.
+    (``discrete.is_secure``). float64 out. In a distributed run each value is this rank's part of a
+    sum over records: the release is of the sum over all ranks, with rank 0's noise
+    (``collective``: every rank draws, so seeded generators stay in step, and keeps rank 0's).
     """
     if not (len(values) == len(scales) == len(events)) or not values:
         raise ValueError("noisy_releases needs one scale and one event per value, and at least one value")
-    arrays = [np.asarray(v) for v in values]
+    arrays = [collective.sum_over_ranks(np.asarray(v)) for v in values]  # a distributed run: all ranks' sum
     plans = [_plan(arr, float(scale), event) for arr, scale, event in zip(arrays, scales, events)]
     accountant.spend(stage, *(plan.event for plan in plans))
-    return [_release(arr, plan, rng) for arr, plan in zip(arrays, plans)]
+    return [collective.from_rank0(_release(arr, plan, rng)) for arr, plan in zip(arrays, plans)]
 
 
 def gaussian_releases(
@@ -230,6 +235,43 @@ def laplace_release(
                           accountant=accountant, stage=stage, rng=rng)[0]
 
 
+def smooth_sensitivity_release(
+    values: np.ndarray,
+    *,
+    smooth_bound: float,
+    noise_multiplier: float,
+    beta: float,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """values + N(0, (noise_multiplier x smooth_bound)^2) per coordinate, ``smooth_bound`` a beta-smooth
+    upper bound on the local L2 sensitivity (NRS 2007): one ``SmoothSensitivityGaussianEvent`` is charged
+    first. The scale is data-dependent, so no fixed grid fits: continuous noise as DP-SGD's
+    (``gaussian_noise``, secure mode unless ``rng`` is an experiment's seeded generator)."""
+    import torch
+
+    arr = np.asarray(values, dtype=np.float64)
+    event = SmoothSensitivityGaussianEvent(noise_multiplier=noise_multiplier, beta=beta, dim=max(int(arr.size), 1))
+    accountant.spend(stage, event)
+    secure = is_secure(rng)
+    generator = None if secure else torch.Generator().manual_seed(int(rng.integers(2**62)))
+    noise = gaussian_noise(arr.shape, float(noise_multiplier) * float(smooth_bound), generator, secure=secure)
+    return arr + noise.numpy()
+
+
+T = TypeVar("T")
+
+
+def asymptotic_exponential_chain(
+    chain: Callable[[], T], *, epsilon: float, accountant: Accountant, stage: str
+) -> T:
+    """Charge ONE ``AsymptoticExponentialEvent(epsilon)``, then run ``chain``: a finite Markov chain whose
+    target is an epsilon exponential mechanism (private only in the limit of the chain)."""
+    accountant.spend(stage, AsymptoticExponentialEvent(epsilon=epsilon))
+    return chain()
+
+
 # ------------------------------------------------------------------- noise for joint events
 #: Secure mode: after one draw thrown away, each N(0, 1) is (z_1 + ... + z_4) / 2, the sum of 2n
 #: draws with n = 2 (Holohan and Braghin 2021, section 5.1; Opacus's ``_generate_noise``).
@@ -250,7 +292,8 @@ def exponential_mechanisms(
     then one index drawn per vector, exactly (``discrete.noisy_max_index``)."""
     accountant.spend(stage, ExponentialEvent(epsilon=epsilon))
     scale = 2.0 * float(sensitivity) / float(epsilon)
-    return [noisy_max_index(u, scale, rng) for u in scores]
+    picks = np.array([noisy_max_index(u, scale, rng) for u in scores], dtype=np.int64)
+    return [int(i) for i in collective.from_rank0(picks)]  # scores of all ranks' records: rank 0's draw
 
 
 def gaussian_noise(

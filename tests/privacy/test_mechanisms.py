@@ -47,7 +47,11 @@ DATA_INDEPENDENT_DRAWS = {
     "clustering/sketch/projection.py",   # a random projection basis (public randomness)
     "models/vae.py",              # reparameterisation noise and sampling from the model
     "models/rbm.py",              # weight initialisation
+    "clustering/lsh_tree.py",     # the SimHash hyperplanes (public randomness)
 }
+#: Samplers whose draws ARE the mechanism, charged before they run: the Gibbs chain of the asymptotic
+#: exponential mechanism (mechanisms.asymptotic_exponential_chain charges it, then runs the chain).
+MECHANISM_SAMPLERS = {"clustering/subspace/bingham.py"}
 NOISE_CALLS = {"normal", "normal_", "laplace", "randn"}
 
 
@@ -56,7 +60,7 @@ def test_noise_is_drawn_only_in_the_mechanism_module() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "privacy/mechanisms.py" or rel in DATA_INDEPENDENT_DRAWS:
+        if rel == "privacy/mechanisms.py" or rel in DATA_INDEPENDENT_DRAWS | MECHANISM_SAMPLERS:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NOISE_CALLS:
