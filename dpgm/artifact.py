@@ -95,8 +95,9 @@ class RunLayout:
         (``runs_dir`` or the run's folder is a file, or is read-only)."""
         check_folder(self.root, f"run directory {self.root}")
 
-    def create(self) -> None:
-        """Make release/ (usual permissions) and private/ (owner only, 0700)."""
+    def create(self) -> bool:
+        """Make release/ (usual permissions) and private/ (owner only, 0700); True if the root is new."""
+        created = not self.root.exists()
         try:
             self.release.mkdir(parents=True, exist_ok=True)
             self.private.mkdir(mode=0o700, exist_ok=True)
@@ -104,6 +105,7 @@ class RunLayout:
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise OutputError(f"run directory {self.root}: cannot create it ({reason})") from None
+        return created
 
     def remove_private(self) -> None:
         """Delete private/ (checkpoint and all): the run is complete and its release written."""

@@ -95,7 +95,8 @@ class DPLloyd:
         """
         if self.init == "random":
             centres = random_unit_centres(self.k, rows.shape[1], 0.5 * self.bound_, rng)
-            return centres, rng.integers(self.k, size=rows.shape[0])
+            per_record = np.random.default_rng(rng.integers(2**63))  # one draw of the run's generator, however
+            return centres, per_record.integers(self.k, size=rows.shape[0])  # many records this rank holds
         if self.public.n_items != n_items:
             raise DataError(
                 f"{self.public.where}: public sample has {self.public.n_items} items, data has {n_items}"

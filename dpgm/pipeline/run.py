@@ -45,6 +45,7 @@ from dpgm.pipeline.plan import (
     run_magnitude,
 )
 from dpgm.pipeline.signals import stop_requests
+from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource, nothing_spent, progress_scope
@@ -118,7 +119,8 @@ class TrainingRun:
             stage.output = stage.run(self.context)
             self._after(stage)
         config = yaml.safe_dump(released_config(self.cfg), sort_keys=False)
-        atomic_write_text(self.layout.in_release(CONFIG_FILE), config)
+        if collective.rank() == 0:  # every rank of a distributed run releases the same: rank 0 writes
+            atomic_write_text(self.layout.in_release(CONFIG_FILE), config)
 
     def _after(self, stage: Stage) -> None:
         self.context.data = stage.narrow(self.context.data)
@@ -144,6 +146,8 @@ class TrainingRun:
 
     def checkpoint(self) -> None:
         """Atomically save everything needed to resume, owner-only; ledger and stages in ONE file."""
+        if collective.rank() != 0:
+            return
         state = {
             "stages": {stage.name: stage.state_dict() for stage in self.stages},
             "ledger": self.accountant.ledger.to_json(),
@@ -166,14 +170,16 @@ class TrainingRun:
         """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
         folder, data, partition = self.layout.release, self.context.data, self.output("partition")
         empty_size = self.output("empty_records")
+        lines = {stage.name: stage.line for stage in self.stages}
+        report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
+                                empty_size, lines, self.rules_why)
+        if collective.rank() != 0:
+            return report
         save_models(folder, self.released_models(), partition.noisy_sizes, self.cfg.model,
                     data.item_names, data.image_shape, data.meta.get("item_ids"),
                     min_items=release_min_items(self.cfg), part_labels=part_labels(self.cfg),
                     length_shares=self.output("record_lengths"), empty_size=empty_size)
         self.accountant.ledger.save(folder / LEDGER_FILE)
-        lines = {stage.name: stage.line for stage in self.stages}
-        report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
-                                empty_size, lines, self.rules_why)
         atomic_write_json(folder / REPORT_FILE, report)
         version, commit = dpgm_version()
         atomic_write_text(folder / SUMMARY_FILE,
@@ -190,22 +196,23 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     A run that fails before its first checkpoint leaves no run directory behind.
     """
     set_threads(cfg.threads)
-    layout = RunLayout(Path(cfg.runs_dir) / cfg.name)
-    layout.check_writable()  # a runs_dir that is a file or read-only fails before the data load
-    if layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists():
+    layout, lead = RunLayout(Path(cfg.runs_dir) / cfg.name), collective.rank() == 0  # rank 0 writes the files
+    if lead:
+        layout.check_writable()  # a runs_dir that is a file or read-only fails before the data load
+    if lead and (layout.checkpoint.exists() or layout.in_release(MODELS_FILE).exists()):
         raise ConfigError(f"{layout.root} already holds a run: use --resume {layout.root} "
                           f"or another name (--set name=...)")
-    if layout.exists():  # killed before its first checkpoint: nothing to resume, start again
+    if lead and layout.exists():  # killed before its first checkpoint: nothing to resume, start again
         layout.remove_unfinished(created_root=False)
     run = TrainingRun(cfg, layout.root, data=data, progress=progress)
-    created = not layout.root.exists()
-    layout.create()
+    created = lead and layout.create()
     with stop_requests() as stop:  # SIGINT/SIGTERM from here on: checkpoint, then stop
         try:
             run.start()
             run.checkpoint()  # the partition is never redone on resume: its charges are in this file
         except BaseException:
-            layout.remove_unfinished(created_root=created)
+            if lead:
+                layout.remove_unfinished(created_root=created)
             raise
         run.train(stop)
     return layout.root, run.finish()

@@ -27,6 +27,7 @@ import torch
 from dpgm.config import Config
 from dpgm.models import MODELS
 from dpgm.models.tree import TreeOptions
+from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
@@ -143,9 +144,9 @@ class ItemPairsStage(Stage):
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)
             return {"parent": np.full(means.shape, -1), "logits": np.repeat(logits[..., None], 2, axis=-1)}
-        counts = [weighted_pair_counts(records[assignments == j], bound) for j in range(partition.k)]
-        edges = grow_trees(counts, sizes, means, epsilon=options.select_epsilon, accountant=ctx.accountant,
-                           rng=ctx.rng)
+        counts = [weighted_pair_counts(records[assignments == j], bound) for j in range(partition.k)]  # this rank's
+        edges = grow_trees([collective.sum_over_ranks(c) for c in counts], sizes, means, epsilon=options.select_epsilon,
+                           accountant=ctx.accountant, rng=ctx.rng)  # the scores need every rank's counts
         chosen = np.array([[c[u, v] for u, v in part] for c, part in zip(counts, edges)], dtype=np.float64)
         noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=options.pair_noise_multiplier,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)

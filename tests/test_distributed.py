@@ -1,0 +1,89 @@
+"""A run over two torch.distributed ranks (gloo, CPU) releases what one process releases: the same
+ledger and epsilon, and, with the noise switched off (a test-only patch), the same statistics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch.multiprocessing as mp
+
+from tests.data.test_shards import transaction_file
+
+WORLD = 2
+
+
+def config(path: Path, runs: Path) -> dict[str, Any]:
+    """A statistics-only run (no DP-SGD): item choice, LSH-tree partition, empty records, part means."""
+    return {"name": "d", "seed": 0, "runs_dir": str(runs), "threads": 1,
+            "data": {"source": "transactions", "path": str(path), "n_items": 40, "top_items": 30},
+            "privacy": {"target_epsilon": 2.0, "delta": 1e-5},
+            "partition": {"method": "lsh_tree", "k": 3, "target_epsilon": 0.5, "options": {"max_depth": 8},
+                          "empty_part_noise_multiplier": 5.0},
+            "model": {"kind": "independent", "output_bias": "noisy_mean", "mean_noise_multiplier": 5.0,
+                      "mean_clip": 3.0}}
+
+
+def zeros(shape: Any, scale: float, rng: Any = None) -> np.ndarray:
+    """The noise of the test-only mode without noise: every release is the exact sum over all ranks."""
+    return np.zeros(shape, dtype=np.int64)
+
+
+def silence(setattr: Any) -> None:
+    from dpgm.privacy import mechanisms
+
+    setattr(mechanisms, "discrete_gaussian", zeros)
+    setattr(mechanisms, "discrete_laplace", zeros)
+
+
+def released(path: Path, runs: Path) -> dict[str, Any]:
+    """The run's stages on this rank's records: its ledger and its released statistics."""
+    from dpgm.config import config_from_dict
+    from dpgm.pipeline.run import TrainingRun
+
+    run = TrainingRun(config_from_dict(config(path, runs)), runs / "d", progress=False)
+    run.start()
+    partition = run.output("partition")
+    return {"ledger": run.accountant.ledger.to_dict(), "epsilon": run.accountant.spent().epsilon,
+            "n": run.data.n_records, "items": run.context.data.meta.get("item_ids"), "sizes": partition.noisy_sizes,
+            "centres": partition.centres, "means": run.output("part_means")}
+
+
+def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
+    """One rank: join the gloo group, run with noise, then without, hand both results back."""
+    import torch.distributed as dist
+
+    os.environ["OMP_NUM_THREADS"] = "1"
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
+    try:
+        noisy = released(path, runs / "noisy")
+        silence(setattr)
+        out.put((rank, noisy, released(path, runs / "exact")))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = transaction_file(tmp_path, n=600)
+    out = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(rank_main, args=(f"file://{tmp_path / 'init'}", path, tmp_path / "ranks", out), nprocs=WORLD, join=True)
+    results = {rank: (noisy, exact) for rank, noisy, exact in (out.get() for _ in range(WORLD))}
+    noisy_alone = released(path, tmp_path / "noisy")
+    silence(monkeypatch.setattr)
+    exact_alone = released(path, tmp_path / "exact")
+    for alone, ranks in ((noisy_alone, [results[r][0] for r in range(WORLD)]),
+                         (exact_alone, [results[r][1] for r in range(WORLD)])):
+        assert sum(r["n"] for r in ranks) == alone["n"] and min(r["n"] for r in ranks) > 0
+        for r in ranks:
+            assert r["ledger"] == alone["ledger"]
+            assert r["epsilon"] == pytest.approx(alone["epsilon"], rel=1e-12)
+            assert np.array_equal(r["sizes"], ranks[0]["sizes"])  # every rank holds rank 0's release
+            assert np.array_equal(r["means"], ranks[0]["means"])
+    exact = results[0][1]  # without noise: the statistics of all the records, as one process has them
+    assert np.array_equal(exact["items"], exact_alone["items"])
+    assert np.allclose(exact["sizes"], exact_alone["sizes"])
+    assert np.allclose(exact["centres"], exact_alone["centres"], atol=1e-9)
+    assert np.allclose(exact["means"], exact_alone["means"], atol=1e-9)
