@@ -17,63 +17,26 @@ from typing import Any
 import numpy as np
 
 from dpgm.errors import PrivacyBudgetError
+from dpgm.privacy import events as E
 from dpgm.privacy import rdp as R
-from dpgm.privacy.events import (
-    DEPENDENT_BOUNDS,
-    AsymptoticExponentialEvent,
-    DiscreteGaussianEvent,
-    DiscreteLaplaceEvent,
-    DpEvent,
-    ExponentialEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    Neighbouring,
-    PureDpEvent,
-    SampledGaussianEvent,
-    SampledJointGaussianEvent,
-    SmoothSensitivityGaussianEvent,
-)
+from dpgm.privacy.events import DEPENDENT_BOUNDS, DpEvent, Neighbouring
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
-
-
-def smooth_gaussian_rdp(orders: Sequence[float], noise_multiplier: float, beta: float, dim: int) -> np.ndarray:
-    """RDP of Gaussian noise scaled by a beta-smooth sensitivity bound S (std c S in ``dim`` coordinates).
-
-    Neighbours' stds differ by r in [e^-beta, e^beta] and their means by <= min(S, S'); the Renyi
-    divergence of two Gaussians (Gil et al. 2013) is bounded by its mean term at r = e^-beta plus the
-    larger of its variance terms at the two ends; inf where a variance term diverges.
-    """
-    a = np.asarray(orders, dtype=np.float64)
-    c2, e2b = float(noise_multiplier) ** 2, math.exp(2.0 * float(beta))
-    mix = a - (a - 1.0) * e2b  # sigma_a^2 / sigma'^2 at r = e^-beta (std 1 -> e^-beta)
-    safe = np.where(mix > 0, mix, 1.0)
-    mean = a / (2.0 * c2 * safe)
-
-    def variance_term(r2: float) -> np.ndarray:
-        s_a = a * r2 + 1.0 - a
-        ok = s_a > 0
-        val = 0.5 * math.log(r2) + np.log(r2 / np.where(ok, s_a, 1.0)) / (2.0 * (a - 1.0))
-        return np.where(ok, val, np.inf)
-
-    var = dim * np.maximum(variance_term(1.0 / e2b), variance_term(e2b))
-    return np.where(mix > 0, mean + var, np.inf)
-
 
 #: The RDP curve of each event kind (orders, bound: the analysis of dependent releases).
 RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarray]] = {
-    GaussianEvent: lambda e, orders, _b: R.gaussian_rdp(orders, e.noise_multiplier),
-    DiscreteGaussianEvent: lambda e, orders, _b: R.discrete_gaussian_rdp(orders, e.noise_multiplier),
-    DiscreteLaplaceEvent: lambda e, orders, _b: R.randomized_response_rdp(orders, e.epsilon),
-    SampledGaussianEvent: lambda e, orders, _b: R.sampled_gaussian_rdp(orders, e.sampling_rate, e.noise_multiplier),
-    SampledJointGaussianEvent: lambda e, orders, bound: (
+    E.GaussianEvent: lambda e, orders, _b: R.gaussian_rdp(orders, e.noise_multiplier),
+    E.DiscreteGaussianEvent: lambda e, orders, _b: R.discrete_gaussian_rdp(orders, e.noise_multiplier),
+    E.DiscreteLaplaceEvent: lambda e, orders, _b: R.randomized_response_rdp(orders, e.epsilon),
+    E.SampledGaussianEvent: lambda e, orders, _b: R.sampled_gaussian_rdp(orders, e.sampling_rate, e.noise_multiplier),
+    E.SampledJointGaussianEvent: lambda e, orders, bound: (
         R.joint_sampled_rdp if bound == "joint" else R.holder_sampled_rdp
     )(orders, e.sampling_rate, e.noise_multipliers),
-    LaplaceEvent: lambda e, orders, _b: R.laplace_rdp(orders, e.epsilon),
-    ExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
-    AsymptoticExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
-    SmoothSensitivityGaussianEvent: lambda e, orders, _b: smooth_gaussian_rdp(
+    E.LaplaceEvent: lambda e, orders, _b: R.laplace_rdp(orders, e.epsilon),
+    E.ExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
+    E.AsymptoticExponentialEvent: lambda e, orders, _b: R.exponential_rdp(orders, e.epsilon),
+    E.SmoothSensitivityGaussianEvent: lambda e, orders, _b: R.smooth_gaussian_rdp(
         orders, e.noise_multiplier, e.beta, e.dim),
-    PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),
+    E.PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),
 }
 
 
@@ -130,7 +93,7 @@ class PrivacySpent:
 
 
 #: Events that are pure epsilon-DP: their epsilons also compose by plain addition.
-_PURE_EVENTS = (LaplaceEvent, DiscreteLaplaceEvent, PureDpEvent, ExponentialEvent, AsymptoticExponentialEvent)
+_PURE_EVENTS = (E.LaplaceEvent, E.DiscreteLaplaceEvent, E.PureDpEvent, E.ExponentialEvent, E.AsymptoticExponentialEvent)
 
 
 def pure_epsilon(event: DpEvent, count: int = 1) -> float:
@@ -254,7 +217,7 @@ class Accountant:
 
     def has_dependent_releases(self) -> bool:
         """True when the ledger holds releases that share a batch (the bound matters)."""
-        return any(isinstance(e.event, SampledJointGaussianEvent) for e in self.ledger.entries)
+        return any(isinstance(e.event, E.SampledJointGaussianEvent) for e in self.ledger.entries)
 
     def report(self, bounds: Sequence[str] = DEPENDENT_BOUNDS) -> dict[str, Any]:
         """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages.

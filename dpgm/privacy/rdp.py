@@ -345,3 +345,26 @@ def rdp_to_epsilon(
         return float("inf"), float("nan")
     i = int(np.nanargmin(eps))
     return max(float(eps[i]), 0.0), float(a[i])
+
+
+def smooth_gaussian_rdp(orders: Sequence[float], noise_multiplier: float, beta: float, dim: int) -> np.ndarray:
+    """RDP of Gaussian noise scaled by a beta-smooth sensitivity bound S (std c S in ``dim`` coordinates).
+
+    Neighbours' stds differ by r in [e^-beta, e^beta] and their means by <= min(S, S'); the Renyi
+    divergence of two Gaussians (Gil et al. 2013) is bounded by its mean term at r = e^-beta plus the
+    larger of its variance terms at the two ends; inf where a variance term diverges.
+    """
+    a = np.asarray(orders, dtype=np.float64)
+    c2, e2b = float(noise_multiplier) ** 2, math.exp(2.0 * float(beta))
+    mix = a - (a - 1.0) * e2b  # sigma_a^2 / sigma'^2 at r = e^-beta (std 1 -> e^-beta)
+    safe = np.where(mix > 0, mix, 1.0)
+    mean = a / (2.0 * c2 * safe)
+
+    def variance_term(r2: float) -> np.ndarray:
+        s_a = a * r2 + 1.0 - a
+        ok = s_a > 0
+        val = 0.5 * math.log(r2) + np.log(r2 / np.where(ok, s_a, 1.0)) / (2.0 * (a - 1.0))
+        return np.where(ok, val, np.inf)
+
+    var = dim * np.maximum(variance_term(1.0 / e2b), variance_term(e2b))
+    return np.where(mix > 0, mean + var, np.inf)

@@ -62,16 +62,19 @@ class Stage:
         self.cfg = cfg
         self.output: Any = None
 
-    #: The dotted config key that turns the stage on when it is not null (or override ``enabled``).
-    switch: ClassVar[str | None] = None
+    #: The dotted config key that turns the stage on when it is not null, or (key, value): on when the
+    #: option has that value (or override ``enabled``).
+    switch: ClassVar[str | tuple[str, Any] | None] = None
 
     @classmethod
     def enabled(cls, cfg: Config) -> bool:
-        """Whether a run with ``cfg`` has this stage: by default, whether its ``switch`` option is set."""
+        """Whether a run with ``cfg`` has this stage: by default, what its ``switch`` says."""
         if cls.switch is None:
             raise NotImplementedError(f"stage {cls.name!r}: set switch or override enabled")
-        section, key = cls.switch.split(".")
-        return getattr(getattr(cfg, section), key) is not None
+        key, value = (cls.switch, None) if isinstance(cls.switch, str) else cls.switch
+        section, option = key.split(".")
+        setting = getattr(getattr(cfg, section), option)
+        return setting is not None if isinstance(cls.switch, str) else setting == value
 
     def run(self, ctx: StageContext) -> Any:
         """Release this stage's statistics from ``ctx.data`` (charging ``ctx.accountant`` first);

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpgm.config import Config
 from dpgm.models import MODELS
 from dpgm.models.tree import TreeOptions
 from dpgm.privacy import collective
@@ -130,10 +129,7 @@ class ItemPairsStage(Stage):
 
     name = STAGE
     line = "grow a tree of items per group, each edge chosen privately, and measure its noisy pair counts"
-
-    @classmethod
-    def enabled(cls, cfg: Config) -> bool:
-        return cfg.model.kind == "tree"
+    switch = ("model.kind", "tree")
 
     def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
         options: TreeOptions = MODELS.options(self.cfg.model.kind, self.cfg.model.options)

@@ -29,7 +29,6 @@ import torch
 from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import part_sums
-from dpgm.config import Config
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
@@ -221,10 +220,7 @@ class PartMeansStage(ArrayStage):
 
     name = STAGE
     line = "measure each group's noisy mean record"
-
-    @classmethod
-    def enabled(cls, cfg: Config) -> bool:
-        return cfg.model.output_bias == "noisy_mean"
+    switch = ("model.output_bias", "noisy_mean")
 
     def run(self, ctx: StageContext) -> np.ndarray:
         partition = ctx.output("partition")

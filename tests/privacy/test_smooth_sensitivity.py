@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from dpgm.privacy.accountant import smooth_gaussian_rdp
+from dpgm.privacy.rdp import smooth_gaussian_rdp
 
 
 def renyi(mu1: float, s1: float, mu2: float, s2: float, alpha: float) -> float:
