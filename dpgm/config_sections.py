@@ -117,24 +117,6 @@ class PartitionConfig:
     init: Literal["public", "random"] = opt("random", "initial centres: from a public sample (mnist: the test split) "
                                                       "or data-independent random")
     clip_norm: float | None = opt(None, "lloyd: L2 bound on each record (null: sqrt(m))")
-    sketch_size: int = opt(1000, "sketch: number of random frequencies m")
-    sketch_signature: Literal["exp", "quantised"] = opt("exp", "sketch: signature function f_e or 1-bit f_q")
-    sketch_mechanism: Literal["gaussian", "laplace"] = opt(
-        "gaussian",
-        "sketch: Gaussian noise (RDP; L2 sensitivity sqrt(r)) or Laplace (pure eps, SPARS Theorem 1; L1 sensitivity r "
-        "c_f / 2); laplace without target_epsilon spends eps = 1/noise_multiplier")
-    sketch_measurements: int | None = opt(None, "sketch: r, entries of the sketch each record contributes to (uniform "
-                                                "random mask; null: all m)")
-    sketch_sigma2: float | None = opt(None, "sketch: public frequency scale sigma^2 (~ per-item variance within a "
-                                            "cluster; null: the public sample's mean item variance, else 1/4)")
-    sketch_frequencies: Literal["adapted_radius", "gaussian"] = opt(
-        "adapted_radius",
-        "sketch: frequency law, adapted radius (Keriven et al.) or N(0, I / sigma^2)")
-    sketch_projection: int | None = opt(10, "sketch: records with more items are decoded in this many public "
-                                            "dimensions (top principal directions of the public sample, else a random "
-                                            "orthonormal basis); null: never project")
-    sketch_decodes: int = opt(3, "sketch: CL-OMPR runs on the released sketch; the smallest residual wins "
-                                 "(post-processing)")
     empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released "
                                                           f"as a noisy count {released('1', 'empty_records')}; the "
                                                           "partition and the models see the other records only and "
@@ -150,13 +132,6 @@ class PartitionConfig:
         _require(self.features >= 1, "partition", "features", "must be >= 1")
         _require(self.gamma > 0, "partition", "gamma", "must be > 0")
         _require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
-        _require(self.sketch_size >= 1, "partition", "sketch_size", "must be >= 1")
-        _require(self.sketch_measurements is None or 1 <= self.sketch_measurements <= self.sketch_size, "partition",
-                 "sketch_measurements", "must be in 1..sketch_size")
-        _require(self.sketch_sigma2 is None or self.sketch_sigma2 > 0, "partition", "sketch_sigma2", "must be > 0")
-        _require(self.sketch_decodes >= 1, "partition", "sketch_decodes", "must be >= 1")
-        _require(self.sketch_projection is None or self.sketch_projection >= 1, "partition", "sketch_projection",
-                 "must be >= 1")
         _require(self.empty_part_noise_multiplier is None or self.empty_part_noise_multiplier > 0, "partition",
                  "empty_part_noise_multiplier", "must be > 0")
         _require(self.empty_part_noise_multiplier is None or self.method != "label", "partition",

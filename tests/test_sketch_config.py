@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_sketch_config_trains_on_a_tiny_budget(tmp_path):
     overrides = [f"runs_dir={tmp_path}", "seed=0", "data.limit=300", "training.epochs=1",
-                 "partition.sketch_size=100", "partition.sketch_decodes=1"]
+                 "partition.options.size=100", "partition.options.decodes=1"]
     cfg = load_config(ROOT / "configs/sketch.yaml", overrides)
     assert cfg.partition.method == "sketch" and cfg.data.source == "digits"
     run_dir, report = train(cfg, progress=False)

@@ -15,6 +15,8 @@ from dpgm.clustering.by_label import ByLabel, SinglePart
 from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
 from dpgm.clustering.lsh_tree import LshTreeOptions, LshTreePartitioner
+from dpgm.clustering.sketch.partitioner import SketchOptions
+from dpgm.clustering.sketch.partitioner import from_config as sketch_from_config
 from dpgm.config import PartitionConfig
 from dpgm.data.dataset import BinaryDataset
 from dpgm.registry import Registry
@@ -73,11 +75,9 @@ def _none(cfg: PartitionConfig, _options: None, _public: BinaryDataset | None) -
     return SinglePart(k=1, **_common(cfg))
 
 
-@PARTITIONERS.register("sketch", doc="DP compressive k-means: a noisy sketch decoded by CL-OMPR")
-def _sketch(cfg: PartitionConfig, _options: None, public: BinaryDataset | None) -> Partitioner:
-    from dpgm.clustering import sketch  # lazy: the compressive k-means module is optional here
-
-    return sketch.from_config(cfg, public=public)
+@PARTITIONERS.register("sketch", options=SketchOptions, doc="DP compressive k-means: a noisy sketch decoded by CL-OMPR")
+def _sketch(cfg: PartitionConfig, options: SketchOptions, public: BinaryDataset | None) -> Partitioner:
+    return sketch_from_config(cfg, options, public=public)
 
 
 @PARTITIONERS.register("lsh_tree", options=LshTreeOptions,

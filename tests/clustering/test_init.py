@@ -57,8 +57,8 @@ def test_public_init_without_public_sample_is_a_config_error():
 def test_sketch_method_builds_the_sketch_partitioner_from_the_config():
     from dpgm.clustering.sketch import SketchPartitioner
 
-    cfg = PartitionConfig(method="sketch", k=3, sketch_size=50, sketch_mechanism="laplace", noise_multiplier=2.0,
-                          sketch_decodes=1, sketch_projection=None)
+    cfg = PartitionConfig(method="sketch", k=3, noise_multiplier=2.0,
+                          options={"size": 50, "mechanism": "laplace", "decodes": 1, "projection": None})
     p = make_partitioner(cfg)
     assert isinstance(p, SketchPartitioner) and p.k == 3
     acc = Accountant(delta=1e-5)

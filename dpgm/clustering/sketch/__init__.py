@@ -24,7 +24,7 @@ from dpgm.clustering.sketch.operator import (
     check_same_operator,
     random_subsets,
 )
-from dpgm.clustering.sketch.partitioner import SketchPartitioner, from_config
+from dpgm.clustering.sketch.partitioner import SketchOptions, SketchPartitioner, from_config
 from dpgm.clustering.sketch.private import (
     PrivateSketch,
     SketchNoise,
@@ -52,6 +52,7 @@ __all__ = [
     "Projection",
     "SketchNoise",
     "SketchOperator",
+    "SketchOptions",
     "SketchPartitioner",
     "SketchSpec",
     "SketchSum",

@@ -30,10 +30,10 @@ def draw_frequencies(
 ) -> np.ndarray:
     """Omega (dim x m), data-independent: N(0, I / sigma2), or R / sigma on random directions."""
     if not (math.isfinite(sigma2) and sigma2 > 0):
-        raise ConfigError(f"partition.sketch_sigma2: must be > 0, got {sigma2!r}")
+        raise ConfigError(f"partition.options.sigma2: must be > 0, got {sigma2!r}")
     g = rng.normal(size=(dim, m))
     if law == "gaussian":
         return g / math.sqrt(sigma2)
     if law != "adapted_radius":
-        raise ConfigError(f"partition.sketch_frequencies: unknown law {law!r}")
+        raise ConfigError(f"partition.options.frequencies: unknown law {law!r}")
     return g / np.linalg.norm(g, axis=0) * adapted_radius(m, rng) / math.sqrt(sigma2)

@@ -110,14 +110,14 @@ class SketchOperator:
 
     def __post_init__(self) -> None:
         if self.signature not in C_F:
-            raise ConfigError(f"partition.sketch_signature: unknown signature {self.signature!r}")
+            raise ConfigError(f"partition.options.signature: unknown signature {self.signature!r}")
         if self.omega.ndim != 2 or self.dither.shape != (self.omega.shape[1],):
             raise ValueError(
                 f"omega must be d x m and dither of length m, got {self.omega.shape}, {self.dither.shape}"
             )
         r = self.m if self.measurements is None else int(self.measurements)
         if not 1 <= r <= self.m:
-            raise ConfigError(f"partition.sketch_measurements: r must be in 1..m={self.m}, got {r}")
+            raise ConfigError(f"partition.options.measurements: r must be in 1..m={self.m}, got {r}")
         object.__setattr__(self, "measurements", r)
 
     @classmethod

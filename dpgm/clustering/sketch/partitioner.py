@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 import numpy as np
 
@@ -24,6 +24,40 @@ from dpgm.config import PartitionConfig
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
+
+
+@dataclass
+class SketchOptions:
+    """Options of ``partition.method: sketch`` (the section ``partition.options``)."""
+
+    size: int = 1000
+    """m, the number of random frequencies."""
+    signature: Signature = "exp"
+    """The signature function: f_e (``exp``) or the 1-bit f_q (``quantised``)."""
+    mechanism: Mechanism = "gaussian"
+    """Gaussian noise (RDP; L2 sensitivity sqrt(r)) or Laplace (pure epsilon, SPARS Theorem 1; L1 sensitivity
+    r c_f / 2); laplace without a target epsilon spends epsilon = 1 / noise_multiplier."""
+    measurements: int | None = None
+    """r, the entries of the sketch each record contributes to (a uniform random mask; null: all m)."""
+    sigma2: float | None = None
+    """Public frequency scale sigma^2, about the per-item variance within a cluster (null: the public sample's
+    mean item variance, else 1/4)."""
+    frequencies: FrequencyLaw = "adapted_radius"
+    """The frequency law: adapted radius (Keriven et al.) or N(0, I / sigma^2)."""
+    projection: int | None = 10
+    """Records with more items are decoded in this many public dimensions (top principal directions of the
+    public sample, else a random orthonormal basis); null: never project."""
+    decodes: int = 3
+    """CL-OMPR runs on the released sketch; the smallest residual wins (post-processing)."""
+
+    def __post_init__(self) -> None:
+        require_positive("partition.options", size=self.size, decodes=self.decodes, sigma2=self.sigma2,
+                         projection=self.projection, measurements=self.measurements)
+        if self.measurements is not None and self.measurements > self.size:
+            raise ValueError(f"measurements must be in 1..size={self.size}, got {self.measurements}")
+        for name, kind in (("signature", Signature), ("mechanism", Mechanism), ("frequencies", FrequencyLaw)):
+            if getattr(self, name) not in get_args(kind):
+                raise ValueError(f"{name} must be one of {', '.join(get_args(kind))}, got {getattr(self, name)!r}")
 
 
 @dataclass
@@ -60,9 +94,9 @@ class SketchPartitioner:
     method: ClassVar[str] = "sketch"
 
     def __post_init__(self) -> None:
-        require_positive("partition", k=self.k, sketch_size=self.sketch_size,
-                         sketch_decodes=self.decodes, sketch_sigma2=self.sigma2,
-                         sketch_projection=self.projection)
+        require_positive("partition", k=self.k)
+        require_positive("partition.options", size=self.sketch_size, decodes=self.decodes, sigma2=self.sigma2,
+                         projection=self.projection)
 
     def _public_rows(self, n_items: int) -> np.ndarray | None:
         if self.public is None:
@@ -128,12 +162,12 @@ class SketchPartitioner:
         return nearest_centre(self.projection_.apply(records), self.centres_)
 
 
-def from_config(cfg: PartitionConfig, *, public: BinaryDataset | None = None) -> SketchPartitioner:
+def from_config(cfg: PartitionConfig, options: SketchOptions, *, public: BinaryDataset | None = None
+                ) -> SketchPartitioner:
     """The partitioner ``partition.method: sketch`` builds (make_partitioner calls this)."""
     return SketchPartitioner(
-        k=cfg.k, sketch_size=cfg.sketch_size, signature=cfg.sketch_signature,
-        mechanism=cfg.sketch_mechanism, measurements=cfg.sketch_measurements,
-        noise_multiplier=cfg.noise_multiplier, target_epsilon=cfg.target_epsilon,
-        sigma2=cfg.sketch_sigma2, frequencies=cfg.sketch_frequencies, decodes=cfg.sketch_decodes,
-        projection=cfg.sketch_projection, public=public,
+        k=cfg.k, sketch_size=options.size, signature=options.signature, mechanism=options.mechanism,
+        measurements=options.measurements, noise_multiplier=cfg.noise_multiplier, target_epsilon=cfg.target_epsilon,
+        sigma2=options.sigma2, frequencies=options.frequencies, decodes=options.decodes,
+        projection=options.projection, public=public,
     )

@@ -99,7 +99,7 @@ class SketchNoise:
 
     def __post_init__(self) -> None:
         if self.mechanism not in ("laplace", "gaussian"):
-            raise ConfigError(f"partition.sketch_mechanism: unknown mechanism {self.mechanism!r}")
+            raise ConfigError(f"partition.options.mechanism: unknown mechanism {self.mechanism!r}")
         if not 0.0 < self.count_share < 1.0:
             raise ValueError(f"count_share must be in (0, 1), got {self.count_share}")
         value = self.epsilon if self.mechanism == "laplace" else self.noise_multiplier

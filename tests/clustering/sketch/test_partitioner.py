@@ -47,15 +47,8 @@ def test_partitioner_recovers_block_clusters_with_one_charged_release(sparse):
 
 
 def test_make_partitioner_builds_the_sketch_partitioner_from_config():
-    cfg = PartitionConfig(
-        method="sketch",
-        k=3,
-        sketch_size=64,
-        sketch_mechanism="laplace",
-        target_epsilon=1.0,
-        sketch_decodes=1,
-        sketch_projection=None,
-    )
+    cfg = PartitionConfig(method="sketch", k=3, target_epsilon=1.0,
+                          options={"size": 64, "mechanism": "laplace", "decodes": 1, "projection": None})
     part = make_partitioner(cfg)
     assert isinstance(part, SketchPartitioner) and part.mechanism == "laplace"
     data = block_dataset(n=300, k=3, block=4, seed=3)
@@ -83,3 +76,14 @@ def test_partitioner_on_real_mnist(shared_data_dir):
     part = SketchPartitioner(k=10, sketch_size=500, decodes=1, public=test)  # Gaussian, sigma 40
     result = part.fit(train, Accountant(delta=1e-5), np.random.default_rng(19))
     assert clustering_accuracy(train.labels, result.assignments) > 0.3  # chance: 0.11
+
+
+@pytest.mark.parametrize(("options", "words"), [({"size": 0}, "size"), ({"mechanism": "uniform"}, "mechanism"),
+                                                 ({"size": 10, "measurements": 11}, "measurements"),
+                                                 ({"sketch_size": 10}, "unknown option 'sketch_size'")])
+def test_bad_sketch_options_are_one_line_config_errors(options, words):
+    from dpgm.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=words) as info:
+        make_partitioner(PartitionConfig(method="sketch", k=3, options=options))
+    assert "\n" not in str(info.value)
