@@ -52,6 +52,20 @@ def released(path: Path, runs: Path) -> dict[str, Any]:
             "centres": partition.centres, "means": run.output("part_means")}
 
 
+def trained(path: Path, runs: Path) -> dict[str, Any]:
+    """A run that trains a VAE per part with DP-SGD: its privacy report."""
+    from dpgm.config import config_from_dict
+    from dpgm.pipeline.run import train
+
+    cfg = config(path, runs)
+    cfg["model"] = {"kind": "vae", "hidden": [8], "latent": 2}
+    cfg["training"] = {"sampling_rate": 0.1, "epochs": 1.0, "noise_multiplier": 1.0, "clipping": "fixed",
+                       "clip_norm": 1.0, "checkpoint_every": 1000}
+    cfg["privacy"] = {"delta": 1e-5}
+    _, report = train(config_from_dict(cfg), progress=False)
+    return {key: report[key] for key in ("epsilon", "stage_epsilons", "plan", "noisy_part_sizes")}
+
+
 def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
     """One rank: join the gloo group, run with noise, then without, hand both results back."""
     import torch.distributed as dist
@@ -59,9 +73,9 @@ def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
     os.environ["OMP_NUM_THREADS"] = "1"
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
     try:
-        noisy = released(path, runs / "noisy")
+        noisy, report = released(path, runs / "noisy"), trained(path, runs / "trained")
         silence(setattr)
-        out.put((rank, noisy, released(path, runs / "exact")))
+        out.put((rank, noisy, released(path, runs / "exact"), report))
     finally:
         dist.destroy_process_group()
 
@@ -70,7 +84,11 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
     path = transaction_file(tmp_path, n=600)
     out = mp.get_context("spawn").SimpleQueue()
     mp.spawn(rank_main, args=(f"file://{tmp_path / 'init'}", path, tmp_path / "ranks", out), nprocs=WORLD, join=True)
-    results = {rank: (noisy, exact) for rank, noisy, exact in (out.get() for _ in range(WORLD))}
+    results = {rank: rest for rank, *rest in (out.get() for _ in range(WORLD))}
+    report_alone = trained(path, tmp_path / "trained")
+    for rank in range(WORLD):  # DP-SGD over ranks: the one-process plan and epsilon, rank 0's release
+        assert results[rank][2] == {**report_alone, "noisy_part_sizes": results[0][2]["noisy_part_sizes"]}
+    assert (tmp_path / "ranks" / "trained" / "d" / "release" / "models.pt").is_file()
     noisy_alone = released(path, tmp_path / "noisy")
     silence(monkeypatch.setattr)
     exact_alone = released(path, tmp_path / "exact")

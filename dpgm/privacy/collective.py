@@ -67,6 +67,22 @@ def from_rank0(value: np.ndarray) -> np.ndarray:
     return _exchange(value, "rank0")
 
 
+def sum_tensor_over_ranks_(tensor: Any) -> Any:
+    """``tensor`` (torch, on any device the backend serves) replaced in place by its sum over ranks."""
+    dist = _dist()
+    if dist is not None:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def tensor_from_rank0_(tensor: Any) -> Any:
+    """``tensor`` (torch) replaced in place by rank 0's."""
+    dist = _dist()
+    if dist is not None:
+        dist.broadcast(tensor, src=0)
+    return tensor
+
+
 def shared_entropy(bits: int = 128) -> int:
     """``bits`` random bits from the OS CSPRNG, drawn on rank 0 and the same on every rank: the seed
     of a private run's public draws (random features, hyperplanes), which every rank must share."""

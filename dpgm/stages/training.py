@@ -23,6 +23,7 @@ from dpgm.config import Config
 from dpgm.errors import ConfigError, DpgmError, PrivacyBudgetError
 from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
 from dpgm.models import STATISTICS_ONLY, build_model
+from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
@@ -39,6 +40,13 @@ class RunInterrupted(DpgmError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class _Unwritten:
+    """A TensorBoard writer that writes nothing (the ranks other than rank 0)."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
 
 
 def release_min_items(cfg: Config) -> int:
@@ -139,7 +147,8 @@ class TrainingStage(Stage):
         from torch.utils.tensorboard import SummaryWriter
 
         t = self.cfg.training
-        writer = SummaryWriter(str(layout.in_release(TENSORBOARD_DIR)), purge_step=self._purge_step())
+        writer = (SummaryWriter(str(layout.in_release(TENSORBOARD_DIR)), purge_step=self._purge_step())
+                  if collective.rank() == 0 else _Unwritten())  # several ranks: rank 0 writes
         if self.step == 0:
             writer.add_text("partition/noisy_sizes", _sizes_table(ctx.output("partition").noisy_sizes), 0)
         # a checkpoint past step 0 came with its samples (``_save``); the first one, at step 0, did not
@@ -203,7 +212,7 @@ class TrainingStage(Stage):
         bar.show(**shown)
 
     def _write_samples(self, ctx: StageContext, layout: RunLayout, writer: Any) -> None:
-        if ctx.data.image_shape is None:
+        if ctx.data.image_shape is None or collective.rank() != 0:
             return
         g = torch.Generator()
         g.manual_seed(0)

@@ -42,6 +42,7 @@ from torch import Tensor, nn
 from dpgm.config import PrivacyConfig
 from dpgm.errors import ConfigError
 from dpgm.models.protocol import DPSGDModel
+from dpgm.privacy import collective
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import gaussian_noise, standard_normal_
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
@@ -85,6 +86,7 @@ class DPSGD:
         generator: torch.Generator | None,
         batched: bool = True,
         secure_mode: bool = PrivacyConfig.secure_mode,
+        local_generator: torch.Generator | None = None,
     ) -> None:
         if not models or not len(models) == len(expected_batch_sizes) == len(optimizers):
             raise ConfigError("DP-SGD needs models, and one expected batch size and optimizer each")
@@ -92,6 +94,7 @@ class DPSGD:
             if not isinstance(m, DPSGDModel):
                 raise ConfigError(f"DP-SGD: {type(m).__name__} does not follow DPSGDModel")
         self.models, self.mechanism, self.generator = list(models), mechanism, generator
+        self.local_generator = generator if local_generator is None else local_generator
         self.secure_mode = bool(secure_mode)
         self.expected = [positive("expected_batch_size", e) for e in expected_batch_sizes]
         self.optimizers = list(optimizers)
@@ -160,8 +163,8 @@ class DPSGD:
         for j in active:
             s, pos = self._slot[j]
             stack, drawn = self.stacks[s], draws[s]
-            if sizes[j]:
-                noise = self.models[j].step_noise(sizes[j], g)
+            if sizes[j]:  # this rank's records: its own stream (``local_generator``)
+                noise = self.models[j].step_noise(sizes[j], self.local_generator)
                 drawn.step_noise.append(noise.to(device=stack.device, dtype=stack.dtype))
             if mech.clipping == "adaptive":
                 drawn.hist_noise[pos] = gaussian_noise(  # dpnorm.histogram_noise, secure or not
@@ -169,6 +172,8 @@ class DPSGD:
                 )
             for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
                 standard_normal_(buffer[pos], g, secure=self.secure_mode)
+                if collective.rank() != 0:  # several ranks: the noise is rank 0's, added once by the sum
+                    buffer[pos].zero_()
             noise = self.models[j].post_processing_noise(g)
             if noise is not None:
                 drawn.post_noise[pos] = noise.to(device=stack.device, dtype=stack.dtype)
@@ -200,6 +205,8 @@ class DPSGD:
             factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
                 self.mechanism.group_clip_factors(done.group_norms, per_row[0])
             stack.add_clipped_sum(done, factors / per_row[1])
+        for buffer in stack.grads:  # several ranks: every rank's clipped sum, and rank 0's noise
+            collective.sum_tensor_over_ranks_(buffer)
         stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from dpgm.config import TrainingConfig
 from dpgm.errors import ConfigError
+from dpgm.privacy import collective
 from dpgm.privacy.clipping import CLIP_MARGIN
 from dpgm.privacy.events import DpEvent, SampledGaussianEvent, SampledJointGaussianEvent
 from dpgm.training.dpnorm import mode_thresholds, norm_histograms
@@ -120,5 +121,6 @@ class Mechanism:
             return torch.full((hist_noise.shape[0],), self.clip_norm, dtype=torch.float64)
         counts = norm_histograms(
             norms, local, hist_noise.shape[0], hist_max=self.hist_max, bins=self.hist_bins
-        )
-        return mode_thresholds(counts + hist_noise, hist_max=self.hist_max)
+        )  # several ranks: every rank's counts, and rank 0's noise
+        noise = collective.tensor_from_rank0_(hist_noise.clone())
+        return mode_thresholds(collective.sum_tensor_over_ranks_(counts) + noise, hist_max=self.hist_max)

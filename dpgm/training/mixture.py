@@ -27,6 +27,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from dpgm.clustering.base import size_shares
 from dpgm.config import TrainingConfig
+from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import floor_counts
@@ -97,6 +98,18 @@ def _log(results: list[StepResult]) -> StepLog:
                    batch_sizes=[r.batch_size for r in results])
 
 
+def rank_generator(generator: torch.Generator) -> torch.Generator:
+    """The stream of this rank's own records (Poisson sampling, per-record model noise): ``generator``
+    itself in one process; with several ranks, one seeded from a draw of ``generator`` (the same on
+    every rank) and the rank, so that every rank samples its records independently of the others
+    (a Poisson sample of the union) while the shared stream stays in step."""
+    if collective.world_size() == 1:
+        return generator
+    shared = int(torch.randint(2**62, (1,), generator=generator))
+    seed = np.random.SeedSequence([shared, collective.rank()]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(seed[0]) << 32 | int(seed[1]))
+
+
 class MixtureTrainer:
     """Alg. 1: k DP-SGD optimisers over the parts of a released partition.
 
@@ -126,6 +139,7 @@ class MixtureTrainer:
         self.records = records
         self.cfg = cfg
         self.generator = generator
+        self.local_generator = rank_generator(generator)
         self.n = len(assignments)
         self.parts = [np.flatnonzero(assignments == j) for j in range(len(models))]
         self._part_of = torch.as_tensor(assignments, dtype=torch.long)
@@ -140,6 +154,7 @@ class MixtureTrainer:
             generator=generator,
             batched=batched and cfg.schedule == "parallel",
             secure_mode=secure_mode,
+            local_generator=self.local_generator,
         )
         self.averages = (
             [AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(cfg.ema_decay), use_buffers=False) for m in models]
@@ -152,7 +167,7 @@ class MixtureTrainer:
 
     def _sample(self, candidates: np.ndarray) -> np.ndarray:
         """Poisson sampling: each candidate joins independently with probability q."""
-        return candidates[poisson_sample(len(candidates), self.cfg.sampling_rate, self.generator).numpy()]
+        return candidates[poisson_sample(len(candidates), self.cfg.sampling_rate, self.local_generator).numpy()]
 
     def step(self, accountant: Accountant) -> StepLog:
         """One global step; charged to ``accountant`` before any record is read."""
