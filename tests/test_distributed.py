@@ -105,3 +105,23 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
     assert np.allclose(exact["sizes"], exact_alone["sizes"])
     assert np.allclose(exact["centres"], exact_alone["centres"], atol=1e-9)
     assert np.allclose(exact["means"], exact_alone["means"], atol=1e-9)
+
+
+def test_torchrun_runs_train_py_on_two_ranks(tmp_path: Path) -> None:
+    """No new flag: torchrun starts two ranks of train.py; rank 0 writes the release and prints."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = transaction_file(tmp_path, n=400)
+    cfg = config(path, tmp_path / "runs")
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           str(root / "train.py"), "--config", str(tmp_path / "run.yaml"), "--no-progress"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("privacy: epsilon") == 1  # rank 0 speaks
+    assert (tmp_path / "runs" / "d" / "release" / "privacy_report.json").is_file()

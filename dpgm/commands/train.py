@@ -12,8 +12,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from dpgm.api import resume, train
+from dpgm.privacy import collective
 
 
 def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.Namespace:
@@ -44,16 +46,29 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
 
 def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     args = parse_args(argv, prog)
+    if args.resume and args.overrides:
+        print("error: --set cannot change a run being resumed", file=sys.stderr)
+        return 2
+    with collective.launched():  # torchrun --nproc-per-node N train.py ...: one rank of N (docs/guide/distributed.md)
+        run_dir, report = _run(args)
+        if collective.rank() != 0:
+            return 0
+    _print(args, run_dir, report)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The run the arguments ask for: a fresh one, or the resumed one."""
     if args.resume:
-        if args.overrides:
-            print("error: --set cannot change a run being resumed", file=sys.stderr)
-            return 2
-        run_dir, report = resume(args.resume, progress=not args.no_progress)  # torch loads only now
-    else:
-        flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download,
-                 "keep_private=true": args.keep_private, "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
-        overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
-        run_dir, report = train(args.config, overrides=overrides, progress=not args.no_progress)  # config checked first
+        return resume(args.resume, progress=not args.no_progress)  # torch loads only now
+    flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download,
+             "keep_private=true": args.keep_private, "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
+    overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
+    return train(args.config, overrides=overrides, progress=not args.no_progress)  # config checked first
+
+
+def _print(args: argparse.Namespace, run_dir: Any, report: dict[str, Any]) -> None:
+    """Where the release is, and its epsilon (rank 0 of a distributed run only)."""
     if "warning" in report:
         print(report["warning"])
     what = "release (NOT private: an experiment)" if "warning" in report else "release (safe to share)"
@@ -66,4 +81,3 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
         from dpgm.artifact import read_summary
 
         print("\n" + read_summary(run_dir), end="")
-    return 0

@@ -12,8 +12,11 @@ rank) every function here is the identity, and torch is never imported (docs/gui
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,25 @@ def _dist() -> Any | None:
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return None
     return dist if dist.get_world_size() > 1 else None
+
+
+@contextlib.contextmanager
+def launched() -> Iterator[None]:
+    """Inside: the process group a launcher such as torchrun describes in the environment
+    (WORLD_SIZE > 1), joined over gloo and left at the end; without one, nothing happens."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        yield
+        return
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        yield
+        return
+    dist.init_process_group("gloo")
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
 def rank() -> int:
