@@ -97,6 +97,20 @@ def sum_tensor_over_ranks_(tensor: Any) -> Any:
     return tensor
 
 
+def sum_tensors_over_ranks_(tensors: list[Any]) -> None:
+    """Every tensor of ``tensors`` (torch, one dtype and device) replaced in place by its sum over
+    ranks, in ONE all-reduce of their concatenation (one message per step, not one per tensor)."""
+    if _dist() is None or not tensors:
+        return
+    import torch
+
+    flat = sum_tensor_over_ranks_(torch.cat([t.reshape(-1) for t in tensors]))
+    start = 0
+    for t in tensors:
+        t.copy_(flat[start : start + t.numel()].view_as(t))
+        start += t.numel()
+
+
 def tensor_from_rank0_(tensor: Any) -> Any:
     """``tensor`` (torch) replaced in place by rank 0's."""
     dist = _dist()

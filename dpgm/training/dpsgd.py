@@ -205,8 +205,7 @@ class DPSGD:
             factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
                 self.mechanism.group_clip_factors(done.group_norms, per_row[0])
             stack.add_clipped_sum(done, factors / per_row[1])
-        for buffer in stack.grads:  # several ranks: every rank's clipped sum, and rank 0's noise
-            collective.sum_tensor_over_ranks_(buffer)
+        collective.sum_tensors_over_ranks_(list(stack.grads))  # several ranks: all clipped sums, rank 0's noise
         stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()
         return _results(stack.parts, torch.bincount(local, minlength=k), losses, local, c_s)
