@@ -499,6 +499,34 @@ def distributed() -> str:
         "", source(name)])
 
 
+def threads_busy() -> str:
+    """The default threads and OpenMP wait policy, alone and beside one busy process: median seconds."""
+    name = "threads_busy.json"
+    if not (RESULTS / name).is_file():
+        return ""
+    runs = load(name)["runs"]
+    cells: dict[tuple[str, str, str, bool], list[float]] = defaultdict(list)
+    for r in runs:
+        cells[(r["config"], r["threads"], r["wait_policy"], r["busy"])].append(r["seconds"])
+    configs = sorted({r["config"] for r in runs})
+    settings = sorted({(r["threads"], r["wait_policy"]) for r in runs})
+    rows = []
+    for config in configs:
+        for busy in (False, True):
+            best = min(float(np.median(cells[(config, t, w, busy)])) for t, w in settings)
+            rows.append([config, "beside a busy process" if busy else "alone", *[
+                f"{np.median(cells[(config, t, w, busy)]):.1f} ({np.median(cells[(config, t, w, busy)]) / best:.2f}x)"
+                for t, w in settings]])
+    header = ["config", "machine", *[f"threads {t}, wait {w}" for t, w in settings]]
+    return "\n".join([
+        "## Threads beside another job", "",
+        ("`benchmarks/config_timings.py --busy quiet busy --wait-policies unset PASSIVE --repeats 3`: each "
+         "config alone and beside one CPU-bound process, with the default threads (the cores available) or one, "
+         "and OpenMP's idle threads spinning for a while first (unset, OpenMP's own: dpgm's default) or sleeping "
+         "(PASSIVE); median seconds of three interleaved runs, and the ratio to the best setting of that row."),
+        "", table(header, rows), "", source(name)])
+
+
 def page() -> str:
     intro = (
         "# Results\n\n"
@@ -508,7 +536,7 @@ def page() -> str:
         "not shown here (clustering accuracy, compressive k-means, the searches that chose the "
         "tuned configs and the generic rules), are listed in `benchmarks/results/README.md`. "
         "Unless a table says otherwise, the machine had 2 cores.")
-    sections = (timings(), generic_time(), generic_rules(), *filter(None, [peers()]), counting(), train_on_synthetic(),
+    sections = (timings(), *filter(None, [threads_busy()]), generic_time(), generic_rules(), *filter(None, [peers()]), counting(), train_on_synthetic(),
                 *filter(None, [partitioners(), partition_release(), subspace(), distributed()]), accounting(),
                 throughput(), audit())
     return "\n\n".join((intro, *sections)) + "\n"
