@@ -154,7 +154,7 @@ class DPSGD:
     def _draw(self, sizes: list[int], active: list[int]) -> list[_Draws]:
         """Every random draw of a step, in the documented order (module docstring), per stack.
         The gradient noise goes straight into the stacks' gradient buffers."""
-        g, mech = self.generator, self.mechanism
+        g, mech, lead = self.generator, self.mechanism, collective.rank() == 0
         bins = mech.hist_bins if mech.clipping == "adaptive" else 1
         draws = [
             _Draws([], torch.zeros(len(s.parts), bins, dtype=torch.float64), {})
@@ -172,7 +172,7 @@ class DPSGD:
                 )
             for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
                 standard_normal_(buffer[pos], g, secure=self.secure_mode)
-                if collective.rank() != 0:  # several ranks: the noise is rank 0's, added once by the sum
+                if not lead:  # several ranks: the noise is rank 0's, added once by the sum
                     buffer[pos].zero_()
             noise = self.models[j].post_processing_noise(g)
             if noise is not None:

@@ -122,5 +122,5 @@ class Mechanism:
         counts = norm_histograms(
             norms, local, hist_noise.shape[0], hist_max=self.hist_max, bins=self.hist_bins
         )  # several ranks: every rank's counts, and rank 0's noise
-        noise = collective.tensor_from_rank0_(hist_noise.clone())
+        noise = collective.tensor_from_rank0_(hist_noise)
         return mode_thresholds(collective.sum_tensor_over_ranks_(counts) + noise, hist_max=self.hist_max)

@@ -32,12 +32,12 @@ Solver = Callable[[np.ndarray, int, int, np.random.Generator], np.ndarray]
 
 @dataclass
 class AggregateResult:
-    """Released subspaces (k, d, q), and the unreleased aggregation facts kept for diagnostics."""
+    """Released subspaces (k, d, q) and the public noise parameters (the smooth bound, computed from
+    the records, is not kept: it is never released)."""
 
     bases: np.ndarray
     noise_multiplier: float
     beta: float
-    smooth_bound: float
 
 
 def output_dim(k: int, d: int) -> int:
@@ -135,4 +135,4 @@ def sample_aggregate(
     noisy = smooth_sensitivity_release(projection(chosen), smooth_bound=bound, noise_multiplier=sigma, beta=beta,
                                        accountant=accountant, stage=STAGE, rng=rng)
     bases = np.stack([top_eigvecs(p, q) for p in noisy])
-    return AggregateResult(bases=bases, noise_multiplier=sigma, beta=beta, smooth_bound=bound)
+    return AggregateResult(bases=bases, noise_multiplier=sigma, beta=beta)
