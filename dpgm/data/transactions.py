@@ -33,11 +33,15 @@ _POW10 = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
 
 
 def parse_transactions(
-    raw: bytes, path: Path, limit: int | None = None
+    raw: bytes, path: Path, limit: int | None = None, part: bool = False
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Vectorised parse: (record index of each id, item ids, number of records)."""
+    """Vectorised parse: (record index of each id, item ids, number of records). ``part``: the bytes
+    are one rank's shard, which may hold no record or no item without being an error."""
     buf = np.frombuffer(raw, dtype=np.uint8)
+    empty = np.zeros(0, dtype=np.int64)
     if buf.size == 0:
+        if part:
+            return empty, empty, 0
         raise DataError(f"{path}: empty file")
     newlines = np.flatnonzero(buf == ord("\n"))
     if limit is not None and newlines.size >= limit:
@@ -53,6 +57,8 @@ def parse_transactions(
     is_digit = cls == _DIGIT
     digit_pos = np.flatnonzero(is_digit)
     if digit_pos.size == 0:
+        if part:
+            return empty, empty, int(n_records)
         raise DataError(f"{path}: no item ids in the file (empty dataset)")
     starts = np.ones(digit_pos.size, dtype=bool)
     starts[1:] = digit_pos[1:] != digit_pos[:-1] + 1
@@ -190,10 +196,10 @@ def load_transactions(
         raise ConfigError(f"data.top_items: must be >= 1, got {top_items}")
     path = Path(path)
     raw = read_bytes(path) if shard is None else read_shard(path, *shard)
-    rows, ids, n_records = parse_transactions(raw, path, limit)
+    rows, ids, n_records = parse_transactions(raw, path, limit, part=shard is not None)
     items_path = items_file_for(path)
     names, universe = _universe(path, items_path, n_items, require_universe, ids)
-    if ids.max() >= len(names):
+    if ids.size and ids.max() >= len(names):
         raise record_error(
             path,
             f"an item id is outside the {len(names)} items of {universe}",

@@ -32,6 +32,14 @@ def test_the_shards_are_the_whole_file_in_order(tmp_path: Path, world: int) -> N
     assert max(s.n_records for s in shards) < whole.n_records / world + 30  # byte ranges: about even
 
 
+def test_a_rank_may_hold_no_record_or_only_empty_ones(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"1 2 3 4 5 6 7 8\n\n\n")  # 5 ranks: three of them start no line
+    shards = [load_transactions(path, n_items=10, shard=(rank, 5)) for rank in range(5)]
+    assert [s.n_records for s in shards] == [1, 0, 0, 0, 2]  # 18 bytes: lines start at 0, 16 and 17
+    assert (sp.vstack([s.records for s in shards]) != load_transactions(path, n_items=10).records).nnz == 0
+
+
 def test_a_rank_reads_only_its_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.txt"
     path.write_bytes(b"1 2 3\n4\n5 6 7 8 9 10\n11\n")  # 26 bytes: ranges [0, 13) and [13, 26)
