@@ -42,6 +42,11 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((RESULTS / name).read_text())
 
 
+def load_if_there(name: str) -> dict[str, Any] | None:
+    """A benchmark's JSON, or None where it was not run (its section is then left out)."""
+    return load(name) if (RESULTS / name).is_file() else None
+
+
 def source(*names: str) -> str:
     """'Source: `benchmarks/results/NAME` (commit, date)' for each file, from its provenance."""
     parts = []
@@ -383,9 +388,9 @@ def _ratio_acc(cell: dict[str, Any] | None) -> str:
 def partitioners() -> str:
     """Every partitioner's k-means loss and accuracy beside non-private k-means++."""
     name = "partitioners.json"
-    if not (RESULTS / name).is_file():
+    data = load_if_there(name)
+    if data is None:
         return ""
-    data = load(name)
     summary = data["summary"]
     methods = sorted({t["method"] for t in summary} - {"kmeans++"})
     ks = sorted({t["k"] for t in summary if t["dataset"] == "google" and t["epsilon"] in (1.0, None)})
@@ -429,9 +434,9 @@ def _distance_cost(cell: dict[str, Any] | None) -> str:
 def subspace() -> str:
     """The subspace clustering solvers on the paper's synthetic settings: Wasserstein distance and cost."""
     name = "subspace_clustering.json"
-    if not (RESULTS / name).is_file():
+    data = load_if_there(name)
+    if data is None:
         return ""
-    data = load(name)
     eps = data["epsilons"]
     cells = {(t["setting"], t["method"], t["epsilon"]): t for t in data["summary"]}
     blocks = []
@@ -478,9 +483,9 @@ def partition_release() -> str:
 def distributed() -> str:
     """A statistics-only run over 1 and 2 torch.distributed ranks: seconds and memory per rank."""
     name = "distributed_statistics.json"
-    if not (RESULTS / name).is_file():
+    data = load_if_there(name)
+    if data is None:
         return ""
-    data = load(name)
     total = {w: sum(r["records"] for r in data["rows"] if r["world"] == w) for w in {r["world"] for r in data["rows"]}}
     rows = [(r["world"], r["rank"], f"{r['records']:,}", seconds(r["read_s"]), seconds(r["stages_s"]),
              seconds(r["dpsgd_s"]), f"{r['steps'] * data['sampling_rate'] * total[r['world']] / r['dpsgd_s']:,.0f}",
@@ -502,9 +507,10 @@ def distributed() -> str:
 def threads_busy() -> str:
     """The default threads and OpenMP wait policy, alone and beside one busy process: median seconds."""
     name = "threads_busy.json"
-    if not (RESULTS / name).is_file():
+    data = load_if_there(name)
+    if data is None:
         return ""
-    runs = load(name)["runs"]
+    runs = data["runs"]
     cells: dict[tuple[str, str, str, bool], list[float]] = defaultdict(list)
     for r in runs:
         cells[(r["config"], r["threads"], r["wait_policy"], r["busy"])].append(r["seconds"])

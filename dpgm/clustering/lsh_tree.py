@@ -206,10 +206,8 @@ def private_coreset(rows: Rows, *, k: int, radius: float, noise: TreeNoise, opti
     noisy_sums = gaussian_release(sums, sensitivity=radius, noise_multiplier=noise.sum_multiplier,
                                   accountant=accountant, stage=STAGE, rng=rng)
     weights = np.maximum(np.asarray(leaf_counts, dtype=np.float64), 1.0)
-    points = noisy_sums / weights[:, None]
-    norms = np.linalg.norm(points, axis=1)
-    points *= np.minimum(1.0, radius / np.maximum(norms, 1e-300))[:, None]
-    coreset.points, coreset.weights = points, weights
+    coreset.points = clip_rows(noisy_sums / weights[:, None], radius, dtype=np.float64)  # into the ball
+    coreset.weights = weights
     return coreset
 
 
