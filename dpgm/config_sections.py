@@ -47,6 +47,9 @@ class DataConfig:
                                     "(the universe is never read off the private data)")
     label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
+    chunk_mb: float | None = opt(None, "transactions: read the file this many MB at a time and never hold it whole "
+                                       "(data larger than memory; every pass over the records reads it again); "
+                                       "null: load it into memory")
     min_items: int = opt(0, "every record holds at least this many items: a public fact about how the data were "
                             "collected (msnbc: a session has at least one page view). Records with fewer are dropped "
                             "at load (and, with top_items, after the item choice), a per-record rule under which DP "
@@ -62,6 +65,10 @@ class DataConfig:
         _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
         _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
         _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
+        _require(self.chunk_mb is None or self.chunk_mb > 0, "data", "chunk_mb", "must be > 0")
+        _require(self.chunk_mb is None or self.source == "transactions", "data", "chunk_mb",
+                 "reads transaction files only")
+        _require(self.chunk_mb is None or self.limit is None, "data", "chunk_mb", "cannot be combined with data.limit")
         _require(self.min_items >= 0, "data", "min_items", "must be >= 0")
         _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
         _require(self.records_magnitude is None
@@ -261,6 +268,8 @@ class TrainingConfig:
         "the noisy gradients: no privacy cost)")
     ema_decay: float | None = opt(None, "release an exponential moving average of each model's weights with this decay "
                                         "(post-processing of the noisy iterates; null: the last iterate)")
+    chunk_window: int = opt(1000, "records read in chunks (data.chunk_mb): the steps whose Poisson batches one pass "
+                                  "over the file draws (memory: this many batches)")
     checkpoint_every: int = opt(2000, "steps between checkpoints")
     checkpoint_seconds: float = opt(120.0, "also checkpoint when this many seconds passed since the last one (a kill "
                                            "loses at most this much work)")
@@ -282,6 +291,7 @@ class TrainingConfig:
         _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
         _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
         _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
+        _require(self.chunk_window >= 1, "training", "chunk_window", "must be >= 1")
         _require(self.checkpoint_seconds > 0, "training", "checkpoint_seconds", "must be > 0")
         _require(self.log_every >= 1, "training", "log_every", "must be >= 1")
 

@@ -7,12 +7,14 @@ the assignment of every record to its part, which is post-processing of the rele
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import project_to_total
 
@@ -36,20 +38,32 @@ def size_shares(sizes: np.ndarray) -> np.ndarray:
 class Partition:
     """The result of a DP partitioner.
 
-    ``assignments[i]`` in 0..k-1 is the part of record i (post-processing of the release);
+    ``assignments[i]`` in 0..k-1 is the part of record i (post-processing of the release), or None
+    for records read in chunks, where ``rule`` gives the parts of a chunk's records (the same
+    post-processing, applied where the chunk is read; a partitioner that streams sets it);
     ``noisy_sizes[j]`` is the RELEASED (noisy, possibly non-integer) size of part j and is
     the only size later stages may use; ``centres`` are whatever the method released (may be
     None, e.g. for by-label). ``info`` holds method-specific released values for reports.
     """
 
-    assignments: np.ndarray
+    assignments: np.ndarray | None
     noisy_sizes: np.ndarray
     centres: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    rule: Callable[[Any], np.ndarray] | None = None
 
     @property
     def k(self) -> int:
         return len(self.noisy_sizes)
+
+    def parts_of(self, chunk: BinaryDataset) -> np.ndarray:
+        """The part of each record of ``chunk``: the assignments (records in memory: the whole data)
+        or the rule applied to the chunk."""
+        if self.assignments is not None:
+            return self.assignments
+        if self.rule is None:
+            raise ConfigError("this partition has no rule for records read in chunks")
+        return self.rule(chunk.records)
 
     def part_indices(self, j: int) -> np.ndarray:
         """Indices of the records assigned to part j (private: use inside DP mechanisms only)."""

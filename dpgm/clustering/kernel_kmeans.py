@@ -31,6 +31,7 @@ class DPKernelKMeans(DPLloyd):
     feature_map_: RandomFourierFeatures | None = field(default=None, init=False, repr=False)
 
     method: ClassVar[str] = "kernel_kmeans"
+    streams: ClassVar[bool] = False  # its rule maps records to features: not NearestCentre on the records
 
     def __post_init__(self) -> None:
         super().__post_init__()

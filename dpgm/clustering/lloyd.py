@@ -17,6 +17,9 @@ import scipy.sparse as sp
 from dpgm.clustering.base import STAGE, Partition
 from dpgm.clustering.noisy_lloyd import (
     DEFAULT_MIN_COUNT,
+    Assign,
+    NearestCentre,
+    Passes,
     Rows,
     kmeans_pp_seeds,
     lloyd_event,
@@ -27,6 +30,7 @@ from dpgm.clustering.noisy_lloyd import (
     resolve_sigma,
     stage_epsilon,
 )
+from dpgm.data.chunks import ChunkedRecords, Records, chunks_of
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant
@@ -58,6 +62,8 @@ class DPLloyd:
     sq_norms_: np.ndarray | None = field(default=None, init=False, repr=False)
 
     method: ClassVar[str] = "lloyd"
+    #: Whether records in chunks (``dpgm.data.chunks``) can be partitioned: each pass reads them again.
+    streams: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.iterations < 1:
@@ -84,27 +90,37 @@ class DPLloyd:
         return {"clip_norm": self.bound_}
 
     # -- the partitioner ----------------------------------------------------------------
-    def _init(
-        self, rows: Rows, n_items: int, rng: np.random.Generator
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+    def _init(self, dim: int, n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, Assign | None]:
         """(initial centres, first assignments or None): public k-means++ seeds, or random.
 
         "random" is the random-partition start: the first iteration averages a uniformly
-        random partition (data-independent); random directions of norm bound/2 stand in
-        for parts whose first noisy count is below the floor.
+        random partition (data-independent: one uniform per record, in record order, from a
+        generator seeded by one draw of the run's, however many records this rank holds or how
+        they are chunked); random directions of norm bound/2 stand in for parts whose first
+        noisy count is below the floor.
         """
         if self.init == "random":
-            centres = random_unit_centres(self.k, rows.shape[1], 0.5 * self.bound_, rng)
-            per_record = np.random.default_rng(rng.integers(2**63))  # one draw of the run's generator, however
-            return centres, per_record.integers(self.k, size=rows.shape[0])  # many records this rank holds
+            centres = random_unit_centres(self.k, dim, 0.5 * self.bound_, rng)
+            per_record, k = np.random.default_rng(rng.integers(2**63)), self.k
+            return centres, lambda chunk: np.minimum((per_record.random(chunk.shape[0]) * k).astype(np.int64), k - 1)
         if self.public.n_items != n_items:
             raise DataError(
                 f"{self.public.where}: public sample has {self.public.n_items} items, data has {n_items}"
             )
         return kmeans_pp_seeds(self._rows(self.public.records), self.k, rng), None
 
+    def _row_passes(self, data: Records) -> tuple[Rows | Passes, int]:
+        """The clipped rows (in memory) or a function giving one pass over them (chunks), and their dimension."""
+        if not isinstance(data, ChunkedRecords):
+            rows = self._rows(data.records)
+            return rows, rows.shape[1]
+        if not self.streams:
+            raise ConfigError(f"partition.method: {self.method!r} needs the records in memory; "
+                              "use 'lloyd' with data.chunk_mb, or unset data.chunk_mb")
+        return (lambda: (self._rows(c.records) for c in chunks_of(data))), data.n_items
+
     def fit(
-        self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator
+        self, data: Records, accountant: Accountant, rng: np.random.Generator
     ) -> Partition:
         """Noisy Lloyd (Alg. 2 lines 8-12): T iterations, each charged before its release."""
         releases = lloyd_releases(self.iterations)
@@ -113,8 +129,8 @@ class DPLloyd:
         )
         accountant.refuse_unless_affordable(STAGE, lloyd_event(sigma), count=releases)  # before touching data
         self._setup(data.n_items, rng)
-        rows = self._rows(data.records)
-        init, first = self._init(rows, data.n_items, rng)
+        rows, dim = self._row_passes(data)
+        init, first = self._init(dim, data.n_items, rng)
         result = noisy_lloyd(
             rows,
             init,
@@ -148,6 +164,7 @@ class DPLloyd:
             noisy_sizes=np.maximum(result.noisy_counts, 0.0),
             centres=result.centres,
             info=info,
+            rule=NearestCentre(result.centres, result.sq_norms, self.bound_) if self.streams else None,
         )
 
     def assign(self, records: Any) -> np.ndarray:

@@ -20,7 +20,7 @@ nearest-centre rule uses ||c||^2 minus that bias, computed from released values 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +30,7 @@ from dpgm.clustering.base import STAGE
 from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
-from dpgm.privacy.clipping import Rows
+from dpgm.privacy.clipping import Rows, clip_rows
 from dpgm.privacy.events import DpEvent, GaussianEvent
 from dpgm.privacy.mechanisms import gaussian_release, gaussian_releases
 from dpgm.progress import stage_bar
@@ -77,6 +77,40 @@ def part_sums(rows: Rows, assignments: np.ndarray, k: int) -> tuple[np.ndarray, 
         block = onehot @ chunk
         sums += block.toarray() if sp.issparse(block) else block
     return np.bincount(assignments, minlength=k).astype(np.float64), sums
+
+
+#: One pass over the rows, a chunk at a time (records larger than memory, ``dpgm.data.chunks``).
+Passes = Callable[[], Iterable[Rows]]
+#: The parts of one chunk's rows (a chunk in, one part per row out).
+Assign = Callable[[Rows], np.ndarray]
+
+
+def _passes(rows: Rows | Passes) -> Passes:
+    """Rows held in memory are one pass of one chunk."""
+    return rows if callable(rows) else lambda: (rows,)
+
+
+def summed_parts(passes: Passes, assign: Assign, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``part_sums`` over one pass, each chunk's rows split by ``assign``: (counts (k,), sums (k x dim))."""
+    counts, sums = np.zeros(k), None
+    for chunk in passes():
+        c, s = part_sums(chunk, assign(chunk), k)
+        counts += c
+        sums = s if sums is None else sums + s
+    return counts, sums
+
+
+@dataclass(frozen=True)
+class NearestCentre:
+    """The released centres' rule (post-processing): each record's nearest centre, its row clipped to
+    ``bound``, nearness by the debiased squared norms ``sq_norms`` when given (module docstring)."""
+
+    centres: np.ndarray
+    sq_norms: np.ndarray | None
+    bound: float
+
+    def __call__(self, records: Rows) -> np.ndarray:
+        return nearest_centre(clip_rows(sp.csr_matrix(records), self.bound), self.centres, self.sq_norms)
 
 
 def kmeans_pp_seeds(rows: Rows, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -157,7 +191,7 @@ class NoisyLloydResult:
     centres: np.ndarray
     sq_norms: np.ndarray | None
     noisy_counts: np.ndarray
-    assignments: np.ndarray
+    assignments: np.ndarray | None  # None for records in chunks (``NearestCentre`` is the rule)
     kept: list[list[int]] = field(default_factory=list)
 
 
@@ -190,7 +224,7 @@ def noisy_centres(
 
 
 def noisy_lloyd_step(
-    rows: Rows,
+    rows: Rows | Passes,
     centres: np.ndarray,
     sq_norms: np.ndarray | None,
     *,
@@ -199,18 +233,21 @@ def noisy_lloyd_step(
     accountant: Accountant,
     rng: np.random.Generator,
     min_count: float = DEFAULT_MIN_COUNT,
-    assignments: np.ndarray | None = None,
+    assignments: Assign | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
     """One noisy Lloyd iteration (Alg. 2 lines 9-12): charge, then release counts and sums.
 
-    ``assignments`` (data-independent, e.g. a random partition) replaces the nearest-centre
-    step. Returns (new centres, their sq-norm estimates, noisy counts, parts that kept their
-    centre).
+    ``rows``: the rows, or a function giving one pass over them in chunks (``Passes``).
+    ``assignments`` (data-independent, e.g. a random partition; a chunk's number of rows in, their
+    parts out) replaces the nearest-centre step. Returns (new centres, their sq-norm estimates,
+    noisy counts, parts that kept their centre).
     """
     k = centres.shape[0]
     if assignments is None:
-        assignments = nearest_centre(rows, centres, sq_norms)
-    counts, sums = part_sums(rows, assignments, k)
+        assignments = lambda chunk: nearest_centre(chunk, centres, sq_norms)
+    elif not callable(assignments):  # one array for rows held in memory
+        assignments = lambda chunk, fixed=assignments: fixed
+    counts, sums = summed_parts(_passes(rows), assignments, k)
     noisy_counts, noisy_sums = gaussian_releases(
         [counts, sums], [1.0, bound], noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng
     )
@@ -228,7 +265,7 @@ def noisy_lloyd_step(
 
 
 def noisy_lloyd(
-    rows: Rows,
+    rows: Rows | Passes,
     init_centres: np.ndarray,
     *,
     iterations: int,
@@ -238,10 +275,12 @@ def noisy_lloyd(
     rng: np.random.Generator,
     min_count: float = DEFAULT_MIN_COUNT,
     debias: bool = True,
-    first_assignments: np.ndarray | None = None,
+    first_assignments: Assign | np.ndarray | None = None,
 ) -> NoisyLloydResult:
     """T noisy Lloyd iterations from public/data-independent ``init_centres`` (paper Alg. 2).
 
+    ``rows`` may be a function giving one pass over them in chunks (records larger than memory):
+    then no assignment array is kept (``NearestCentre`` of the result is the rule).
     ``first_assignments`` (data-independent) replaces the first nearest-centre step; then
     ``init_centres`` only serve parts whose first noisy count is below the floor.
     ``rows`` must already satisfy ||row|| <= bound. With ``debias`` the nearest-centre rule
@@ -274,11 +313,15 @@ def noisy_lloyd(
         kept.append(kept_now)
         bar.advance()
     bar.close()
-    assignments = nearest_centre(rows, centres, sq_norms)
     k = centres.shape[0]
+    if callable(rows):  # records in chunks: the assignment is the rule, applied where a chunk is read
+        counts = summed_parts(rows, lambda c: nearest_centre(c, centres, sq_norms), k)[0].astype(np.int64)
+        assignments = None
+    else:
+        assignments = nearest_centre(rows, centres, sq_norms)
+        counts = np.bincount(assignments, minlength=k)
     noisy_counts = gaussian_release(  # the final parts' sizes, sensitivity 1
-        np.bincount(assignments, minlength=k), sensitivity=1.0, noise_multiplier=sigma,
-        accountant=accountant, stage=STAGE, rng=rng,
+        counts, sensitivity=1.0, noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng,
     )
     return NoisyLloydResult(
         centres=centres, sq_norms=sq_norms, noisy_counts=noisy_counts, assignments=assignments, kept=kept

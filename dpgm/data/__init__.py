@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpgm.data.chunks import ChunkedRecords, Records, chunks_of, narrowed, summed
 from dpgm.data.csv import load_csv
 from dpgm.data.dataset import BinaryDataset, drop_short_records, drop_undeclared_labels
 from dpgm.data.digits import load_digits
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BinaryDataset",
+    "ChunkedRecords",
+    "Records",
+    "chunks_of",
     "data_dir",
     "drop_short_records",
     "drop_undeclared_labels",
@@ -35,23 +39,30 @@ __all__ = [
     "load_mnist",
     "load_public_sample",
     "load_transactions",
+    "narrowed",
     "resolve_data_path",
     "restrict_items",
+    "summed",
     "top_item_ids",
 ]
 
 
-def load_dataset(cfg: DataConfig) -> BinaryDataset:
+def load_dataset(cfg: DataConfig) -> Records:
     """The private records described by ``cfg`` (source, path, split, threshold, limit, ...).
 
     A relative ``cfg.path`` is tried as given, then under ``data_dir()``. Records with fewer
     than ``cfg.min_items`` items are dropped (``drop_short_records``). ``cfg.top_items`` is
     NOT applied here: choosing items looks at the data, so the training run does it privately.
     In a distributed run each rank gets its shard: a transaction file's lines in the rank's byte
-    range (``dpgm.data.shards``), else a contiguous slice of the records loaded in memory.
+    range (``dpgm.data.shards``), else a contiguous slice of the records loaded in memory. With
+    ``cfg.chunk_mb`` the records stay on disk (``dpgm.data.chunks.ChunkedRecords``).
     """
     world = collective.world_size()
     shard = None if world == 1 else (collective.rank(), world)
+    if cfg.chunk_mb is not None:  # never whole in memory: a chunk at a time, on every pass
+        chunked = ChunkedRecords.open(resolve_data_path(cfg.path), chunk_bytes=max(1, round(cfg.chunk_mb * 2**20)),
+                                      n_items=cfg.n_items, shard=shard)
+        return narrowed(chunked, lambda d: drop_short_records(d, cfg.min_items))
     dataset = _load(cfg, shard)
     if shard is not None and cfg.source != "transactions":
         dataset = dataset.subset(np.array_split(np.arange(dataset.n_records), world)[shard[0]])

@@ -172,6 +172,33 @@ def _universe(
     return [str(j) for j in range(int(ids.max()) + 1)], "the data itself (0..largest id; evaluation only)"
 
 
+def item_universe(path: Path, n_items: int | None, required: bool, ids: np.ndarray) -> tuple[list[str], dict]:
+    """Item names and the dataset's meta (the items file beside ``path`` and where the universe came from)."""
+    items_path = items_file_for(path)
+    names, universe = _universe(path, items_path, n_items, required, ids)
+    return names, {"items_file": None if items_path is None else str(items_path), "universe": universe}
+
+
+def csr_records(path: Path, rows: np.ndarray, ids: np.ndarray, n_records: int, names: list[str],
+                universe: str) -> sp.csr_matrix:
+    """The parsed (record, id) pairs as binary CSR over the universe ``names`` (an id repeated in a
+    record counts once); a one-line error for an id outside it."""
+    if ids.size and ids.max() >= len(names):
+        raise record_error(
+            path,
+            f"an item id is outside the {len(names)} items of {universe}",
+            f"item ids run from 0 to {len(names) - 1}",
+        )
+    indptr = np.zeros(n_records + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_records), out=indptr[1:])
+    records = sp.csr_matrix(
+        (np.ones(ids.size, dtype=np.int32), ids, indptr), shape=(n_records, len(names))
+    )
+    records.sum_duplicates()
+    records.data[:] = 1
+    return records
+
+
 def load_transactions(
     path: str | Path,
     *,
@@ -197,25 +224,9 @@ def load_transactions(
     path = Path(path)
     raw = read_bytes(path) if shard is None else read_shard(path, *shard)
     rows, ids, n_records = parse_transactions(raw, path, limit, part=shard is not None)
-    items_path = items_file_for(path)
-    names, universe = _universe(path, items_path, n_items, require_universe, ids)
-    if ids.size and ids.max() >= len(names):
-        raise record_error(
-            path,
-            f"an item id is outside the {len(names)} items of {universe}",
-            f"item ids run from 0 to {len(names) - 1}",
-        )
-    indptr = np.zeros(n_records + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n_records), out=indptr[1:])
-    records = sp.csr_matrix(
-        (np.ones(ids.size, dtype=np.int32), ids, indptr), shape=(n_records, len(names))
-    )
-    records.sum_duplicates()
-    records.data[:] = 1
-    meta = {"items_file": None if items_path is None else str(items_path), "universe": universe}
-    dataset = BinaryDataset(
-        records=records, item_names=names, name=name or file_stem(path), source=str(path), meta=meta
-    )
+    names, meta = item_universe(path, n_items, require_universe, ids)
+    dataset = BinaryDataset(records=csr_records(path, rows, ids, n_records, names, meta["universe"]),
+                            item_names=names, name=name or file_stem(path), source=str(path), meta=meta)
     if top_items is None or top_items >= dataset.n_items:
         return dataset
     restricted = restrict_items(dataset, top_item_ids(item_counts(dataset), top_items))

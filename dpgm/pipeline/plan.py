@@ -14,7 +14,7 @@ import torch
 from dpgm.artifact import LABEL_COLUMN, PartLabels, not_private_warning
 from dpgm.clustering import PARTITIONERS
 from dpgm.config import Config
-from dpgm.data.dataset import BinaryDataset
+from dpgm.data.chunks import ChunkedRecords, Records
 from dpgm.errors import ConfigError
 from dpgm.models import MODELS
 from dpgm.privacy import collective
@@ -44,7 +44,7 @@ def released_config(cfg: Config) -> dict[str, Any]:
     return {**cfg.to_dict(), "seed": None}
 
 
-def public_facts(cfg: Config, data: BinaryDataset, magnitude: int, delta: float) -> PublicFacts:
+def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> PublicFacts:
     """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
     return PublicFacts(n_items=data.n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
                        delta=delta, min_items=cfg.data.min_items)
@@ -63,15 +63,21 @@ def check_components(cfg: Config) -> None:
     MODELS.options(cfg.model.kind, cfg.model.options)
 
 
-def check_plan(cfg: Config, data: BinaryDataset) -> None:
+def check_plan(cfg: Config, data: Records, stages: list[Any]) -> None:
     """Refuse impossible plans. Only public facts decide: a check such as "k is more than the
     number of records" would tell whoever reads the error one bit about n, so k > n runs (its
-    extra parts are empty, and their noisy statistics are noise like any other)."""
+    extra parts are empty, and their noisy statistics are noise like any other). Records read in
+    chunks need every planned stage to read them so (``Stage.streams``)."""
     if cfg.partition.method == "label" and data.labels is None:
         raise ConfigError("partition.method: 'label' needs a dataset with labels")
+    held = [stage.name for stage in stages if not stage.streams]
+    if isinstance(data, ChunkedRecords) and held:
+        raise ConfigError(f"data.chunk_mb: stage(s) {', '.join(held)} need the records in memory; "
+                          "switch them off or unset data.chunk_mb")
 
 
-def run_magnitude(cfg: Config, data: BinaryDataset) -> int:
+
+def run_magnitude(cfg: Config, data: Records) -> int:
     """N, the order of magnitude of the number of records: declared, else read off the data (and
     then listed as public); the one rounding rule behind the default delta and the rules."""
     n = int(collective.sum_over_ranks(np.array([data.n_records]))[0])  # every rank's records
@@ -88,7 +94,7 @@ def run_delta(cfg: Config, magnitude: int) -> float:
     return delta
 
 
-def public_inputs(cfg: Config, data: BinaryDataset, magnitude: int) -> list[dict[str, Any]]:
+def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, Any]]:
     """Every data-dependent quantity the run treats as public (declared by the user, not private)."""
     out = []
     if cfg.data.records_magnitude is None:

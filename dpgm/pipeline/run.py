@@ -26,7 +26,7 @@ from dpgm.artifact import (
     save_models,
 )
 from dpgm.config import Config, load_config
-from dpgm.data import drop_short_records, drop_undeclared_labels, load_dataset
+from dpgm.data import drop_short_records, drop_undeclared_labels, load_dataset, narrowed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
@@ -80,9 +80,9 @@ class TrainingRun:
         if cfg.rules == "public":  # the options the config leaves open, from public quantities
             facts = public_facts(cfg, self.data, self.magnitude, self.delta)
             self.ruled, self.rules_why = apply_public_rules(cfg, facts, cfg.stated), rules_why(cfg, facts)
-        check_plan(cfg, self.data)
         self.public = public_inputs(cfg, self.data, self.magnitude)
         self.stages = planned_stages(cfg)
+        check_plan(cfg, self.data, self.stages)
         self.training: TrainingStage = self.stages[-1]
 
     @property
@@ -123,7 +123,7 @@ class TrainingRun:
             atomic_write_text(self.layout.in_release(CONFIG_FILE), config)
 
     def _after(self, stage: Stage) -> None:
-        self.context.data = stage.narrow(self.context.data)
+        self.context.data = narrowed(self.context.data, stage.narrow)
         self.context.stages[stage.name] = stage
 
     def planned_epsilon(self) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from dpgm.config import Config
+from dpgm.data.chunks import Records
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
@@ -28,7 +29,7 @@ class StageContext:
     accountant, the two generators, and the earlier stages by name."""
 
     cfg: Config
-    data: BinaryDataset
+    data: Records  # in memory, or read in chunks (``data.chunk_mb``)
     accountant: Accountant
     rng: np.random.Generator
     generator: torch.Generator
@@ -61,6 +62,10 @@ class Stage:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.output: Any = None
+
+    #: Whether the stage reads records in chunks (``dpgm.data.chunks``, ``data.chunk_mb``): its statistics
+    #: are sums over records, so one pass of chunks gives the same release as the records in memory.
+    streams: ClassVar[bool] = False
 
     #: The dotted config key that turns the stage on when it is not null, or (key, value): on when the
     #: option has that value (or override ``enabled``).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpgm.data import drop_short_records
+from dpgm.data import Records, drop_short_records, summed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release
@@ -24,14 +24,14 @@ from dpgm.stages.base import Stage, StageContext
 STAGE = "empty_records"
 
 
-def noisy_empty_count(data: BinaryDataset, *, noise_multiplier: float, accountant: Accountant,
+def noisy_empty_count(data: Records, *, noise_multiplier: float, accountant: Accountant,
                       rng: np.random.Generator) -> float:
     """The number of records holding no item plus N(0, noise_multiplier^2), charged to ``accountant``.
 
     Left unclamped: the release turns it and the part sizes into shares by one projection that adds
     no mass (``clustering.base.size_shares``).
     """
-    count = np.array([float(np.count_nonzero(data.record_lengths() == 0))])
+    count = np.array([float(summed(data, lambda c: np.count_nonzero(c.record_lengths() == 0)))])
     return float(gaussian_release(count, sensitivity=1.0, noise_multiplier=noise_multiplier,
                                   accountant=accountant, stage=STAGE, rng=rng)[0])
 
@@ -40,6 +40,7 @@ class EmptyRecordsStage(Stage):
     """Count the empty records (``partition.empty_part_noise_multiplier``) and set them aside."""
 
     name = STAGE
+    streams = True
     line = "count the records holding no item (noisy count; they form a group of their own)"
     switch = "partition.empty_part_noise_multiplier"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpgm.data import drop_short_records, restrict_items, top_item_ids
+from dpgm.data import Records, drop_short_records, restrict_items, summed, top_item_ids
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
@@ -23,13 +23,13 @@ from dpgm.stages.base import ArrayStage, StageContext
 STAGE = "items"
 
 
-def noisy_top_item_ids(dataset: BinaryDataset, m: int, *, noise_multiplier: float, accountant: Accountant,
+def noisy_top_item_ids(dataset: Records, m: int, *, noise_multiplier: float, accountant: Accountant,
                        rng: np.random.Generator, stage: str = STAGE) -> np.ndarray:
     """Ids of the m items with the largest noisy normalised counts (charged to ``accountant``)."""
     if m < 1:
         raise ConfigError(f"top items: m must be >= 1, got {m}")
-    unit = clip_rows(dataset.records, 1.0, dtype=np.float64)  # x / ||x||, less the rounding margin
-    weighted = np.asarray(unit.sum(axis=0)).ravel()  # float64
+    weighted = summed(dataset, lambda c: np.asarray(  # x / ||x||, less the rounding margin; float64
+        clip_rows(c.records, 1.0, dtype=np.float64).sum(axis=0)).ravel())
     noisy = gaussian_release(weighted, sensitivity=1.0, noise_multiplier=noise_multiplier,
                              accountant=accountant, stage=stage, rng=rng)
     return top_item_ids(noisy, m)
@@ -39,6 +39,7 @@ class ItemsStage(ArrayStage):
     """Keep the ``data.top_items`` items with the largest noisy counts; output: their ids."""
 
     name = STAGE
+    streams = True
     line = "choose the most frequent items from noisy item counts"
     switch = "data.top_items"
 

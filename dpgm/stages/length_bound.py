@@ -69,6 +69,7 @@ class LengthBoundStage(Stage):
     """The q-quantile of record lengths (raised to the balanced length) from a noisy histogram; output: L (an int)."""
 
     name = STAGE
+    streams = True
     line = "bound the records' lengths from a noisy length histogram (the clip of the groups' means)"
     switch = "model.mean_clip_quantile"
 

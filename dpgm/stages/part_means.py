@@ -22,6 +22,7 @@ those of the records it keeps (``accepted_frequencies``), so the redraw adds no 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import part_sums
+from dpgm.data.chunks import ChunkedRecords, summed
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
@@ -51,7 +53,7 @@ ACCEPTED_STEPS = 50
 
 def noisy_part_means(
     records: Any,
-    assignments: np.ndarray,
+    assignments: np.ndarray | Callable[[Any], np.ndarray],
     noisy_sizes: np.ndarray,
     *,
     clip: float | None,
@@ -65,13 +67,19 @@ def noisy_part_means(
 
     ``totals`` (with its multiplier): the noisy item totals of the same clipped records, which
     the part sums are made consistent with (``item_totals.consistent_sums``).
+    ``records`` may be ``ChunkedRecords`` (one pass), with ``assignments`` the partition's rule for a
+    chunk's records (``Partition.rule``) in place of the array.
     ``clip`` None means sqrt(n_items): no binary record is scaled down (one holding every item, by
     the 1e-6 rounding margin of ``clip_rows``), so the means are unbiased, at the price of more
     noise than a tighter public bound would need.
     """
-    n_items = records.shape[1]
+    chunked, k = isinstance(records, ChunkedRecords), len(noisy_sizes)
+    n_items = records.n_items if chunked else records.shape[1]
     bound = math.sqrt(n_items) if clip is None else float(clip)
-    _, sums = part_sums(clip_rows(records, bound), np.asarray(assignments), len(noisy_sizes))
+    if chunked:
+        sums = summed(records, lambda c: part_sums(clip_rows(c.records, bound), assignments(c.records), k)[1])
+    else:
+        sums = part_sums(clip_rows(records, bound), np.asarray(assignments), k)[1]
     sums = gaussian_release(sums, sensitivity=bound, noise_multiplier=noise_multiplier,
                             accountant=accountant, stage=STAGE, rng=rng)
     if totals is not None:  # agree with the global item totals (post-processing, item_totals.py)
@@ -219,12 +227,16 @@ class PartMeansStage(ArrayStage):
     """Each part's noisy mean record (``model.output_bias: noisy_mean``); output: [k, n_items] means."""
 
     name = STAGE
+    streams = True
     line = "measure each group's noisy mean record"
     switch = ("model.output_bias", "noisy_mean")
 
     def run(self, ctx: StageContext) -> np.ndarray:
         partition = ctx.output("partition")
-        return noisy_part_means(ctx.data.records, partition.assignments, partition.noisy_sizes,
+        data = ctx.data
+        chunked = isinstance(data, ChunkedRecords)
+        records, assignments = (data, partition.rule) if chunked else (data.records, partition.assignments)
+        return noisy_part_means(records, assignments, partition.noisy_sizes,
                                 clip=mean_bound(self.cfg, ctx), noise_multiplier=self.cfg.model.mean_noise_multiplier,
                                 accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
                                 totals_noise_multiplier=self.cfg.model.totals_noise_multiplier)

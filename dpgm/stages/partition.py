@@ -12,8 +12,11 @@ from typing import Any
 import torch
 
 from dpgm.clustering import STAGE, Partition, make_partitioner
+from dpgm.clustering.noisy_lloyd import NearestCentre
 from dpgm.config import Config
 from dpgm.data import load_public_sample
+from dpgm.data.chunks import ChunkedRecords
+from dpgm.errors import ConfigError
 from dpgm.stages.base import Stage, StageContext
 
 
@@ -21,6 +24,7 @@ class PartitionStage(Stage):
     """Split the records into ``partition.k`` parts by the registered partitioner; output: the Partition."""
 
     name = STAGE
+    streams = True
     line = "split the records into {groups} ({method})"
 
     @classmethod
@@ -29,12 +33,27 @@ class PartitionStage(Stage):
 
     def run(self, ctx: StageContext) -> Partition:
         public = load_public_sample(self.cfg.data) if self.cfg.partition.init == "public" else None
+        partitioner = make_partitioner(self.cfg.partition, public=public)
+        if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
+            raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "
+                              "in memory; use 'lloyd' or unset data.chunk_mb")
         with ctx.shown():
-            return make_partitioner(self.cfg.partition, public=public).fit(ctx.data, ctx.accountant, ctx.rng)
+            return partitioner.fit(ctx.data, ctx.accountant, ctx.rng)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"assignments": torch.as_tensor(self.output.assignments),
-                "noisy_sizes": torch.as_tensor(self.output.noisy_sizes)}
+        state = {"noisy_sizes": torch.as_tensor(self.output.noisy_sizes)}
+        if self.output.assignments is not None:
+            state["assignments"] = torch.as_tensor(self.output.assignments)
+        else:  # records in chunks: the released centres' rule
+            rule = self.output.rule
+            state["rule"] = {"centres": torch.as_tensor(rule.centres), "bound": rule.bound,
+                             "sq_norms": None if rule.sq_norms is None else torch.as_tensor(rule.sq_norms)}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=state["noisy_sizes"].numpy())
+        rule = state.get("rule")
+        self.output = Partition(
+            assignments=state["assignments"].numpy() if "assignments" in state else None,
+            noisy_sizes=state["noisy_sizes"].numpy(),
+            rule=None if rule is None else NearestCentre(
+                rule["centres"].numpy(), None if rule["sq_norms"] is None else rule["sq_norms"].numpy(), rule["bound"]))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpgm.data.dataset import BinaryDataset
+from dpgm.data import Records, summed
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release, project_to_total
 from dpgm.stages.base import ArrayStage, StageContext
@@ -23,12 +23,13 @@ from dpgm.stages.base import ArrayStage, StageContext
 STAGE = "record_lengths"
 
 
-def noisy_length_shares(data: BinaryDataset, *, noise_multiplier: float, accountant: Accountant,
+def noisy_length_shares(data: Records, *, noise_multiplier: float, accountant: Accountant,
                         rng: np.random.Generator, stage: str = STAGE,
                         with_total: bool = False) -> np.ndarray | tuple[np.ndarray, float]:
     """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release
     (``with_total``: and the noisy number of records, the projected histogram's total)."""
-    counts = np.bincount(data.record_lengths(), minlength=data.n_items + 1).astype(np.float64)
+    m = data.n_items
+    counts = summed(data, lambda c: np.bincount(c.record_lengths(), minlength=m + 1)).astype(np.float64)
     noisy = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
                              accountant=accountant, stage=stage, rng=rng)
     total = max(float(noisy.sum()), 1.0)
@@ -40,6 +41,7 @@ class RecordLengthsStage(ArrayStage):
     """The noisy length histogram (``model.length_noise_multiplier``); output: the length shares."""
 
     name = STAGE
+    streams = True
     line = "count the records of each length (noisy histogram)"
     switch = "model.length_noise_multiplier"
 

@@ -20,6 +20,7 @@ import torch
 
 from dpgm.artifact import SAMPLES_FILE, TENSORBOARD_DIR, RunLayout
 from dpgm.config import Config
+from dpgm.data.chunks import ChunkedRecords
 from dpgm.errors import ConfigError, DpgmError, PrivacyBudgetError
 from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
 from dpgm.models import STATISTICS_ONLY, build_model
@@ -30,6 +31,7 @@ from dpgm.privacy.events import DpEvent
 from dpgm.progress import StageBar, stage_bar
 from dpgm.stages.base import Stage, StageContext
 from dpgm.stages.part_means import calibrate_to_means, start_at_means
+from dpgm.training.chunked_sampling import ChunkedPoissonBatches
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 
@@ -86,6 +88,7 @@ class TrainingStage(Stage):
     statistics are the models). The loop is ``train``; ``run`` only plans it and builds the models."""
 
     name = STAGE
+    streams = True
     line = "train one generative model per group by DP-SGD ({steps} steps)"
 
     def __init__(self, cfg: Config) -> None:
@@ -117,17 +120,28 @@ class TrainingStage(Stage):
         if trees is not None:
             for model, parent, logits in zip(models, trees["parent"], trees["logits"]):
                 model.set_tree(torch.as_tensor(parent), torch.as_tensor(logits))
+        if isinstance(ctx.data, ChunkedRecords):  # one pass over the file draws a window of steps' batches
+            seed = int(torch.randint(2**62, (1,), generator=ctx.generator))  # on resume: the saved one
+            records = ChunkedPoissonBatches(ctx.data, partition.parts_of, cfg.training.sampling_rate,
+                                            cfg.training.chunk_window, seed, cfg.device)
+        else:
+            records = RecordStore(ctx.data.records, cfg.device)
         self.trainer = MixtureTrainer(
-            models, RecordStore(ctx.data.records, cfg.device), partition.assignments, partition.noisy_sizes,
+            models, records, partition.assignments, partition.noisy_sizes,
             cfg.training, generator=ctx.generator, total_steps=self.steps, secure_mode=cfg.privacy.secure_mode,
         )
 
     def state_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "trainer": self.trainer.state_dict()}
+        state = {"step": self.step, "trainer": self.trainer.state_dict()}
+        if isinstance(self.trainer.records, ChunkedPoissonBatches):
+            state["chunk_seed"] = self.trainer.records.seed
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.step = int(state["step"])
         self.trainer.load_state_dict(state["trainer"])
+        if "chunk_seed" in state:
+            self.trainer.records.seed = int(state["chunk_seed"])
 
     def resume(self, ctx: StageContext, state: dict[str, Any]) -> None:
         self._build(ctx)

@@ -27,10 +27,12 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from dpgm.clustering.base import size_shares
 from dpgm.config import TrainingConfig
+from dpgm.errors import ConfigError
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import floor_counts
+from dpgm.training.chunked_sampling import ChunkedPoissonBatches
 from dpgm.training.dpsgd import DPSGD, StepResult
 from dpgm.training.mechanism import Mechanism, poisson_sample
 
@@ -120,8 +122,8 @@ class MixtureTrainer:
     def __init__(
         self,
         models: list[nn.Module],
-        records: RecordStore,
-        assignments: np.ndarray,
+        records: RecordStore | ChunkedPoissonBatches,
+        assignments: np.ndarray | None,
         noisy_sizes: np.ndarray,
         cfg: TrainingConfig,
         *,
@@ -140,9 +142,13 @@ class MixtureTrainer:
         self.cfg = cfg
         self.generator = generator
         self.local_generator = rank_generator(generator)
-        self.n = len(assignments)
-        self.parts = [np.flatnonzero(assignments == j) for j in range(len(models))]
-        self._part_of = torch.as_tensor(assignments, dtype=torch.long)
+        if isinstance(records, ChunkedPoissonBatches):  # records in chunks: batches a window at a time
+            if cfg.schedule != "parallel":
+                raise ConfigError("training.schedule: records read in chunks (data.chunk_mb) need 'parallel'")
+        else:
+            self.n = len(assignments)
+            self.parts = [np.flatnonzero(assignments == j) for j in range(len(models))]
+            self._part_of = torch.as_tensor(assignments, dtype=torch.long)
         self.weights = np.asarray(noisy_sizes, dtype=float)
         self.optimizers = [make_optimizer(cfg, m.parameters()) for m in models]
         expected = [cfg.sampling_rate * float(size) for size in floor_counts(noisy_sizes)]
@@ -194,6 +200,8 @@ class MixtureTrainer:
         for model in self.models:
             if not model.training:  # module.train() walks every submodule: only when needed
                 model.train()
+        if isinstance(self.records, ChunkedPoissonBatches):
+            return _log(self.engine.step(*self.records.batch(self.steps_taken)))
         if self.cfg.schedule == "parallel":
             sampled = self._sample(np.arange(self.n))
             return _log(self.engine.step(self.records.rows(sampled), self._part_of[sampled]))

@@ -1,0 +1,107 @@
+"""Records read a chunk at a time: every pass is the file's records, each once, in order."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpgm.config_sections import DataConfig
+from dpgm.data import drop_short_records, load_dataset, restrict_items
+from dpgm.data.chunks import ChunkedRecords, chunks_of, narrowed, summed
+from dpgm.data.transactions import load_transactions
+from dpgm.errors import ConfigError, DataError
+from tests.data.test_shards import transaction_file
+
+
+def stacked(data: ChunkedRecords) -> sp.csr_matrix:
+    return sp.vstack([c.records for c in data.chunks()], format="csr")
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 100, 1 << 20])
+def test_chunks_are_the_whole_file_in_order(tmp_path: Path, chunk_bytes: int) -> None:
+    path = transaction_file(tmp_path)
+    whole = load_transactions(path, n_items=40)
+    chunked = ChunkedRecords.open(path, chunk_bytes=chunk_bytes, n_items=40)
+    chunks = list(chunked.chunks())
+    assert len(chunks) >= min(10, path.stat().st_size // chunk_bytes)  # small chunks are many
+    assert (stacked(chunked) != whole.records).nnz == 0
+    assert chunked.n_records == whole.n_records and chunked.n_items == 40
+    assert stacked(chunked).shape == whole.records.shape  # every second pass reads the same
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_chunked_shards_are_the_shards(tmp_path: Path, world: int) -> None:
+    path = transaction_file(tmp_path)
+    for rank in range(world):
+        shard = load_transactions(path, n_items=40, shard=(rank, world))
+        chunked = ChunkedRecords.open(path, chunk_bytes=50, n_items=40, shard=(rank, world))
+        assert (stacked(chunked) != shard.records).nnz == 0
+
+
+def test_gzip_and_a_last_line_without_newline(tmp_path: Path) -> None:
+    text = b"1 2\n\n3 3 4\n0"
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(text))
+    chunked = ChunkedRecords.open(gz, chunk_bytes=3, n_items=5)
+    expected = load_transactions(gz, n_items=5).records
+    assert (stacked(chunked) != expected).nnz == 0 and chunked.n_records == 4
+
+
+def test_rules_apply_to_every_chunk_and_to_the_universe(tmp_path: Path) -> None:
+    path = transaction_file(tmp_path)
+    keep = np.array([1, 5, 9, 30])
+    chunked = narrowed(narrowed(ChunkedRecords.open(path, chunk_bytes=64, n_items=40),
+                                lambda d: restrict_items(d, keep)), lambda d: drop_short_records(d, 1))
+    whole = drop_short_records(restrict_items(load_transactions(path, n_items=40), keep), 1)
+    assert (stacked(chunked) != whole.records).nnz == 0
+    assert chunked.n_items == 4 and chunked.item_names == whole.item_names
+    assert chunked.meta["item_ids"] == [1, 5, 9, 30]
+
+
+def test_summed_is_the_statistic_of_the_whole(tmp_path: Path) -> None:
+    path = transaction_file(tmp_path)
+    whole = load_transactions(path, n_items=40)
+    chunked = ChunkedRecords.open(path, chunk_bytes=33, n_items=40)
+    counts = summed(chunked, lambda c: np.asarray(c.records.sum(axis=0)).ravel())
+    assert np.array_equal(counts, np.asarray(whole.records.sum(axis=0)).ravel())
+    assert list(chunks_of(whole)) == [whole]  # in memory: one chunk, one call
+
+
+def test_an_empty_shard_gives_the_statistic_of_no_record(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"1 2 3 4 5 6 7 8\n\n\n")
+    chunked = ChunkedRecords.open(path, chunk_bytes=4, n_items=10, shard=(1, 5))  # this rank starts no line
+    assert chunked.n_records == 0
+    assert np.array_equal(summed(chunked, lambda c: np.bincount(c.record_lengths(), minlength=3)), np.zeros(3))
+
+
+def test_the_universe_must_be_declared_and_errors_are_one_line(tmp_path: Path) -> None:
+    path = transaction_file(tmp_path)
+    with pytest.raises(ConfigError, match="universe must be declared"):
+        ChunkedRecords.open(path, chunk_bytes=100)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 2\n3 99\n")
+    with pytest.raises(DataError, match="outside the 10 items") as err:
+        list(ChunkedRecords.open(bad, chunk_bytes=100, n_items=10).chunks())
+    assert "99" not in str(err.value) and "\n" not in str(err.value)
+    corrupt = tmp_path / "c.txt.gz"
+    corrupt.write_bytes(gzip.compress(b"1 2\n" * 100)[:-12])
+    with pytest.raises(DataError, match="not a valid gzip"):
+        list(ChunkedRecords.open(corrupt, chunk_bytes=16, n_items=10).chunks())
+
+
+def test_the_config_reads_chunks_and_refuses_what_cannot(tmp_path: Path) -> None:
+    path = transaction_file(tmp_path)
+    data = load_dataset(DataConfig(source="transactions", path=str(path), n_items=40, chunk_mb=0.0001, min_items=1))
+    assert isinstance(data, ChunkedRecords)
+    whole = drop_short_records(load_transactions(path, n_items=40), 1)
+    assert (stacked(data) != whole.records).nnz == 0
+    for bad in ({"source": "digits", "chunk_mb": 1.0}, {"source": "transactions", "path": "x", "chunk_mb": 1.0,
+                                                        "limit": 5}, {"source": "transactions", "path": "x",
+                                                                      "chunk_mb": 0.0}):
+        with pytest.raises(ConfigError, match="data.chunk_mb"):
+            DataConfig(**bad).validate()

@@ -1,0 +1,64 @@
+"""A statistics stage over records read in chunks releases what it releases over the records in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpgm.clustering.lloyd import DPLloyd
+from dpgm.data.chunks import ChunkedRecords
+from dpgm.data.transactions import load_transactions
+from dpgm.privacy.accountant import Accountant
+from dpgm.stages.empty_records import noisy_empty_count
+from dpgm.stages.items import noisy_top_item_ids
+from dpgm.stages.part_means import noisy_part_means
+from dpgm.stages.record_lengths import noisy_length_shares
+from tests.data.test_shards import transaction_file
+
+
+def both(tmp_path: Path, chunk_bytes: int = 97) -> tuple:
+    path = transaction_file(tmp_path, n=600)
+    return load_transactions(path, n_items=40), ChunkedRecords.open(path, chunk_bytes=chunk_bytes, n_items=40)
+
+
+def released(fn, data) -> tuple:
+    """fn's release from a seeded generator, and the ledger it left."""
+    acc = Accountant(delta=1e-5)
+    out = fn(data, acc, np.random.default_rng(5))
+    return out, acc.ledger.to_json()
+
+
+@pytest.mark.parametrize("stage", ["items", "empty_records", "record_lengths"])
+def test_a_sum_stage_releases_the_same_from_chunks(tmp_path: Path, stage: str) -> None:
+    fn = {
+        "items": lambda d, a, r: noisy_top_item_ids(d, 7, noise_multiplier=2.0, accountant=a, rng=r),
+        "empty_records": lambda d, a, r: noisy_empty_count(d, noise_multiplier=2.0, accountant=a, rng=r),
+        "record_lengths": lambda d, a, r: noisy_length_shares(d, noise_multiplier=2.0, accountant=a, rng=r),
+    }[stage]
+    memory, chunks = both(tmp_path)
+    (a, ledger_a), (b, ledger_b) = released(fn, memory), released(fn, chunks)
+    assert np.array_equal(np.asarray(a), np.asarray(b)) and ledger_a == ledger_b
+
+
+@pytest.mark.parametrize("init", ["random", "public"])
+def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, init: str) -> None:
+    memory, chunks = both(tmp_path, chunk_bytes=61)
+    (tmp_path / "public").mkdir()
+    public = load_transactions(transaction_file(tmp_path / "public", n=100, seed=9), n_items=40) \
+        if init == "public" else None
+    results = []
+    for data in (memory, chunks):
+        acc, rng = Accountant(delta=1e-5), np.random.default_rng(3)
+        part = DPLloyd(k=4, iterations=3, noise_multiplier=3.0, init=init, public=public).fit(data, acc, rng)
+        assign = part.assignments if part.assignments is not None else part.rule
+        records = data.records if data is memory else data
+        means = noisy_part_means(records, assign, part.noisy_sizes, clip=None, noise_multiplier=2.0,
+                                 accountant=acc, rng=rng)
+        results.append((part, means, acc.ledger.to_json()))
+    (pm, mm, lm), (pc, mc, lc) = results
+    assert pc.assignments is None and pm.assignments is not None  # in chunks, the rule stands for the array
+    assert np.array_equal(pm.noisy_sizes, pc.noisy_sizes) and np.array_equal(pm.centres, pc.centres)
+    assert np.array_equal(mm, mc) and lm == lc
+    assert np.array_equal(pc.rule(memory.records), pm.assignments)  # the rule gives the array's parts

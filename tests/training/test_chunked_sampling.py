@@ -1,0 +1,91 @@
+"""Poisson batches a window at a time from records in chunks; a whole run on them, and its resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dpgm.config import config_from_dict
+from dpgm.data.chunks import ChunkedRecords
+from dpgm.errors import ConfigError
+from dpgm.pipeline import run as run_mod
+from dpgm.training.chunked_sampling import ChunkedPoissonBatches
+from tests.data.test_shards import transaction_file
+from tests.training.test_run import killed_run
+from tests.training.test_run_privacy import assert_same_release
+
+
+def batches(tmp_path: Path, n: int = 400, q: float = 0.1, window: int = 7, seed: int = 1,
+            chunk_bytes: int = 200) -> ChunkedPoissonBatches:
+    data = ChunkedRecords.open(transaction_file(tmp_path, n=n), chunk_bytes=chunk_bytes, n_items=40)
+    # each record's part: its first item's parity (any per-record rule)
+    return ChunkedPoissonBatches(data, lambda c: np.asarray(c.records[:, 1].toarray()).ravel().astype(np.int64),
+                                 q, window, seed)
+
+
+def test_every_record_joins_every_step_with_probability_q(tmp_path: Path) -> None:
+    """Inclusions of 400 records over 300 steps: rate q per record, independent across steps."""
+    (tmp_path / "a").mkdir()
+    source = batches(tmp_path / "a", n=400, q=0.1, window=50)
+    rows = torch.cat([source.batch(t)[0] for t in range(300)])
+    sizes = np.array([len(source.batch(t)[0]) for t in range(300)])
+    assert abs(sizes.mean() - 40) < 3 * np.sqrt(400 * 0.1 * 0.9 / 300)  # E = q n, sd of the mean
+    assert abs(sizes.var() - 36) < 12  # Binomial(400, 0.1): variance n q (1 - q) = 36
+    assert rows.shape[1] == 40
+
+
+def test_a_batch_is_the_same_however_the_windows_were_read_before(tmp_path: Path) -> None:
+    """Window w comes from (seed, rank, w) alone: a resumed run draws the same batches."""
+    source = batches(tmp_path)
+    first = [source.batch(t) for t in range(20)]
+    again = batches(tmp_path)
+    for t in (13, 2, 19, 7):  # out of order, as after a resume
+        x, part = again.batch(t)
+        assert torch.equal(x, first[t][0]) and torch.equal(part, first[t][1])
+    other = batches(tmp_path, seed=2)
+    assert not all(torch.equal(other.batch(t)[0], first[t][0]) for t in range(20))
+
+
+def test_parts_follow_the_rule_on_the_sampled_records(tmp_path: Path) -> None:
+    source = batches(tmp_path, q=0.3)
+    x, part = source.batch(0)
+    assert torch.equal(part, x[:, 1].long())
+
+
+def chunked_config(tmp_path: Path, path: Path, **over):
+    data = {
+        "name": "chunked", "seed": 3, "runs_dir": str(tmp_path / "runs"),
+        "data": {"source": "transactions", "path": str(path), "n_items": 40, "chunk_mb": 0.001},
+        "privacy": {"delta": 1e-4},
+        "partition": {"method": "lloyd", "k": 3, "iterations": 2, "noise_multiplier": 5.0},
+        "model": {"kind": "vae", "hidden": [16], "latent": 2, "output_bias": "noisy_mean",
+                  "length_noise_multiplier": 5.0},
+        "training": {"epochs": 2, "sampling_rate": 0.05, "checkpoint_every": 4, "chunk_window": 6},
+    }
+    return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
+
+
+def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch) -> None:
+    path = transaction_file(tmp_path, n=300)
+    whole, report = run_mod.train(chunked_config(tmp_path, path, name="whole"), progress=False)
+    _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **{"data.chunk_mb": "null"}),
+                              progress=False)
+    assert report["epsilon"] == memory["epsilon"] and report["noisy_part_sizes"] == memory["noisy_part_sizes"]
+    ledger, ledger_memory = ((tmp_path / "runs" / n / "release" / "ledger.json").read_text() for n in
+                             ("whole", "memory"))
+    assert ledger == ledger_memory
+    cut = killed_run(chunked_config(tmp_path, path, name="cut"), monkeypatch, at_step=9)  # mid-window
+    run_mod.resume(cut, progress=False)
+    assert_same_release(whole, cut)
+
+
+def test_a_stage_or_partitioner_that_needs_memory_is_refused(tmp_path: Path) -> None:
+    path = transaction_file(tmp_path)
+    with pytest.raises(ConfigError, match="item_pairs need the records in memory"):
+        run_mod.train(chunked_config(tmp_path, path, **{"model.kind": "tree"}), progress=False)
+    with pytest.raises(ConfigError, match="'kernel_kmeans' needs the records"):
+        run_mod.train(chunked_config(tmp_path, path, **{"partition.method": "kernel_kmeans"}), progress=False)
+    assert not (tmp_path / "runs" / "chunked").exists()
