@@ -146,19 +146,27 @@ def accounting() -> str:
 
 
 def throughput() -> str:
-    """DP-SGD records per second against Opacus and non-private training."""
+    """DP-SGD records per second against Opacus and non-private training, with dpgm's ratios to both."""
     data = load("dpsgd_throughput.json")
+    runs = data["results"] + data.get("extra_results", [])
+    rate = {(r["expected_batch_size"], r["variant"]): r["records_per_s"] for r in runs}
     rows = []
-    for run in data["results"] + data.get("extra_results", []):
-        name = THROUGHPUT.get(run["variant"], run["variant"])
-        rows.append((f"{run['expected_batch_size']:g}", name,
-                     f"{run['records_per_s']:,.0f}", f"{run['best_records_per_s']:,.0f}"))
+    for run in runs:
+        b = run["expected_batch_size"]
+        ratios = [f"{run['records_per_s'] / rate[(b, ref)]:.2f}x" if (b, ref) in rate else "-"
+                  for ref in ("plain", "opacus")]
+        rows.append((f"{b:g}", THROUGHPUT.get(run["variant"], run["variant"]), f"{run['records_per_s']:,.0f}",
+                     f"{run['best_records_per_s']:,.0f}", *ratios))
     return "\n\n".join([
         "## DP-SGD throughput",
-        (f"{data['model']}; data: {data['data']}, n = {data['n']:,}; {data['threads']} threads, "
-        f"torch {data['torch']}, {data['rounds']} rounds of {data['epochs']:g} epoch; records "
-        "per second over all rounds and in the best one (`benchmarks/dpsgd_throughput.py`)."),
-        table(("expected batch", "training", "records/s", "best round, records/s"), rows),
+        (f"{data['model']}; data: {data['data']}, n = {data['n']:,}; {data['threads']} thread(s), "
+         f"torch {data['torch']}, {data['rounds']} interleaved rounds of {data['epochs'] / data['rounds']:g} epoch "
+         "per variant; the median round's records per second, the best round's, and the ratios to non-private "
+         "training and to Opacus in the same run (`benchmarks/dpsgd_throughput.py`). At the paper's batch size "
+         "the Gaussian noise for every parameter, drawn each step whatever the batch, is most of the gap to "
+         "non-private training (about 1.1 ms of a 7 ms step for this model's 316,000 parameters)."),
+        table(("expected batch", "training", "records/s", "best round, records/s", "x non-private", "x Opacus"),
+              rows),
         source("dpsgd_throughput.json")])
 
 
@@ -504,6 +512,30 @@ def distributed() -> str:
         "", source(name)])
 
 
+def large_data() -> str:
+    """A generated transaction file partitioned and trained in chunks and in memory: peak memory per rank."""
+    name = "large_transactions.json"
+    data = load_if_there(name)
+    if data is None:
+        return ""
+    plan = data["plan"]
+    rows = [(f"{r['records']:,}", f"{data['file_mib'][str(r['records'])]:,.0f}", r["ranks"],
+             "in chunks" if r["mode"] == "chunks" else "in memory", seconds(r["wall_s"]),
+             ", ".join(f"{x['peak_rss_mib']:,.0f}" for x in r["per_rank"])) for r in data["results"]]
+    return "\n".join([
+        "## Data larger than memory", "",
+        (f"`benchmarks/large_transactions.py`: a generated file of {data['items']} items (8 profiles, about 4 "
+         "items per record) written a chunk at a time, then the whole run: DP Lloyd into "
+         f"{plan['partition']['k']} parts ({plan['partition']['iterations']} iterations), the part means, the "
+         f"length histogram, one VAE per part by DP-SGD (q = {plan['training']['sampling_rate']:g}, "
+         f"{plan['training']['epochs']:g} epoch, {plan['training']['chunk_window']} steps per pass in chunks) and "
+         f"a release of synthetic records, at epsilon 1; in chunks of {plan['data']['chunk_mb']:g} MB or loaded "
+         "in memory, on gloo ranks of this 2-core machine, one thread each. Peak memory: each rank's peak "
+         "resident set (ru_maxrss), of which about 850 MiB is the Python, torch and library runtime."), "",
+        table(("records", "file MiB", "ranks", "records held", "wall s", "peak RSS per rank, MiB"), rows),
+        "", source(name)])
+
+
 def threads_busy() -> str:
     """The default threads and OpenMP wait policy, alone and beside one busy process: median seconds."""
     name = "threads_busy.json"
@@ -543,7 +575,7 @@ def page() -> str:
         "tuned configs and the generic rules), are listed in `benchmarks/results/README.md`. "
         "Unless a table says otherwise, the machine had 2 cores.")
     sections = (timings(), *filter(None, [threads_busy()]), generic_time(), generic_rules(), *filter(None, [peers()]), counting(), train_on_synthetic(),
-                *filter(None, [partitioners(), partition_release(), subspace(), distributed()]), accounting(),
+                *filter(None, [partitioners(), partition_release(), subspace(), distributed(), large_data()]), accounting(),
                 throughput(), audit())
     return "\n\n".join((intro, *sections)) + "\n"
 

@@ -36,12 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from counting_queries import CONFIGS, TOP_ITEMS, config_sections, load
 from provenance import write_json
 
 from dpgm import rules
 from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
+from dpgm.evaluation.baselines import baseline_options
 from dpgm.evaluation.counting import (
     BaselineOptions,
     CountingEvaluation,
@@ -161,6 +163,16 @@ def take_means(evaluation: CountingEvaluation, key: str) -> dict[int, float]:
     return {int(g): float(v) for g, v in means.items()}
 
 
+def peer_options(args: argparse.Namespace, peer: str) -> dict[str, Any]:
+    """The ``--peer-options`` of ``peer`` (``aim.max_rounds=20`` applies to aim: its ``max_rounds``)."""
+    out: dict[str, Any] = {}
+    for item in args.peer_options:
+        key, _, value = item.partition("=")
+        if key.split(".")[0] == peer:
+            out[key] = yaml.safe_load(value)
+    return out
+
+
 def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: argparse.Namespace,
                 rows: list[dict[str, Any]], done: set[tuple[str, str, float, str, int]]) -> None:
     """Every candidate and seed on one (dataset, fit size, epsilon); appends rows."""
@@ -186,14 +198,16 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
                   "marginals_seconds": marginals_seconds}
         for peer in peers:
             start = time.perf_counter()
-            syn, _ = run_baseline(peer, fit, evaluation.queries, epsilon=epsilon, delta=delta,
-                                  rng=np.random.default_rng(PEER_SEED + seed), options=BaselineOptions())
+            syn, report = run_baseline(peer, fit, evaluation.queries, epsilon=epsilon, delta=delta,
+                                       rng=np.random.default_rng(PEER_SEED + seed),
+                                       options=baseline_options(peer, peer_options(args, peer)))
             evaluation.add(peer, syn)
             groups = take_means(evaluation, peer)
             rows.append({**common, "candidate": f"peer:{peer}", "peer": peer,
                          "score": float(np.mean([np.log(groups[g] / marginals[g]) for g in marginals])),
                          "groups": groups, "tvd2": marginal_tvd(held.held_out, syn).twoway,
-                         "seconds": time.perf_counter() - start})
+                         "seconds": time.perf_counter() - start, "options": peer_options(args, peer),
+                         "rounds": report.get("rounds")})
             print(f"  {name}/{label} eps {epsilon:g} {peer}#{seed}: score {rows[-1]['score']:+.3f} "
                   f"({rows[-1]['seconds']:.0f} s)", flush=True)
             save(args, rows)
@@ -427,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--peers", nargs="*", default=[], choices=PEERS,
                    help="also fit these baselines (need mbi) on the same records and score them beside the rules")
+    p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
+                   help="a peer's options, e.g. aim.max_rounds=20 (a public cap on AIM's rounds)")
     p.add_argument("--threads", type=int, default=1, help="the runs' torch and BLAS threads (config key threads)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")
