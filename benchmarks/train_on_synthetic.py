@@ -72,6 +72,7 @@ RELEASE = {"mnist": 60_000, "fashion": 60_000, "digits": 1_258}  # the size of t
 EPOCHS = {"mnist": 3, "fashion": 3, "digits": 30}
 DELTA = 1e-5
 TINY = 1e-6  # every noise multiplier of the nonprivate run
+REDRAWS = 20  # --labels-as-items: rounds of n drawn records at most, to find n holding exactly one label
 #: Every noise multiplier a config can hold: set to TINY for the nonprivate run.
 NOISE_KEYS = ("partition.noise_multiplier", "model.mean_noise_multiplier", "training.noise_multiplier",
               "training.hist_noise_multiplier", "data.top_items_noise_multiplier")
@@ -212,9 +213,9 @@ def dpgm_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def synthesize(config: dict[str, Any], train: Any, epsilon: float | None, seed: int,
-               threads: int, overrides: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
+               threads: int, overrides: Sequence[str] = (), label_items: bool = False) -> tuple[Any, dict[str, Any]]:
     """Train dpgm on ``train`` at ``epsilon`` (None: the nonprivate run): (its released mixture,
-    privacy report). ``overrides``: ``--set``."""
+    privacy report). ``overrides``: ``--set``; ``label_items``: ``train`` carries its labels as items."""
     from dpgm.artifact import load_release
     from dpgm.config import config_from_dict
     from dpgm.pipeline.run import train as train_dpgm
@@ -228,11 +229,46 @@ def synthesize(config: dict[str, Any], train: Any, epsilon: float | None, seed: 
         else:
             sets += [f"privacy.target_epsilon={epsilon}"]
         cfg = config_from_dict(config, sets)
-        if cfg.partition.method != "label":
+        if cfg.partition.method != "label" and not label_items:
             raise Refused(f"the dpgm config must partition by label (partition.method: label), "
                           f"not {cfg.partition.method}: the release needs labels")
         run_dir, report = train_dpgm(cfg, data=train, progress=False)
         return load_release(run_dir), report
+
+
+def with_label_items(data: Any) -> Any:
+    """The records with their label as ten more items (one-hot, last): what ``--labels-as-items`` trains on."""
+    import scipy.sparse as sp
+
+    from dpgm.data.dataset import BinaryDataset
+
+    onehot = sp.csr_matrix((np.ones(data.n_records, dtype=np.uint8), (np.arange(data.n_records), data.labels)),
+                           shape=(data.n_records, 10))
+    return BinaryDataset(records=sp.hstack([sp.csr_matrix(data.records), onehot], format="csr"),
+                         item_names=[*data.item_names, *(f"label={j}" for j in range(10))], name=data.name)
+
+
+def draw_label_items(mixture: Any, n: int, seed: int, threshold: float | None,
+                     pixels: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` labelled images from a release whose records end in ten label items: a record's label is its one
+    label item; records holding none or several are drawn again (rejection, post-processing)."""
+    import torch
+
+    from dpgm.release import sample_chunks
+
+    generator, images, labels, have = torch.Generator().manual_seed(seed), [], [], 0
+    for _ in range(REDRAWS):
+        if have >= n:
+            break
+        for records, _ in sample_chunks(mixture, n, generator, threshold=threshold):
+            records = np.asarray(records)
+            one = records[:, pixels:].sum(axis=1) == 1
+            images.append(records[one, :pixels])
+            labels.append(np.argmax(records[one, pixels:], axis=1))
+            have += int(one.sum())
+    if have < n:
+        raise Refused(f"--labels-as-items: fewer than {n} of {REDRAWS} x {n} drawn records hold exactly one label")
+    return np.concatenate(images)[:n], np.concatenate(labels)[:n]
 
 
 def draw(mixture: Any, n: int, seed: int, threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -280,6 +316,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="per trained model, R releases drawn and R classifiers trained (seeds ``repeat_seed``); "
                    "the accuracy is their mean. Two draws of one release can differ by ~0.8 points on MNIST, "
                    "so choosing between configs wants R > 1")
+    p.add_argument("--labels-as-items", action="store_true",
+                   help="train dpgm on the images with their label as ten more items (one-hot), so that any "
+                   "partitioner can be used (e.g. --config mnist --set partition.method=lloyd partition.init=random); "
+                   "a synthetic image's label is its one label item (records with none or several are redrawn)")
     p.add_argument("--no-nonprivate", action="store_true", help="skip the nonprivate run")
     p.add_argument("--no-real", action="store_true", help="skip the classifier on the real training set")
     p.add_argument("--threads", type=int, default=1, help="torch threads (dpgm and the classifier)")
@@ -396,16 +436,24 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if args.json:  # after every run, so that a stopped run keeps what it measured
             save(args, results, spent)
 
+    dpgm_train = with_label_items(train) if args.labels_as_items else train
+    pixels = train.n_items
+
+    def drawn(mixture: Any, seed: int, threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
+        if args.labels_as_items:
+            return draw_label_items(mixture, n_release, seed, threshold, pixels)
+        return draw(mixture, n_release, seed, threshold)
+
     for seed in range(args.seed, args.seed + args.seeds):
         runs = [(eps, "dpgm") for eps in args.epsilons] + ([] if args.no_nonprivate else [(None, "nonprivate")])
         for eps, method in runs:
             start = time.perf_counter()
-            mixture, report = synthesize(config, train, eps, seed, threads, args.sets)
+            mixture, report = synthesize(config, dpgm_train, eps, seed, threads, args.sets, args.labels_as_items)
             trained = time.perf_counter() - start
             spent.append({"method": method, "epsilon": eps, "seed": seed, "epsilon_spent": report["epsilon"],
                           "delta": report["delta"]})
             for threshold in args.thresholds:
-                measure(method, eps, seed, lambda s, m=mixture, t=threshold: draw(m, n_release, s, t), trained, threshold)
+                measure(method, eps, seed, lambda s, m=mixture, t=threshold: drawn(m, s, t), trained, threshold)
         if not args.no_real:
             measure("real", None, seed, lambda s: (real_x, real_y), None)
     print(table(results))

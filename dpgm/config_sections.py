@@ -308,7 +308,8 @@ class Config:
     runs_dir: str = opt("runs", "folder that holds run directories")
     device: str = opt("cpu", "torch device")
     threads: int | None = opt(None, "threads for torch and BLAS (null: OMP_NUM_THREADS if set, else the cores "
-                                    "available to the process, see dpgm/threads.py; more oversubscribes)")
+                                    "available to the process less the threads other running processes use when "
+                                    "it starts, see dpgm/threads.py; more oversubscribes)")
     keep_private: bool = opt(False, "keep the run's private/ folder (checkpoint, part assignments, generator state) "
                                     "after it completes; it is deleted by default")
     nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches (NOT "

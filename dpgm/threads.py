@@ -1,15 +1,19 @@
-"""How many threads torch and BLAS use: the cores this process may run on, never more.
+"""How many threads torch and BLAS use: the cores this process may run on and that no other job is using.
 
 torch and the BLAS behind numpy/scipy each start as many threads as the machine has CPUs, and
 on a container limited to 2 cores they oversubscribe it badly (4-19x slower measured). The
-default is OMP_NUM_THREADS when the user set it, else the number of cores available to the
-process: its CPU affinity, capped by a cgroup CPU quota when one is set.
+default is OMP_NUM_THREADS when the user set it, else the cores available to the process (its
+CPU affinity, capped by a cgroup CPU quota when one is set) less the threads of other processes
+that are running when the run starts: beside one CPU-bound job on 2 cores, two threads made a run
+2-3x slower than one, while alone two were up to 1.7x faster (docs/results.md, "Threads beside
+another job"). Only the processes this one can see are counted (in a container: its own).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 
 _LIMITS: list[object] = []  # keeps the threadpoolctl limit alive for the process
@@ -27,10 +31,37 @@ def available_cores() -> int:
     return max(1, cores)
 
 
+#: Looks at the running threads, and the seconds between them: the fewest seen counts, so a
+#: short-lived process (a shell command) is not taken for a job.
+LOOKS, LOOK_GAP = 5, 0.01
+
+
+def running_elsewhere(proc: Path = Path("/proc")) -> int:
+    """Threads of other processes running or ready to run (state R), the fewest of ``LOOKS`` looks;
+    0 where ``proc`` cannot say (not Linux)."""
+    me, fewest = str(os.getpid()), None
+    for look in range(LOOKS):
+        if look:
+            time.sleep(LOOK_GAP)
+        count = 0
+        for stat in proc.glob("[0-9]*/task/*/stat"):
+            if stat.parts[-4] == me:
+                continue
+            try:
+                count += stat.read_text().rsplit(")", 1)[1].split()[0] == "R"
+            except (OSError, IndexError):  # the thread ended meanwhile
+                continue
+        fewest = count if fewest is None else min(fewest, count)
+    return fewest or 0
+
+
 def default_threads() -> int:
-    """OMP_NUM_THREADS when set to a positive integer (the user's choice), else ``available_cores()``."""
+    """OMP_NUM_THREADS when set to a positive integer (the user's choice), else the cores available
+    less the threads other processes are running (at least one)."""
     raw = os.environ.get("OMP_NUM_THREADS", "")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else available_cores()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, available_cores() - running_elsewhere())
 
 
 def set_threads(threads: int | None = None) -> int:

@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         "epsilon; the audit should catch it",
     )
     p.add_argument(
-        "--threads", type=int, help="torch and BLAS threads (default: the cores available)"
+        "--threads", type=int,
+        help="torch and BLAS threads (default: the cores available, less those other running processes use)"
     )
     p.add_argument("--json", type=Path, help="write the full report to this JSON file")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -15,6 +15,7 @@ import numpy as np
 
 from dpgm.clustering.base import STAGE, Partition
 from dpgm.clustering.noisy_lloyd import resolve_sigma, stage_epsilon
+from dpgm.data.chunks import ChunkedRecords, Records, summed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant
@@ -28,11 +29,11 @@ def histogram_event(sigma: float) -> GaussianEvent:
 
 
 def noisy_histogram(
-    parts: np.ndarray, k: int, *, sigma: float, accountant: Accountant, rng: np.random.Generator
+    counts: np.ndarray, *, sigma: float, accountant: Accountant, rng: np.random.Generator
 ) -> np.ndarray:
-    """Counts of parts 0..k-1 plus N(0, sigma^2) each; charged to the accountant first."""
-    return gaussian_release(np.bincount(parts, minlength=k), sensitivity=1.0, noise_multiplier=sigma,
-                            accountant=accountant, stage=STAGE, rng=rng)
+    """The counts of parts 0..k-1 plus N(0, sigma^2) each; charged to the accountant first."""
+    return gaussian_release(counts, sensitivity=1.0, noise_multiplier=sigma, accountant=accountant, stage=STAGE,
+                            rng=rng)
 
 
 @dataclass
@@ -44,6 +45,8 @@ class _HistogramPartitioner:
     target_epsilon: float | None = None
 
     method: ClassVar[str] = "abstract"
+    #: Whether records in chunks can be split (``dpgm.data.chunks``): parts known from each record alone.
+    streams: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -53,14 +56,18 @@ class _HistogramPartitioner:
         raise NotImplementedError
 
     def fit(
-        self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator
+        self, data: Records, accountant: Accountant, rng: np.random.Generator
     ) -> Partition:
-        """Assign records to their known parts and release the noisy part sizes."""
-        parts = self._parts(data)
+        """Assign records to their known parts and release the noisy part sizes (records in chunks:
+        one pass for the sizes; the part of a chunk's record is ``assign``'s)."""
+        chunked = isinstance(data, ChunkedRecords)
+        parts = None if chunked else self._parts(data)
+        counts = summed(data, lambda c: np.bincount(self._parts(c), minlength=self.k)) if chunked \
+            else np.bincount(parts, minlength=self.k)
         sigma = resolve_sigma(
             self.noise_multiplier, self.target_epsilon, histogram_event, 1, accountant.delta
         )
-        released = noisy_histogram(parts, self.k, sigma=sigma, accountant=accountant, rng=rng)
+        released = noisy_histogram(counts, sigma=sigma, accountant=accountant, rng=rng)
         info = {
             "method": self.method,
             "noise_multiplier": sigma,
@@ -69,9 +76,8 @@ class _HistogramPartitioner:
             "delta": accountant.delta,
             "released_counts": released.tolist(),
         }
-        return Partition(
-            assignments=parts, noisy_sizes=project_to_total(released, released.sum()), centres=None, info=info
-        )
+        return Partition(assignments=parts, noisy_sizes=project_to_total(released, released.sum()), centres=None,
+                         info=info, rule=self.assign if self.streams else None)
 
 
 @dataclass
@@ -109,6 +115,7 @@ class SinglePart(_HistogramPartitioner):
 
     k: int = 1
     method: ClassVar[str] = "none"
+    streams: ClassVar[bool] = True
 
     def _parts(self, data: BinaryDataset) -> np.ndarray:
         return np.zeros(data.n_records, dtype=np.int64)

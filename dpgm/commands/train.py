@@ -33,7 +33,8 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     p.add_argument("--download", action="store_true", help="fetch MNIST into the data directory if missing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--threads", type=int, default=None,
-                   help="threads for torch and BLAS (default: the cores available to this process)")
+                   help="threads for torch and BLAS (default: the cores available to this process, less those "
+                        "other running processes use)")
     p.add_argument("--keep-private", action="store_true",
                    help="keep runs/<name>/private/ (checkpoint, part assignments) after the run completes")
     p.add_argument("--summary", action="store_true",

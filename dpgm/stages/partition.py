@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from dpgm.clustering import STAGE, Partition, make_partitioner
+from dpgm.clustering.by_label import SinglePart
 from dpgm.clustering.noisy_lloyd import NearestCentre
 from dpgm.config import Config
 from dpgm.data import load_public_sample
@@ -44,16 +45,17 @@ class PartitionStage(Stage):
         state = {"noisy_sizes": torch.as_tensor(self.output.noisy_sizes)}
         if self.output.assignments is not None:
             state["assignments"] = torch.as_tensor(self.output.assignments)
-        else:  # records in chunks: the released centres' rule
+        elif isinstance(self.output.rule, NearestCentre):  # records in chunks: the released centres' rule
             rule = self.output.rule
             state["rule"] = {"centres": torch.as_tensor(rule.centres), "bound": rule.bound,
                              "sq_norms": None if rule.sq_norms is None else torch.as_tensor(rule.sq_norms)}
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        rule = state.get("rule")
-        self.output = Partition(
-            assignments=state["assignments"].numpy() if "assignments" in state else None,
-            noisy_sizes=state["noisy_sizes"].numpy(),
-            rule=None if rule is None else NearestCentre(
-                rule["centres"].numpy(), None if rule["sq_norms"] is None else rule["sq_norms"].numpy(), rule["bound"]))
+        sizes, rule = state["noisy_sizes"].numpy(), state.get("rule")
+        if "assignments" in state:
+            self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=sizes)
+        else:  # records in chunks: the released centres' rule, or the single part's
+            self.output = Partition(assignments=None, noisy_sizes=sizes, rule=SinglePart().assign if rule is None else
+                                    NearestCentre(rule["centres"].numpy(), None if rule["sq_norms"] is None
+                                                  else rule["sq_norms"].numpy(), rule["bound"]))

@@ -68,16 +68,19 @@ def chunked_config(tmp_path: Path, path: Path, **over):
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
 
-def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("method", ["lloyd", "none"])
+def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch,
+                                                                               method: str) -> None:
     path = transaction_file(tmp_path, n=300)
-    whole, report = run_mod.train(chunked_config(tmp_path, path, name="whole"), progress=False)
-    _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **{"data.chunk_mb": "null"}),
+    k = {"partition.method": method, "partition.k": 3 if method == "lloyd" else 1}
+    whole, report = run_mod.train(chunked_config(tmp_path, path, name="whole", **k), progress=False)
+    _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **{"data.chunk_mb": "null"}, **k),
                               progress=False)
     assert report["epsilon"] == memory["epsilon"] and report["noisy_part_sizes"] == memory["noisy_part_sizes"]
     ledger, ledger_memory = ((tmp_path / "runs" / n / "release" / "ledger.json").read_text() for n in
                              ("whole", "memory"))
     assert ledger == ledger_memory
-    cut = killed_run(chunked_config(tmp_path, path, name="cut"), monkeypatch, at_step=9)  # mid-window
+    cut = killed_run(chunked_config(tmp_path, path, name="cut", **k), monkeypatch, at_step=9)  # mid-window
     run_mod.resume(cut, progress=False)
     assert_same_release(whole, cut)
 
@@ -89,3 +92,15 @@ def test_a_stage_or_partitioner_that_needs_memory_is_refused(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="'kernel_kmeans' needs the records"):
         run_mod.train(chunked_config(tmp_path, path, **{"partition.method": "kernel_kmeans"}), progress=False)
     assert not (tmp_path / "runs" / "chunked").exists()
+
+
+def test_the_generic_config_runs_in_chunks(tmp_path: Path) -> None:
+    """rules: public chooses stages that all read chunks: the shipped generic config with data.chunk_mb."""
+    from dpgm.config import load_config
+
+    path = transaction_file(tmp_path, n=500)
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "transactions.yaml",
+                      [f"data.path={path}", "data.n_items=40", "data.chunk_mb=0.002", f"runs_dir={tmp_path}/runs",
+                       "seed=1", "training.epochs=0.5"])
+    _, report = run_mod.train(cfg, progress=False)
+    assert report["epsilon"] <= 1.0 + 1e-9 and report["noisy_part_sizes"]
