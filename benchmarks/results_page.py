@@ -88,7 +88,8 @@ def timings() -> str:
         data = load(path.name)
         date = (data.get("provenance") or {}).get("date", "")
         for run in data["runs"]:
-            if run.get("returncode") == 0 and date >= newest.get(run["config"], ("",))[0]:
+            quiet_default = run.get("threads", "default") == "default" and not run.get("busy", False)
+            if run.get("returncode") == 0 and quiet_default and date >= newest.get(run["config"], ("",))[0]:
                 newest[run["config"]] = (date, path.name, run)
     rows = []
     for config, (_, name, run) in sorted(newest.items(), key=lambda kv: kv[1][2]["seconds"]):
@@ -536,9 +537,8 @@ def large_data() -> str:
         "", source(name)])
 
 
-def threads_busy() -> str:
-    """The default threads and OpenMP wait policy, alone and beside one busy process: median seconds."""
-    name = "threads_busy.json"
+def threads_busy(name: str, title: str, what: str) -> str:
+    """Threads (and OpenMP wait policies), alone and beside one busy process: median seconds."""
     data = load_if_there(name)
     if data is None:
         return ""
@@ -556,13 +556,20 @@ def threads_busy() -> str:
                 f"{np.median(cells[(config, t, w, busy)]):.1f} ({np.median(cells[(config, t, w, busy)]) / best:.2f}x)"
                 for t, w in settings]])
     header = ["config", "machine", *[f"threads {t}, wait {w}" for t, w in settings]]
-    return "\n".join([
-        "## Threads beside another job", "",
-        ("`benchmarks/config_timings.py --busy quiet busy --wait-policies unset PASSIVE --repeats 3`: each "
-         "config alone and beside one CPU-bound process, with the default threads (the cores available) or one, "
-         "and OpenMP's idle threads spinning for a while first (unset, OpenMP's own: dpgm's default) or sleeping "
-         "(PASSIVE); median seconds of three interleaved runs, and the ratio to the best setting of that row."),
-        "", table(header, rows), "", source(name)])
+    return "\n".join([f"## {title}", "", what, "", table(header, rows), "", source(name)])
+
+
+THREADS_WAIT = (
+    "`benchmarks/config_timings.py --busy quiet busy --wait-policies unset PASSIVE --repeats 3`, before the "
+    "default left out the cores other jobs use: each config alone and beside one CPU-bound process, with the "
+    "default threads (then the cores available) or one, and OpenMP's idle threads spinning for a while first "
+    "(unset, OpenMP's own: dpgm's default) or sleeping (PASSIVE); median seconds of three interleaved runs, and "
+    "the ratio to the best setting of that row.")
+THREADS_ALL = (
+    "`benchmarks/config_timings.py --threads default 1 --busy quiet busy`: every shipped config alone and beside "
+    "one CPU-bound process, with dpgm's default threads (the cores available less the threads other running "
+    "processes use when the run starts: 2 alone, 1 beside the busy process on this 2-core machine) and with "
+    "one; seconds, and the ratio to the better setting of that row.")
 
 
 def page() -> str:
@@ -574,7 +581,9 @@ def page() -> str:
         "not shown here (clustering accuracy, compressive k-means, the searches that chose the "
         "tuned configs and the generic rules), are listed in `benchmarks/results/README.md`. "
         "Unless a table says otherwise, the machine had 2 cores.")
-    sections = (timings(), *filter(None, [threads_busy()]), generic_time(), generic_rules(), *filter(None, [peers()]), counting(), train_on_synthetic(),
+    busy = [threads_busy("config_timings_busy.json", "Threads beside another job: every shipped config", THREADS_ALL),
+            threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
+    sections = (timings(), *filter(None, busy), generic_time(), generic_rules(), *filter(None, [peers()]), counting(), train_on_synthetic(),
                 *filter(None, [partitioners(), partition_release(), subspace(), distributed(), large_data()]), accounting(),
                 throughput(), audit())
     return "\n\n".join((intro, *sections)) + "\n"
