@@ -5,7 +5,7 @@ on a container limited to 2 cores they oversubscribe it badly (4-19x slower meas
 default is OMP_NUM_THREADS when the user set it, else the cores available to the process (its
 CPU affinity, capped by a cgroup CPU quota when one is set) less the threads of other processes
 that are running when the run starts: beside one CPU-bound job on 2 cores, two threads made a run
-2-3x slower than one, while alone two were up to 1.7x faster (docs/results.md, "Threads beside
+several times slower than one, while alone two were faster (docs/results.md, "Threads beside
 another job"). Only the processes this one can see are counted (in a container: its own).
 """
 

@@ -238,8 +238,8 @@ def noisy_lloyd_step(
     """One noisy Lloyd iteration (Alg. 2 lines 9-12): charge, then release counts and sums.
 
     ``rows``: the rows, or a function giving one pass over them in chunks (``Passes``).
-    ``assignments`` (data-independent, e.g. a random partition; a chunk's number of rows in, their
-    parts out) replaces the nearest-centre step. Returns (new centres, their sq-norm estimates,
+    ``assignments`` (data-independent, e.g. a random partition: an array, or a chunk's rows in and
+    their parts out) replaces the nearest-centre step. Returns (new centres, their sq-norm estimates,
     noisy counts, parts that kept their centre).
     """
     k = centres.shape[0]
