@@ -34,8 +34,10 @@ def _require(cond: bool, section: str, key: str, msg: str) -> None:
 
 @dataclass
 class DataConfig:
-    source: Literal["mnist", "digits", "transactions", "csv"] = opt("digits", "which loader reads the records")
-    path: str | None = opt(None, "file for transactions/csv; for mnist the folder of IDX files (default: "
+    source: Literal["mnist", "digits", "transactions", "csv", "parquet"] = opt(
+        "digits", "which loader reads the records (parquet: 0/1 or boolean columns, one record per row; needs "
+                  "pyarrow)")
+    path: str | None = opt(None, "file for transactions/csv/parquet; for mnist the folder of IDX files (default: "
                                  "$DPGM_DATA_DIR/mnist or data/mnist)")
     split: Literal["train", "test"] = opt("train", "mnist split used as the private data")
     threshold: float = opt(0.5, "binarisation threshold for image intensities scaled to [0, 1] (paper: 0.5)")
@@ -45,9 +47,10 @@ class DataConfig:
                                                   "top_items (sensitivity 1)")
     n_items: int | None = opt(None, "transactions without an items file: the public item universe, ids 0..n_items-1 "
                                     "(the universe is never read off the private data)")
-    label_column: str | None = opt(None, "csv: name of the integer label column (null: no labels)")
+    label_column: str | None = opt(None, "csv, parquet: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
-    chunk_mb: float | None = opt(None, "transactions: read the file this many MB at a time and never hold it whole "
+    chunk_mb: float | None = opt(None, "transactions, csv, parquet: read the file this many MB at a time and never "
+                                       "hold it whole "
                                        "(data larger than memory; every pass over the records reads it again); "
                                        "null: load it into memory")
     min_items: int = opt(0, "every record holds at least this many items: a public fact about how the data were "
@@ -66,15 +69,15 @@ class DataConfig:
         _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
         _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
         _require(self.chunk_mb is None or self.chunk_mb > 0, "data", "chunk_mb", "must be > 0")
-        _require(self.chunk_mb is None or self.source == "transactions", "data", "chunk_mb",
-                 "reads transaction files only")
+        _require(self.chunk_mb is None or self.source in ("transactions", "csv", "parquet"), "data", "chunk_mb",
+                 "reads transaction, CSV and Parquet files only")
         _require(self.chunk_mb is None or self.limit is None, "data", "chunk_mb", "cannot be combined with data.limit")
         _require(self.min_items >= 0, "data", "min_items", "must be >= 0")
         _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
         _require(self.records_magnitude is None
                  or (self.records_magnitude >= 1 and math.log10(self.records_magnitude).is_integer()),
                  "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")
-        _require(self.source not in ("transactions", "csv") or bool(self.path), "data", "path",
+        _require(self.source not in ("transactions", "csv", "parquet") or bool(self.path), "data", "path",
                  f"is required for source {self.source}")
 
 

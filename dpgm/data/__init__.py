@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpgm.data.chunks import ChunkedRecords, Records, chunks_of, narrowed, summed
+from dpgm.data.chunks import ChunkedRecords, Records, chunks_of, load_parquet, narrowed, summed
 from dpgm.data.csv import load_csv
 from dpgm.data.dataset import BinaryDataset, drop_short_records, drop_undeclared_labels
 from dpgm.data.digits import load_digits
@@ -37,6 +37,7 @@ __all__ = [
     "load_dataset",
     "load_digits",
     "load_mnist",
+    "load_parquet",
     "load_public_sample",
     "load_transactions",
     "narrowed",
@@ -61,7 +62,8 @@ def load_dataset(cfg: DataConfig) -> Records:
     shard = None if world == 1 else (collective.rank(), world)
     if cfg.chunk_mb is not None:  # never whole in memory: a chunk at a time, on every pass
         chunked = ChunkedRecords.open(resolve_data_path(cfg.path), chunk_bytes=max(1, round(cfg.chunk_mb * 2**20)),
-                                      n_items=cfg.n_items, shard=shard)
+                                      source=cfg.source, n_items=cfg.n_items, shard=shard,
+                                      label_column=cfg.label_column)
         return narrowed(chunked, lambda d: drop_short_records(d, cfg.min_items))
     dataset = _load(cfg, shard)
     if shard is not None and cfg.source != "transactions":
@@ -82,13 +84,15 @@ def _load(cfg: DataConfig, shard: tuple[int, int] | None = None) -> BinaryDatase
         )
     if cfg.source == "digits":
         return load_digits(threshold=cfg.threshold, limit=cfg.limit)
-    if cfg.source in ("transactions", "csv") and not cfg.path:
+    if cfg.source in ("transactions", "csv", "parquet") and not cfg.path:
         raise ConfigError(f"data.path: is required for source {cfg.source}")
     if cfg.source == "transactions":
         return load_transactions(resolve_data_path(cfg.path), limit=cfg.limit, n_items=cfg.n_items,
                                  require_universe=True, shard=shard)
     if cfg.source == "csv":
         return load_csv(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
+    if cfg.source == "parquet":
+        return load_parquet(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
     raise ConfigError(f"data.source: unknown source {cfg.source!r}")
 
 

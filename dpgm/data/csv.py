@@ -18,7 +18,7 @@ from dpgm.data.paths import check_limit, file_stem, read_bytes, record_error
 from dpgm.errors import DataError
 
 
-def _header(path: Path, line: str) -> list[str]:
+def header_names(path: Path, line: str) -> list[str]:
     names = [name.strip() for name in next(_csv.reader([line]))]
     if any(not name for name in names):
         raise DataError(f"{path}: empty column name in the header")
@@ -105,14 +105,28 @@ def load_csv(
         lines.pop()
     if not lines:
         raise DataError(f"{path}: empty file")
-    names = _header(path, lines[0])
+    names = header_names(path, lines[0])
+    check_header(path, names, label_column)
+    rows = lines[1:] if limit is None else lines[1 : limit + 1]
+    if not rows:
+        raise DataError(f"{path}: no data rows after the header (empty dataset)")
+    return csv_records(path, names, rows, label_column)
+
+
+def check_header(path: Path, names: list[str], label_column: str | None) -> None:
+    """The label column is in the header and is not its only column (before any record is read)."""
     if label_column is not None and label_column not in names:
         raise DataError(f"{path}: label column {label_column!r} not in the header")
     if names == [label_column]:  # a header problem: reported before any record is looked at
         raise DataError(f"{path}: no item columns besides the label column (empty dataset)")
-    rows = lines[1:] if limit is None else lines[1 : limit + 1]
+
+
+def csv_records(path: Path, names: list[str], rows: list[str], label_column: str | None) -> BinaryDataset:
+    """The records of data lines ``rows`` under the header ``names`` (every line one record)."""
     if not rows:
-        raise DataError(f"{path}: no data rows after the header (empty dataset)")
+        return BinaryDataset(records=np.zeros((0, len(names) - (label_column is not None)), dtype=np.uint8),
+                             item_names=[n for n in names if n != label_column], name=file_stem(path),
+                             source=str(path), labels=None if label_column is None else np.zeros(0, np.int64))
     widths = np.fromiter((row.count(",") + 1 for row in rows), dtype=np.int64, count=len(rows))
     if (widths != len(names)).any():
         raise record_error(

@@ -105,3 +105,89 @@ def test_the_config_reads_chunks_and_refuses_what_cannot(tmp_path: Path) -> None
                                                                       "chunk_mb": 0.0}):
         with pytest.raises(ConfigError, match="data.chunk_mb"):
             DataConfig(**bad).validate()
+
+
+def csv_file(tmp_path: Path, n: int = 150, label: bool = True, gz: bool = False) -> Path:
+    """n records of 6 items (and a label column), CRLF endings on some lines, two blank lines at the end."""
+    rng = np.random.default_rng(4)
+    x = (rng.random((n, 6)) < 0.4).astype(int)
+    head = ",".join([f"i{j}" for j in range(6)] + (["digit"] if label else []))
+    rows = [",".join(map(str, r)) + (f",{rng.integers(3)}" if label else "") for r in x]
+    text = head + "\n" + "".join(r + ("\r\n" if i % 7 == 0 else "\n") for i, r in enumerate(rows)) + "\n\n"
+    path = tmp_path / ("t.csv.gz" if gz else "t.csv")
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("chunk_bytes", [5, 64, 1 << 20])
+def test_csv_chunks_are_the_whole_file(tmp_path: Path, chunk_bytes: int, gz: bool) -> None:
+    from dpgm.data.csv import load_csv
+
+    path = csv_file(tmp_path, gz=gz)
+    whole = load_csv(path, label_column="digit")
+    chunked = ChunkedRecords.open(path, chunk_bytes=chunk_bytes, source="csv", label_column="digit")
+    chunks = list(chunked.chunks())
+    assert (sp.vstack([sp.csr_matrix(c.records) for c in chunks]) != sp.csr_matrix(whole.records)).nnz == 0
+    assert np.array_equal(np.concatenate([c.labels for c in chunks]), whole.labels)
+    assert chunked.item_names == whole.item_names == [f"i{j}" for j in range(6)]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_csv_shards_are_the_file_each_record_once(tmp_path: Path, world: int) -> None:
+    from dpgm.data.csv import load_csv
+
+    path = csv_file(tmp_path, label=False)
+    shards = [ChunkedRecords.open(path, chunk_bytes=40, source="csv", shard=(r, world)) for r in range(world)]
+    parts = [sp.csr_matrix(c.records) for s in shards for c in s.chunks()]
+    assert (sp.vstack(parts) != sp.csr_matrix(load_csv(path).records)).nnz == 0
+
+
+def parquet_file(tmp_path: Path, n: int = 300, groups: int = 4) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    table = pa.table({**{f"i{j}": (rng.random(n) < 0.3) for j in range(5)}, "digit": rng.integers(3, size=n)})
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=n // groups)
+    return path
+
+
+def test_parquet_chunks_and_row_group_shards_are_the_whole_table(tmp_path: Path) -> None:
+    from dpgm.data.chunks import load_parquet
+
+    path = parquet_file(tmp_path)
+    whole = load_parquet(path, label_column="digit")
+    assert whole.n_records == 300 and whole.item_names == [f"i{j}" for j in range(5)]
+    chunked = ChunkedRecords.open(path, chunk_bytes=60, source="parquet", label_column="digit")  # 10 rows a chunk
+    chunks = list(chunked.chunks())
+    assert len(chunks) >= 30
+    assert np.array_equal(np.concatenate([c.dense(np.uint8) for c in chunks]), whole.dense(np.uint8))
+    assert np.array_equal(np.concatenate([c.labels for c in chunks]), whole.labels)
+    shards = [ChunkedRecords.open(path, chunk_bytes=60, source="parquet", shard=(r, 3), label_column="digit")
+              for r in range(3)]
+    assert sum(c.n_records for s in shards for c in s.chunks()) == 300  # every row group once over the ranks
+    counts = sum(summed(s, lambda c: np.asarray(c.records.sum(axis=0)).ravel()) for s in shards)
+    assert np.array_equal(counts, whole.records.sum(axis=0))
+
+
+def test_parquet_errors_are_one_line_without_values(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpgm.data.chunks import load_parquet
+
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"a": [0, 1, 7], "b": [1, None, 0]}), bad)
+    with pytest.raises(DataError, match="column 'a' is not 0 or 1") as err:
+        load_parquet(bad)
+    assert "7" not in str(err.value)
+    pq.write_table(pa.table({"a": [0, 1, 1], "b": [1, None, 0]}), bad)
+    with pytest.raises(DataError, match="column 'b' is missing"):
+        load_parquet(bad)
+    text = tmp_path / "not.parquet"
+    text.write_text("secret,1,2\n")
+    with pytest.raises(DataError, match="not a readable Parquet file") as err:
+        load_parquet(text)
+    assert "secret" not in str(err.value)

@@ -104,3 +104,17 @@ def test_the_generic_config_runs_in_chunks(tmp_path: Path) -> None:
                        "seed=1", "training.epochs=0.5"])
     _, report = run_mod.train(cfg, progress=False)
     assert report["epsilon"] <= 1.0 + 1e-9 and report["noisy_part_sizes"]
+
+
+@pytest.mark.parametrize("source", ["csv", "parquet"])
+def test_a_csv_or_parquet_run_in_chunks_releases_what_the_run_in_memory_releases(tmp_path: Path, source: str) -> None:
+    """The statistics stages agree bit for bit: the same part sizes and the same ledger."""
+    from tests.data.test_chunks import csv_file, parquet_file
+
+    path = csv_file(tmp_path, n=300, label=False) if source == "csv" else parquet_file(tmp_path, n=300)
+    over = {"data.source": source, "data.path": str(path), "data.n_items": "null", "model.hidden": "[8]",
+            "training.epochs": 0.5, **({"data.label_column": "digit"} if source == "parquet" else {})}
+    _, chunks = run_mod.train(chunked_config(tmp_path, path, name="chunks", **over), progress=False)
+    _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **over, **{"data.chunk_mb": "null"}),
+                              progress=False)
+    assert chunks["noisy_part_sizes"] == memory["noisy_part_sizes"] and chunks["epsilon"] == memory["epsilon"]
