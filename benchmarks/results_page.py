@@ -376,7 +376,9 @@ PEERS_AIM = (
     "`benchmarks/rules_lodo.py --sizes 3000 --epsilons 1 --seeds 1 --candidates default --peers aim "
     "--peer-options aim.max_rounds=40`: the same protocol with AIM as its authors run it (T = 16 m rounds "
     "annealed until the budget is spent, their 80 MB model cap) and a public cap of 40 rounds whose last round "
-    "spends what is left, on 3,000 records of each dataset's fit half (foodmart's holds fewer), one seed. "
+    "spends what is left, one seed: on 3,000 records of each dataset's fit half, then (`--sizes 30000 full "
+    "--full-max-records 15000 --resume`) on 30,000 and on whole fit halves of at most 15,000 records (the run "
+    "was stopped before mushroom's and chess's whole halves). "
     "Where AIM's own schedule ended before the cap, the run is AIM as published; the rounds it made and its "
     "seconds are in the JSON (`rounds`, `seconds`).")
 
