@@ -37,8 +37,9 @@ class DataConfig:
     source: Literal["mnist", "digits", "transactions", "csv", "parquet"] = opt(
         "digits", "which loader reads the records (parquet: 0/1 or boolean columns, one record per row; needs "
                   "pyarrow)")
-    path: str | None = opt(None, "file for transactions/csv/parquet; for mnist the folder of IDX files (default: "
-                                 "$DPGM_DATA_DIR/mnist or data/mnist)")
+    path: str | None = opt(None, "file for transactions/csv/parquet, or a folder or glob pattern of files that form "
+                                 "one dataset; for mnist the folder of IDX files (default: $DPGM_DATA_DIR/mnist or "
+                                 "data/mnist)")
     split: Literal["train", "test"] = opt("train", "mnist split used as the private data")
     threshold: float = opt(0.5, "binarisation threshold for image intensities scaled to [0, 1] (paper: 0.5)")
     top_items: int | None = opt(None, "keep only the m most frequent items, chosen by train.py from NOISY counts and "

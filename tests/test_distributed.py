@@ -108,14 +108,18 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
 
 
 def test_torchrun_runs_train_py_on_two_ranks(tmp_path: Path) -> None:
-    """No new flag: torchrun starts two ranks of train.py; rank 0 writes the release and prints."""
+    """No new flag: torchrun starts two ranks of train.py on a folder of three files (each rank reads its
+    whole files); rank 0 writes the release and prints."""
     import subprocess
     import sys
 
     import yaml
 
-    path = transaction_file(tmp_path, n=400)
-    cfg = config(path, tmp_path / "runs")
+    lines = transaction_file(tmp_path, n=400).read_text().splitlines(keepends=True)
+    (tmp_path / "parts").mkdir()
+    for i, part in enumerate((lines[:100], lines[100:150], lines[150:])):
+        (tmp_path / "parts" / f"part-{i}.txt").write_text("".join(part))
+    cfg = config(tmp_path / "parts", tmp_path / "runs")
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpgm.data.chunks import ChunkedRecords, Records, chunks_of, load_parquet, narrowed, summed
+from dpgm.data.chunks import READERS, ChunkedRecords, Records, chunks_of, gathered, load_parquet, narrowed, summed
 from dpgm.data.csv import load_csv
 from dpgm.data.dataset import BinaryDataset, drop_short_records, drop_undeclared_labels
 from dpgm.data.digits import load_digits
 from dpgm.data.mnist import load_mnist
-from dpgm.data.paths import data_dir, resolve_data_path
+from dpgm.data.paths import data_dir, resolve_data_files, resolve_data_path
 from dpgm.data.transactions import (
     item_counts,
     load_transactions,
@@ -32,6 +34,7 @@ __all__ = [
     "data_dir",
     "drop_short_records",
     "drop_undeclared_labels",
+    "gathered",
     "item_counts",
     "load_csv",
     "load_dataset",
@@ -41,6 +44,7 @@ __all__ = [
     "load_public_sample",
     "load_transactions",
     "narrowed",
+    "resolve_data_files",
     "resolve_data_path",
     "restrict_items",
     "summed",
@@ -51,49 +55,57 @@ __all__ = [
 def load_dataset(cfg: DataConfig) -> Records:
     """The private records described by ``cfg`` (source, path, split, threshold, limit, ...).
 
-    A relative ``cfg.path`` is tried as given, then under ``data_dir()``. Records with fewer
-    than ``cfg.min_items`` items are dropped (``drop_short_records``). ``cfg.top_items`` is
-    NOT applied here: choosing items looks at the data, so the training run does it privately.
-    In a distributed run each rank gets its shard: a transaction file's lines in the rank's byte
-    range (``dpgm.data.shards``), else a contiguous slice of the records loaded in memory. With
-    ``cfg.chunk_mb`` the records stay on disk (``dpgm.data.chunks.ChunkedRecords``).
+    A relative ``cfg.path`` is tried as given, then under ``data_dir()``; it may name one file, a
+    folder of files or a glob pattern (``resolve_data_files``): the files, in name order, are one
+    dataset. Records with fewer than ``cfg.min_items`` items are dropped (``drop_short_records``).
+    ``cfg.top_items`` is NOT applied here: choosing items looks at the data, so the training run
+    does it privately. In a distributed run each rank gets its shard: whole files of several
+    (``dpgm.data.shards.files_for_rank``), a transaction file's lines in the rank's byte range, else a
+    contiguous slice of the records loaded in memory. With ``cfg.chunk_mb`` the records stay on disk
+    (``dpgm.data.chunks.ChunkedRecords``).
     """
     world = collective.world_size()
     shard = None if world == 1 else (collective.rank(), world)
-    if cfg.chunk_mb is not None:  # never whole in memory: a chunk at a time, on every pass
-        chunked = ChunkedRecords.open(resolve_data_path(cfg.path), chunk_bytes=max(1, round(cfg.chunk_mb * 2**20)),
-                                      source=cfg.source, n_items=cfg.n_items, shard=shard,
-                                      label_column=cfg.label_column)
-        return narrowed(chunked, lambda d: drop_short_records(d, cfg.min_items))
-    dataset = _load(cfg, shard)
-    if shard is not None and cfg.source != "transactions":
-        dataset = dataset.subset(np.array_split(np.arange(dataset.n_records), world)[shard[0]])
-    return drop_short_records(dataset, cfg.min_items)
-
-
-def _load(cfg: DataConfig, shard: tuple[int, int] | None = None) -> BinaryDataset:
-    """The records of ``cfg``'s source, as the file holds them (a transaction file's ``shard``)."""
-    if cfg.source == "mnist":
-        folder = None if cfg.path is None else resolve_data_path(cfg.path)
-        return load_mnist(
-            cfg.split,
-            threshold=cfg.threshold,
-            directory=folder,
-            download=cfg.download,
-            limit=cfg.limit,
-        )
-    if cfg.source == "digits":
-        return load_digits(threshold=cfg.threshold, limit=cfg.limit)
-    if cfg.source in ("transactions", "csv", "parquet") and not cfg.path:
+    if cfg.source not in LOADERS:
+        raise ConfigError(f"data.source: unknown source {cfg.source!r}")
+    if cfg.source not in READERS:
+        return drop_short_records(_slice(LOADERS[cfg.source](cfg, None), shard), cfg.min_items)
+    if not cfg.path:
         raise ConfigError(f"data.path: is required for source {cfg.source}")
-    if cfg.source == "transactions":
-        return load_transactions(resolve_data_path(cfg.path), limit=cfg.limit, n_items=cfg.n_items,
-                                 require_universe=True, shard=shard)
-    if cfg.source == "csv":
-        return load_csv(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
-    if cfg.source == "parquet":
-        return load_parquet(resolve_data_path(cfg.path), label_column=cfg.label_column, limit=cfg.limit)
-    raise ConfigError(f"data.source: unknown source {cfg.source!r}")
+    files = resolve_data_files(cfg.path)
+    if cfg.chunk_mb is not None or len(files) > 1:
+        chunk_mb = 64.0 if cfg.chunk_mb is None else cfg.chunk_mb
+        chunked = ChunkedRecords.open(files, chunk_bytes=max(1, round(chunk_mb * 2**20)), source=cfg.source,
+                                      n_items=cfg.n_items, shard=shard, label_column=cfg.label_column)
+        if cfg.chunk_mb is None:  # several files, held in memory
+            return drop_short_records(gathered(chunked, limit=cfg.limit), cfg.min_items)
+        return narrowed(chunked, lambda d: drop_short_records(d, cfg.min_items))
+    if cfg.source == "transactions":  # the one loader that reads its own byte range
+        return drop_short_records(LOADERS[cfg.source](cfg, files[0], shard), cfg.min_items)
+    return drop_short_records(_slice(LOADERS[cfg.source](cfg, files[0]), shard), cfg.min_items)
+
+
+def _slice(dataset: BinaryDataset, shard: tuple[int, int] | None) -> BinaryDataset:
+    """Rank ``shard[0]``'s contiguous share of records loaded whole (every record on one rank)."""
+    if shard is None:
+        return dataset
+    return dataset.subset(np.array_split(np.arange(dataset.n_records), shard[1])[shard[0]])
+
+
+def _mnist(cfg: DataConfig, path: Path | None) -> BinaryDataset:
+    folder = None if cfg.path is None else resolve_data_path(cfg.path)
+    return load_mnist(cfg.split, threshold=cfg.threshold, directory=folder, download=cfg.download, limit=cfg.limit)
+
+
+#: How each ``data.source`` is read into memory: (config, its file or None, a transaction file's shard).
+LOADERS: dict[str, Callable[..., BinaryDataset]] = {
+    "mnist": _mnist,
+    "digits": lambda cfg, path: load_digits(threshold=cfg.threshold, limit=cfg.limit),
+    "transactions": lambda cfg, path, shard=None: load_transactions(
+        path, limit=cfg.limit, n_items=cfg.n_items, require_universe=True, shard=shard),
+    "csv": lambda cfg, path: load_csv(path, label_column=cfg.label_column, limit=cfg.limit),
+    "parquet": lambda cfg, path: load_parquet(path, label_column=cfg.label_column, limit=cfg.limit),
+}
 
 
 def load_public_sample(cfg: DataConfig) -> BinaryDataset | None:

@@ -1,19 +1,20 @@
 """Records read a chunk at a time: a file larger than memory (``data.chunk_mb``).
 
-``ChunkedRecords`` holds no record. Every pass over it reads the file (or one rank's shard of it:
-a byte range of a transaction or CSV file, ``dpgm.data.shards``, or every world-th row group of
-a Parquet file) again in pieces of about ``chunk_bytes`` (cut at line breaks), parses each
-piece into a ``BinaryDataset`` and applies the per-record rules the earlier stages set
-(``narrowed``), so that a pass holds one chunk at a time. A statistic that is a sum over records
-is the sum of its chunks' values (``summed``); an in-memory ``BinaryDataset`` is one chunk, so one
-piece of code serves both (docs/guide/data.md, "Data larger than memory").
+``ChunkedRecords`` holds no record. Every pass over it reads the file (or one rank's shard of it: a
+byte range of a transaction or CSV file, ``dpgm.data.shards``, or every world-th row group of a
+Parquet file; of a dataset in several files, the rank's whole files) again in pieces of about
+``chunk_bytes`` (cut at line breaks), parses each piece into a ``BinaryDataset`` and applies the
+per-record rules the earlier stages set (``narrowed``), so that a pass holds one chunk at a time. A
+statistic that is a sum over records is the sum of its chunks' values (``summed``); an in-memory
+``BinaryDataset`` is one chunk, so one piece of code serves both (docs/guide/data.md, "Data larger
+than memory").
 """
 
 from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ import scipy.sparse as sp
 from dpgm.data.csv import check_header, csv_records, header_names
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.paths import check_limit, file_stem, record_error
-from dpgm.data.shards import byte_range, line_start
+from dpgm.data.shards import byte_range, files_for_rank, line_start
 from dpgm.data.transactions import csr_records, item_universe, parse_transactions
 from dpgm.errors import ConfigError, DataError
 
@@ -35,10 +36,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ChunkedRecords:
-    """A file of ``source`` (transactions, csv, parquet) read ``chunk_bytes`` at a time; ``shard`` = (rank,
-    world size) or None."""
+    """The files of one dataset of ``source`` (transactions, csv, parquet) read ``chunk_bytes`` at a time;
+    ``shard`` = (rank, world size) or None."""
 
-    path: Path
+    paths: tuple[Path, ...]
     universe: list[str]  # the declared item universe of the file (before any rule)
     chunk_bytes: int
     shard: tuple[int, int] | None = None
@@ -49,35 +50,53 @@ class ChunkedRecords:
     label_column: str | None = None
 
     @classmethod
-    def open(cls, path: str | Path, *, chunk_bytes: int, source: str = "transactions", n_items: int | None = None,
-             shard: tuple[int, int] | None = None, label_column: str | None = None) -> ChunkedRecords:
-        """The records of ``path`` in chunks. The item universe is declared: for transactions an items
-        file or ``n_items``; for CSV the header, for Parquet the schema (less the label column)."""
-        path = Path(path)
+    def open(cls, path: str | Path | Sequence[Path], *, chunk_bytes: int, source: str = "transactions",
+             n_items: int | None = None, shard: tuple[int, int] | None = None,
+             label_column: str | None = None) -> ChunkedRecords:
+        """The records of ``path`` (one file, or the files of one dataset in order) in chunks. The item
+        universe is declared: for transactions an items file or ``n_items``; for CSV the header, for
+        Parquet the schema (less the label column); every file must declare the same one."""
+        paths = (Path(path),) if isinstance(path, (str, Path)) else tuple(Path(p) for p in path)
+        if not paths:
+            raise ConfigError("data.path: names no file")
         if chunk_bytes < 1:
             raise ConfigError(f"data.chunk_mb: a chunk must hold at least one byte, got {chunk_bytes}")
         if source not in READERS:
             raise ConfigError(f"data.chunk_mb: source {source!r} cannot be read in chunks "
                               f"(readable: {', '.join(sorted(READERS))})")
-        if not path.is_file():
-            raise DataError(f"{path}: file not found")
-        if shard is not None and path.suffix == ".gz":
-            raise DataError(f"{path}: a gzip file cannot be read by byte ranges; give each rank its own file "
+        for file in paths:
+            if not file.is_file():
+                raise DataError(f"{file}: file not found")
+        if shard is not None and len(paths) == 1 and paths[0].suffix == ".gz":
+            raise DataError(f"{paths[0]}: a gzip file cannot be read by byte ranges; give each rank its own file "
                             "or an uncompressed one")
-        names, meta = READERS[source].universe(path, n_items, label_column)
-        return cls(path, names, chunk_bytes, shard, name=file_stem(path), file_meta=meta, source=source,
+        names, meta = READERS[source].universe(paths[0], n_items, label_column)
+        for file in paths[1:]:
+            if READERS[source].universe(file, n_items, label_column)[0] != names:
+                raise DataError(f"{file}: its items differ from those of {paths[0]}; the files of one dataset "
+                                "declare the same items")
+        name = file_stem(paths[0]) if len(paths) == 1 else paths[0].parent.name or "dataset"
+        return cls(paths, names, chunk_bytes, shard, name=name, file_meta=meta, source=source,
                    label_column=label_column)
 
     # -- what a BinaryDataset also answers -------------------------------------------------
     @property
     def where(self) -> str:
-        return str(self.path)
+        return str(self.paths[0]) if len(self.paths) == 1 else f"{self.paths[0].parent} ({len(self.paths)} files)"
+
+    def reads(self) -> list[tuple[Path, tuple[int, int] | None]]:
+        """This rank's reads: (file, its shard inside the file). One file is cut by bytes or row groups;
+        several are shared out whole (``files_for_rank``)."""
+        if len(self.paths) == 1:
+            return [(self.paths[0], self.shard)]
+        mine = self.paths if self.shard is None else files_for_rank(self.paths, *self.shard)
+        return [(file, None) for file in mine]
 
     def _template(self) -> BinaryDataset:
         """No record, with the rules applied: the item universe and metadata later stages see."""
         empty = sp.csr_matrix((0, len(self.universe)), dtype=np.uint8)
         return self._narrow(BinaryDataset(records=empty, item_names=list(self.universe), name=self.name,
-                                          source=str(self.path), meta=dict(self.file_meta)))
+                                          source=self.where, meta=dict(self.file_meta)))
 
     def _narrow(self, data: BinaryDataset) -> BinaryDataset:
         for rule in self.rules:
@@ -99,28 +118,29 @@ class ChunkedRecords:
 
     def chunks(self) -> Iterator[BinaryDataset]:
         """One pass: the records in order, a chunk at a time, with the rules applied."""
-        try:
-            for data in READERS[self.source].chunks(self):
-                yield self._narrow(data)
-        except (gzip.BadGzipFile, EOFError, zlib.error):  # gzip's messages quote private bytes
-            raise DataError(f"{self.path}: not a valid gzip file (corrupt or truncated)") from None
-        except UnicodeDecodeError:
-            raise DataError(f"{self.path}: not UTF-8 text") from None
-        except OSError as exc:
-            raise DataError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+        for path, shard in self.reads():
+            try:
+                for data in READERS[self.source].chunks(self, path, shard):
+                    yield self._narrow(data)
+            except (gzip.BadGzipFile, EOFError, zlib.error):  # gzip's messages quote private bytes
+                raise DataError(f"{path}: not a valid gzip file (corrupt or truncated)") from None
+            except UnicodeDecodeError:
+                raise DataError(f"{path}: not UTF-8 text") from None
+            except OSError as exc:
+                raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
-    def byte_blocks(self, begin: int = 0) -> Iterator[bytes]:
-        """The bytes of this rank's lines from offset ``begin`` on (a gzip file: all of it, decompressed),
-        ``chunk_bytes`` at a time."""
-        if self.path.suffix == ".gz":
-            with gzip.open(self.path, "rb") as f:
+    def byte_blocks(self, path: Path, shard: tuple[int, int] | None, begin: int = 0) -> Iterator[bytes]:
+        """The bytes of ``path``'s lines in ``shard`` from offset ``begin`` on (a gzip file: all of it,
+        decompressed), ``chunk_bytes`` at a time."""
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:
                 f.seek(begin)
                 while block := f.read(self.chunk_bytes):
                     yield block
             return
-        with self.path.open("rb") as f:
-            size = self.path.stat().st_size
-            lo, hi = (0, size - begin) if self.shard is None else byte_range(size - begin, *self.shard)
+        with path.open("rb") as f:
+            size = path.stat().st_size
+            lo, hi = (0, size - begin) if shard is None else byte_range(size - begin, *shard)
             start, stop = line_start(f, begin + lo, size), line_start(f, begin + hi, size)
             start = max(start, begin)
             f.seek(start)
@@ -153,12 +173,12 @@ class _Transactions:
             raise ConfigError("data.label_column: transaction files carry no labels")
         return item_universe(path, n_items, True, np.zeros(0, dtype=np.int64))
 
-    def chunks(self, data: ChunkedRecords) -> Iterator[BinaryDataset]:
+    def chunks(self, data: ChunkedRecords, path: Path, shard: tuple[int, int] | None) -> Iterator[BinaryDataset]:
         names, universe = list(data.universe), data.file_meta.get("universe", "")
-        for piece in _cut_at_lines(data.byte_blocks()):
-            rows, ids, n = parse_transactions(piece, data.path, part=True)
-            yield BinaryDataset(records=csr_records(data.path, rows, ids, n, names, universe), item_names=names,
-                                name=data.name, source=str(data.path), meta=dict(data.file_meta))
+        for piece in _cut_at_lines(data.byte_blocks(path, shard)):
+            rows, ids, n = parse_transactions(piece, path, part=True)
+            yield BinaryDataset(records=csr_records(path, rows, ids, n, names, universe), item_names=names,
+                                name=data.name, source=str(path), meta=dict(data.file_meta))
 
 
 class _Csv:
@@ -177,9 +197,9 @@ class _Csv:
         check_header(path, names, label_column)
         return [n for n in names if n != label_column], {"universe": "the CSV header"}
 
-    def chunks(self, data: ChunkedRecords) -> Iterator[BinaryDataset]:
-        header, begin = self._header(data.path)
-        pieces = _cut_at_lines(data.byte_blocks(begin))
+    def chunks(self, data: ChunkedRecords, path: Path, shard: tuple[int, int] | None) -> Iterator[BinaryDataset]:
+        header, begin = self._header(path)
+        pieces = _cut_at_lines(data.byte_blocks(path, shard, begin))
         piece = next(pieces, None)
         while piece is not None:
             following = next(pieces, None)
@@ -188,7 +208,7 @@ class _Csv:
             if following is None:  # blank lines at the end of the file are not records
                 while lines and not lines[-1].strip():
                     lines.pop()
-            yield csv_records(data.path, header, [line.rstrip("\r") for line in lines], data.label_column)
+            yield csv_records(path, header, [line.rstrip("\r") for line in lines], data.label_column)
             piece = following
 
 
@@ -212,15 +232,15 @@ class _Parquet:
         check_header(path, names, label_column)
         return [n for n in names if n != label_column], {"universe": "the Parquet schema"}
 
-    def chunks(self, data: ChunkedRecords) -> Iterator[BinaryDataset]:
-        f = self._file(data.path)
+    def chunks(self, data: ChunkedRecords, path: Path, shard: tuple[int, int] | None) -> Iterator[BinaryDataset]:
+        f = self._file(path)
         groups = list(range(f.num_row_groups))
-        if data.shard is not None:
-            groups = groups[data.shard[0]::data.shard[1]]
+        if shard is not None:
+            groups = groups[shard[0]::shard[1]]
         columns = list(data.universe) + ([data.label_column] if data.label_column else [])
         rows = max(1, data.chunk_bytes // max(1, len(columns)))
         for batch in f.iter_batches(batch_size=rows, row_groups=groups, columns=columns) if groups else ():
-            yield parquet_records(data.path, batch, list(data.universe), data.label_column)
+            yield parquet_records(path, batch, list(data.universe), data.label_column)
 
 
 def parquet_records(path: Path, batch: Any, names: list[str], label_column: str | None) -> BinaryDataset:
@@ -246,19 +266,36 @@ def parquet_records(path: Path, batch: Any, names: list[str], label_column: str 
     return BinaryDataset(records=records, item_names=names, labels=labels, name=file_stem(path), source=str(path))
 
 
+def gathered(data: ChunkedRecords, *, limit: int | None = None) -> BinaryDataset:
+    """Every chunk of ``data`` held in memory as one dataset (``limit``: the first N records only)."""
+    check_limit(limit)
+    chunks = list(data.chunks())
+    if not chunks:
+        return data._template()
+    if limit is not None:
+        kept, left = [], limit
+        for chunk in chunks:
+            kept.append(chunk if chunk.n_records <= left else chunk.subset(np.arange(left)))
+            left -= kept[-1].n_records
+            if left == 0:
+                break
+        chunks = kept
+    if all(c.is_sparse for c in chunks):
+        records: Any = sp.vstack([c.records for c in chunks], format="csr")
+    else:
+        records = np.concatenate([c.dense(np.uint8) for c in chunks])
+    labels = np.concatenate([c.labels for c in chunks]) if all(c.labels is not None for c in chunks) else None
+    return BinaryDataset(records=records, item_names=list(chunks[0].item_names), labels=labels, name=data.name,
+                         source=data.where, meta=dict(chunks[0].meta))
+
+
 def load_parquet(path: str | Path, *, label_column: str | None = None, limit: int | None = None) -> BinaryDataset:
     """The records of a Parquet file held in memory (``source: parquet``); ``limit`` keeps the first N."""
-    check_limit(limit)
-    data = ChunkedRecords.open(path, chunk_bytes=1 << 26, source="parquet", label_column=label_column)
-    chunks = list(data.chunks())
-    records = np.concatenate([c.dense(np.uint8) for c in chunks]) if chunks else np.zeros((0, data.n_items), np.uint8)
-    labels = np.concatenate([c.labels for c in chunks]) if label_column and chunks else None
-    if limit is not None:
-        records, labels = records[:limit], None if labels is None else labels[:limit]
-    if records.shape[0] == 0:
+    dataset = gathered(ChunkedRecords.open(path, chunk_bytes=1 << 26, source="parquet", label_column=label_column),
+                       limit=limit)
+    if dataset.n_records == 0:
         raise DataError(f"{path}: no rows (empty dataset)")
-    return BinaryDataset(records=records, item_names=list(data.universe), labels=labels, name=data.name,
-                         source=str(path), meta=dict(data.file_meta))
+    return dataset
 
 
 #: The formats a file can be read in chunks from, by ``data.source``.

@@ -39,6 +39,42 @@ def resolve_data_path(path: str | os.PathLike[str]) -> Path:
     return candidate if candidate.exists() else given
 
 
+#: Characters that make ``data.path`` a glob pattern (``parts/*.parquet``) rather than one file's name.
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def is_items_file(path: Path) -> bool:
+    """``NAME.items.tsv[.gz]``: the item names of a transaction file, never records."""
+    return path.name.removesuffix(".gz").endswith(".items.tsv")
+
+
+def resolve_data_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The files ``path`` names, in name order: one file; every file of a directory (hidden files and
+    items files left out); or the files a glob pattern matches (as given, else under ``data_dir()``).
+
+    One dataset can thus be a folder of parts (``parts/`` or ``parts/*.csv.gz``), which ranks share as
+    whole files (``dpgm.data.shards.files_for_rank``). A name matching nothing is returned as is, so
+    the loader's "not found" error names it.
+    """
+    text = os.fspath(path)
+    if not GLOB_CHARACTERS & set(text):
+        resolved = resolve_data_path(text)
+        if not resolved.is_dir():
+            return [resolved]
+        files = [f for f in resolved.iterdir() if f.is_file() and not f.name.startswith(".") and not is_items_file(f)]
+        if not files:
+            raise DataError(f"{resolved}: a folder with no data file")
+        return sorted(files)
+    given = Path(text).expanduser()
+    roots = [Path(given.anchor)] if given.is_absolute() else [Path("."), data_dir()]
+    pattern = str(given.relative_to(given.anchor)) if given.is_absolute() else str(given)
+    for root in roots:
+        files = sorted(f for f in root.glob(pattern) if f.is_file() and not is_items_file(f))
+        if files:
+            return files
+    raise DataError(f"{text}: no file matches (also looked in {data_dir()})")
+
+
 def _read_with_bar(path: Path) -> bytes:
     """Read in chunks under a loading bar in percent of the file read: the file's size grows
     with n (about 2 m bytes a record for a 0/1 CSV), so the bar shows a share, never bytes."""

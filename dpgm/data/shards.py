@@ -1,13 +1,15 @@
-"""One rank's shard of a line-per-record file: the lines that start in its byte range.
+"""One rank's shard: whole files of a dataset held in several, or the lines of one file in a byte range.
 
-A file of S bytes is cut into ``world`` ranges [S r / world, S (r + 1) / world); rank r reads the
-lines whose first byte lies in its range, and only those bytes (plus the scan to the next line
-break at each end). The shards of all ranks are the file's lines, each exactly once, in order
-(docs/guide/distributed.md).
+A dataset of several files is shared out as whole files, each to the rank with the fewest bytes so
+far (``files_for_rank``; gzip files are fine). A file of S bytes is cut into ``world`` ranges [S r /
+world, S (r + 1) / world); rank r reads the lines whose first byte lies in its range, and only those
+bytes (plus the scan to the next line break at each end). The shards of all ranks are the file's
+lines, each exactly once, in order (docs/guide/distributed.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,6 +24,26 @@ def byte_range(size: int, rank: int, world: int) -> tuple[int, int]:
     if world < 1 or not 0 <= rank < world:
         raise ConfigError(f"a shard needs 0 <= rank < world size, got rank {rank} of {world}")
     return size * rank // world, size * (rank + 1) // world
+
+
+def files_for_rank(files: Sequence[Path], rank: int, world: int) -> list[Path]:
+    """Rank ``rank``'s files of ``files``: largest first, each to the rank holding the fewest bytes so far
+    (ties to the lower rank), kept in name order. Every file goes to exactly one rank; a rank may get
+    none when there are fewer files than ranks."""
+    byte_range(0, rank, world)  # checks rank and world
+    load = [0] * world
+    owner: dict[Path, int] = {}
+    for path in sorted(files, key=lambda p: (-_size(p), str(p))):
+        owner[path] = min(range(world), key=lambda r: (load[r], r))
+        load[owner[path]] += _size(path)
+    return [p for p in files if owner[p] == rank]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        raise DataError(f"{path}: file not found") from None
 
 
 def line_start(f: BinaryIO, pos: int, size: int) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dpgm.data.paths import check_limit, data_dir, file_stem, read_bytes, resolve_data_path
-from dpgm.errors import ConfigError
+from dpgm.errors import ConfigError, DataError
 from tests.data._helpers import data_error
 
 
@@ -50,3 +50,24 @@ def test_file_stem_and_limit() -> None:
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ConfigError, match="limit"):
             check_limit(bad)
+
+
+def test_a_folder_or_a_pattern_names_its_files_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpgm.data.paths import resolve_data_files
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for name in ("b.txt", "a.txt", "c.txt.gz", ".hidden", "a.items.tsv"):
+        (parts / name).write_text("1\n")
+    (parts / "sub").mkdir()
+    assert [f.name for f in resolve_data_files(parts)] == ["a.txt", "b.txt", "c.txt.gz"]
+    assert [f.name for f in resolve_data_files(f"{parts}/*.txt")] == ["a.txt", "b.txt"]
+    monkeypatch.setenv("DPGM_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(parts)
+    assert [f.name for f in resolve_data_files("parts/[ab].txt")] == ["a.txt", "b.txt"]  # under the data dir
+    assert resolve_data_files("a.txt") == [Path("a.txt")]
+    with pytest.raises(DataError, match=r"^parts/\*\.csv: no file matches"):
+        resolve_data_files("parts/*.csv")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="a folder with no data file"):
+        resolve_data_files(tmp_path / "empty")

@@ -55,3 +55,20 @@ def test_bad_shards_are_one_line_errors(tmp_path: Path) -> None:
     gz.write_bytes(b"")
     with pytest.raises(DataError, match="byte ranges"):
         read_shard(gz, 0, 2)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 5])
+def test_files_go_whole_to_one_rank_each_and_balance_bytes(tmp_path: Path, world: int) -> None:
+    from dpgm.data.shards import files_for_rank
+
+    sizes = [900, 100, 400, 400, 300, 50, 50]
+    files = []
+    for i, size in enumerate(sizes):
+        files.append(tmp_path / f"part-{i}.txt")
+        files[-1].write_bytes(b"x" * size)
+    shares = [files_for_rank(files, rank, world) for rank in range(world)]
+    assert sorted(f for share in shares for f in share) == files  # each file on exactly one rank
+    assert all(share == sorted(share) for share in shares)  # in name order
+    loads = [sum(f.stat().st_size for f in share) for share in shares]
+    assert max(loads) - min(loads) <= max(sizes)  # greedy by size: within one file of even
+    assert files_for_rank(files[:1], 1, 2) == []  # fewer files than ranks: a rank may get none
