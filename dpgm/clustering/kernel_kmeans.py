@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpgm.clustering.lloyd import DPLloyd
-from dpgm.clustering.noisy_lloyd import Rows
+from dpgm.clustering.noisy_lloyd import NearestCentre, Rows
 from dpgm.errors import ConfigError
 from dpgm.features.rff import FEATURE_MAPS, FeatureMap, RandomFourierFeatures
 
@@ -31,7 +31,7 @@ class DPKernelKMeans(DPLloyd):
     feature_map_: RandomFourierFeatures | None = field(default=None, init=False, repr=False)
 
     method: ClassVar[str] = "kernel_kmeans"
-    streams: ClassVar[bool] = False  # its rule maps records to features: not NearestCentre on the records
+    streams: ClassVar[bool] = True  # its rule: the nearest centre to a record's features (public map)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -53,6 +53,12 @@ class DPKernelKMeans(DPLloyd):
 
     def _rows(self, records: Any) -> Rows:
         return self.feature_map_.transform(records, clip=True)
+
+    def _dim(self, n_items: int) -> int:
+        return self.feature_map_.dim
+
+    def _rule(self, centres: np.ndarray, sq_norms: np.ndarray | None) -> NearestCentre:
+        return NearestCentre(centres, sq_norms, self.bound_, self.feature_map_)
 
     def _info(self) -> dict[str, Any]:
         return {

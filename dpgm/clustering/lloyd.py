@@ -89,6 +89,14 @@ class DPLloyd:
     def _info(self) -> dict[str, Any]:
         return {"clip_norm": self.bound_}
 
+    def _dim(self, n_items: int) -> int:
+        """The dimension of the rows (here the records')."""
+        return n_items
+
+    def _rule(self, centres: np.ndarray, sq_norms: np.ndarray | None) -> NearestCentre:
+        """The released centres' rule for records read in chunks (``Partition.rule``)."""
+        return NearestCentre(centres, sq_norms, self.bound_)
+
     # -- the partitioner ----------------------------------------------------------------
     def _init(self, dim: int, n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, Assign | None]:
         """(initial centres, first assignments or None): public k-means++ seeds, or random.
@@ -114,10 +122,7 @@ class DPLloyd:
         if not isinstance(data, ChunkedRecords):
             rows = self._rows(data.records)
             return rows, rows.shape[1]
-        if not self.streams:
-            raise ConfigError(f"partition.method: {self.method!r} needs the records in memory; "
-                              "use 'lloyd' with data.chunk_mb, or unset data.chunk_mb")
-        return (lambda: (self._rows(c.records) for c in chunks_of(data))), data.n_items
+        return (lambda: (self._rows(c.records) for c in chunks_of(data))), self._dim(data.n_items)
 
     def fit(
         self, data: Records, accountant: Accountant, rng: np.random.Generator
@@ -164,7 +169,7 @@ class DPLloyd:
             noisy_sizes=np.maximum(result.noisy_counts, 0.0),
             centres=result.centres,
             info=info,
-            rule=NearestCentre(result.centres, result.sq_norms, self.bound_) if self.streams else None,
+            rule=self._rule(result.centres, result.sq_norms),
         )
 
     def assign(self, records: Any) -> np.ndarray:

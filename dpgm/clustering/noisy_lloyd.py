@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 
 from dpgm.clustering.base import STAGE
 from dpgm.errors import DataError
+from dpgm.features.rff import RandomFourierFeatures
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon
 from dpgm.privacy.clipping import Rows, clip_rows
@@ -103,14 +106,36 @@ def summed_parts(passes: Passes, assign: Assign, k: int) -> tuple[np.ndarray, np
 @dataclass(frozen=True)
 class NearestCentre:
     """The released centres' rule (post-processing): each record's nearest centre, its row clipped to
-    ``bound``, nearness by the debiased squared norms ``sq_norms`` when given (module docstring)."""
+    ``bound`` (or, with a public ``feature_map``, its clipped features), nearness by the debiased
+    squared norms ``sq_norms`` when given (module docstring)."""
 
     centres: np.ndarray
     sq_norms: np.ndarray | None
     bound: float
+    feature_map: RandomFourierFeatures | None = None
 
     def __call__(self, records: Rows) -> np.ndarray:
-        return nearest_centre(clip_rows(sp.csr_matrix(records), self.bound), self.centres, self.sq_norms)
+        rows = (clip_rows(sp.csr_matrix(records), self.bound) if self.feature_map is None
+                else self.feature_map.transform(records, clip=True))
+        return nearest_centre(rows, self.centres, self.sq_norms)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Released centres and public randomness only, as tensors: what a checkpoint may hold."""
+        tensor = lambda a: None if a is None else torch.as_tensor(a)
+        features = self.feature_map
+        return {"centres": tensor(self.centres), "sq_norms": tensor(self.sq_norms), "bound": self.bound,
+                "feature_map": None if features is None else {
+                    "frequencies": tensor(features.frequencies), "phases": tensor(features.phases),
+                    "kind": features.kind, "gamma": features.gamma}}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> NearestCentre:
+        array = lambda t: None if t is None else t.numpy()
+        features = state.get("feature_map")
+        return cls(array(state["centres"]), array(state["sq_norms"]), float(state["bound"]),
+                   None if features is None else RandomFourierFeatures(
+                       array(features["frequencies"]), array(features["phases"]), features["kind"],
+                       features["gamma"]))
 
 
 def kmeans_pp_seeds(rows: Rows, k: int, rng: np.random.Generator) -> np.ndarray:

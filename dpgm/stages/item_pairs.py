@@ -24,6 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from dpgm.clustering.base import Partition
+from dpgm.data.chunks import summed
+from dpgm.data.dataset import BinaryDataset
 from dpgm.models import MODELS
 from dpgm.models.tree import TreeOptions
 from dpgm.privacy import collective
@@ -46,6 +49,12 @@ def weighted_pair_counts(records: Any, bound: float) -> np.ndarray:
     scaled = clip_rows(records, bound, dtype=np.float64)
     counts = scaled.T @ records
     return np.asarray(counts.todense() if hasattr(counts, "todense") else counts, dtype=np.float64)
+
+
+def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -> np.ndarray:
+    """[k, m, m] ``weighted_pair_counts`` of each part's records in ``chunk``: a sum over records."""
+    parts = np.asarray(partition.parts_of(chunk))
+    return np.stack([weighted_pair_counts(chunk.records[parts == j], bound) for j in range(partition.k)])
 
 
 def grow_trees(counts: list[np.ndarray], sizes: np.ndarray, means: np.ndarray, *, epsilon: float,
@@ -128,6 +137,7 @@ class ItemPairsStage(Stage):
     """Each part's tree; output: {"parent": [k, m] ints, "logits": [k, m, 2]} (see ``fit_tree``)."""
 
     name = STAGE
+    streams = True
     line = "grow a tree of items per group, each edge chosen privately, and measure its noisy pair counts"
     switch = ("model.kind", "tree")
 
@@ -136,11 +146,10 @@ class ItemPairsStage(Stage):
         partition, means = ctx.output("partition"), ctx.output("part_means")
         sizes = floor_counts(partition.noisy_sizes)
         bound = mean_bound(self.cfg, ctx)
-        records, assignments = ctx.data.records, np.asarray(partition.assignments)
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)
             return {"parent": np.full(means.shape, -1), "logits": np.repeat(logits[..., None], 2, axis=-1)}
-        counts = [weighted_pair_counts(records[assignments == j], bound) for j in range(partition.k)]  # this rank's
+        counts = list(summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound)))  # this rank's
         edges = grow_trees([collective.sum_over_ranks(c) for c in counts], sizes, means, epsilon=options.select_epsilon,
                            accountant=ctx.accountant, rng=ctx.rng)  # the scores need every rank's counts
         chosen = np.array([[c[u, v] for u, v in part] for c, part in zip(counts, edges)], dtype=np.float64)

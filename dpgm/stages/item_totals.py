@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpgm.config import Config
+from dpgm.data.chunks import summed
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import gaussian_release
 from dpgm.stages.base import ArrayStage, StageContext
@@ -42,6 +43,7 @@ class ItemTotalsStage(ArrayStage):
     """The noisy item totals over all records; output: the [m] noisy sums of the clipped records."""
 
     name = STAGE
+    streams = True
     line = "measure every item's noisy total over all records (the groups' means are made to agree with it)"
 
     @classmethod
@@ -49,8 +51,8 @@ class ItemTotalsStage(ArrayStage):
         return cfg.model.totals_noise_multiplier is not None and cfg.model.output_bias == "noisy_mean"
 
     def run(self, ctx: StageContext) -> np.ndarray:
-        records = ctx.data.records
         bound = mean_bound(self.cfg, ctx)
-        sums = np.asarray(clip_rows(records, bound, dtype=np.float64).sum(axis=0)).ravel()
+        sums = summed(ctx.data, lambda chunk: np.asarray(clip_rows(chunk.records, bound, dtype=np.float64)
+                                                         .sum(axis=0)).ravel())
         return gaussian_release(sums, sensitivity=bound, noise_multiplier=self.cfg.model.totals_noise_multiplier,
                                 accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)

@@ -37,7 +37,7 @@ class PartitionStage(Stage):
         partitioner = make_partitioner(self.cfg.partition, public=public)
         if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
             raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "
-                              "in memory; use 'lloyd' or unset data.chunk_mb")
+                              "in memory; use 'lloyd' or 'kernel_kmeans', or unset data.chunk_mb")
         with ctx.shown():
             return partitioner.fit(ctx.data, ctx.accountant, ctx.rng)
 
@@ -46,9 +46,7 @@ class PartitionStage(Stage):
         if self.output.assignments is not None:
             state["assignments"] = torch.as_tensor(self.output.assignments)
         elif isinstance(self.output.rule, NearestCentre):  # records in chunks: the released centres' rule
-            rule = self.output.rule
-            state["rule"] = {"centres": torch.as_tensor(rule.centres), "bound": rule.bound,
-                             "sq_norms": None if rule.sq_norms is None else torch.as_tensor(rule.sq_norms)}
+            state["rule"] = self.output.rule.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -56,6 +54,5 @@ class PartitionStage(Stage):
         if "assignments" in state:
             self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=sizes)
         else:  # records in chunks: the released centres' rule, or the single part's
-            self.output = Partition(assignments=None, noisy_sizes=sizes, rule=SinglePart().assign if rule is None else
-                                    NearestCentre(rule["centres"].numpy(), None if rule["sq_norms"] is None
-                                                  else rule["sq_norms"].numpy(), rule["bound"]))
+            self.output = Partition(assignments=None, noisy_sizes=sizes,
+                                    rule=SinglePart().assign if rule is None else NearestCentre.from_state(rule))

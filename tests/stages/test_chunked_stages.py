@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pickle
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
+from dpgm.clustering.noisy_lloyd import NearestCentre
 from dpgm.data.chunks import ChunkedRecords
 from dpgm.data.transactions import load_transactions
 from dpgm.privacy.accountant import Accountant
@@ -42,8 +46,9 @@ def test_a_sum_stage_releases_the_same_from_chunks(tmp_path: Path, stage: str) -
     assert np.array_equal(np.asarray(a), np.asarray(b)) and ledger_a == ledger_b
 
 
-@pytest.mark.parametrize("init", ["random", "public"])
-def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, init: str) -> None:
+@pytest.mark.parametrize(("method", "init"), [("lloyd", "random"), ("lloyd", "public"),
+                                              ("kernel_kmeans", "random"), ("kernel_kmeans", "public")])
+def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, method: str, init: str) -> None:
     memory, chunks = both(tmp_path, chunk_bytes=61)
     (tmp_path / "public").mkdir()
     public = load_transactions(transaction_file(tmp_path / "public", n=100, seed=9), n_items=40) \
@@ -51,7 +56,8 @@ def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, i
     results = []
     for data in (memory, chunks):
         acc, rng = Accountant(delta=1e-5), np.random.default_rng(3)
-        part = DPLloyd(k=4, iterations=3, noise_multiplier=3.0, init=init, public=public).fit(data, acc, rng)
+        kind = {"lloyd": DPLloyd, "kernel_kmeans": partial(DPKernelKMeans, features=30, gamma=0.2)}[method]
+        part = kind(k=4, iterations=3, noise_multiplier=3.0, init=init, public=public).fit(data, acc, rng)
         assign = part.assignments if part.assignments is not None else part.rule
         records = data.records if data is memory else data
         means = noisy_part_means(records, assign, part.noisy_sizes, clip=None, noise_multiplier=2.0,
@@ -62,3 +68,6 @@ def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, i
     assert np.array_equal(pm.noisy_sizes, pc.noisy_sizes) and np.array_equal(pm.centres, pc.centres)
     assert np.array_equal(mm, mc) and lm == lc
     assert np.array_equal(pc.rule(memory.records), pm.assignments)  # the rule gives the array's parts
+    saved = NearestCentre.from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))  # as a checkpoint holds it
+    assert np.array_equal(saved(memory.records), pm.assignments)
+    assert (saved.feature_map is None) == (method == "lloyd")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from dpgm.pipeline import run as run_mod
 from dpgm.training.chunked_sampling import ChunkedPoissonBatches
 from tests.data.test_shards import transaction_file
 from tests.training.test_run import killed_run
-from tests.training.test_run_privacy import assert_same_release
+from tests.training.test_run_privacy import assert_same_release, release_state
 
 
 def batches(tmp_path: Path, n: int = 400, q: float = 0.1, window: int = 7, seed: int = 1,
@@ -68,11 +69,11 @@ def chunked_config(tmp_path: Path, path: Path, **over):
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
 
-@pytest.mark.parametrize("method", ["lloyd", "none"])
+@pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans", "none"])
 def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch,
                                                                                method: str) -> None:
     path = transaction_file(tmp_path, n=300)
-    k = {"partition.method": method, "partition.k": 3 if method == "lloyd" else 1}
+    k = {"partition.method": method, "partition.k": 1 if method == "none" else 3}
     whole, report = run_mod.train(chunked_config(tmp_path, path, name="whole", **k), progress=False)
     _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **{"data.chunk_mb": "null"}, **k),
                               progress=False)
@@ -85,12 +86,34 @@ def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(
     assert_same_release(whole, cut)
 
 
+def test_a_tree_with_item_totals_in_chunks_releases_what_it_releases_in_memory(tmp_path: Path) -> None:
+    """The pair counts per part and the item totals are sums over chunks: the same ledger and trees."""
+    path = transaction_file(tmp_path, n=300)
+    over = {"model.kind": "tree", "model.options": "{select_epsilon: 0.5, pair_noise_multiplier: 4.0}",
+            "model.totals_noise_multiplier": 6.0}
+    runs = [run_mod.train(chunked_config(tmp_path, path, name=name, **over, **extra), progress=False)[0]
+            for name, extra in (("chunks", {}), ("memory", {"data.chunk_mb": "null"}))]
+    (chunks, ledger_c), (memory, ledger_m) = (release_state(r) for r in runs)
+    assert ledger_c == ledger_m and {"item_pairs", "item_totals"} <= {e["stage"] for e in json.loads(ledger_c)["entries"]}
+    assert torch.equal(chunks["noisy_sizes"], memory["noisy_sizes"])
+    for a, b in zip(chunks["state_dicts"], memory["state_dicts"], strict=True):
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], rtol=1e-9, atol=1e-9)
+
+
 def test_a_stage_or_partitioner_that_needs_memory_is_refused(tmp_path: Path) -> None:
+    from dpgm.pipeline.plan import check_plan
+    from dpgm.stages.base import Stage
+
+    class InMemory(Stage):
+        name, line = "in_memory", "a stage that reads the records in memory"
+
     path = transaction_file(tmp_path)
-    with pytest.raises(ConfigError, match="item_pairs need the records in memory"):
-        run_mod.train(chunked_config(tmp_path, path, **{"model.kind": "tree"}), progress=False)
-    with pytest.raises(ConfigError, match="'kernel_kmeans' needs the records"):
-        run_mod.train(chunked_config(tmp_path, path, **{"partition.method": "kernel_kmeans"}), progress=False)
+    chunked = ChunkedRecords.open(path, chunk_bytes=100, n_items=40)
+    with pytest.raises(ConfigError, match="in_memory need the records in memory"):
+        check_plan(chunked_config(tmp_path, path), chunked, [InMemory])
+    with pytest.raises(ConfigError, match="'subspace' needs the records"):
+        run_mod.train(chunked_config(tmp_path, path, **{"partition.method": "subspace"}), progress=False)
     assert not (tmp_path / "runs" / "chunked").exists()
 
 
