@@ -83,6 +83,23 @@ class RunLayout:
     def checkpoint(self) -> Path:
         return self.private / CHECKPOINT_FILE
 
+    def rank_checkpoint(self, rank: int) -> Path:
+        """The private state of rank ``rank`` > 0 of a run on several ranks (``TrainingRun.checkpoint``)."""
+        return self.private / f"rank-{rank}.pt"
+
+    def save_rank_state(self, rank: int, state: dict[str, Any]) -> None:
+        """Atomically save what only rank ``rank`` > 0 holds (owner-only, beside rank 0's checkpoint)."""
+        import torch
+
+        with atomic_write(self.rank_checkpoint(rank), "wb", private=True) as fh:
+            torch.save(state, fh)
+
+    def rank_state(self, rank: int) -> dict[str, Any]:
+        """What ``save_rank_state`` saved for ``rank`` (rank 0: nothing, its state is the checkpoint)."""
+        import torch
+
+        return torch.load(self.rank_checkpoint(rank), map_location="cpu", weights_only=True) if rank else {}
+
     def in_release(self, name: str) -> Path:
         return self.release / name
 

@@ -107,6 +107,56 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
     assert np.allclose(exact["means"], exact_alone["means"], atol=1e-9)
 
 
+def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
+    """One rank: train a VAE per part uninterrupted, then again killed at step 7 and resumed."""
+    import torch.distributed as dist
+
+    from dpgm.config import config_from_dict
+    from dpgm.pipeline import run as run_mod
+    from dpgm.training.mixture import MixtureTrainer
+
+    os.environ["OMP_NUM_THREADS"] = "1"
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
+    try:
+        for name in ("whole", "cut"):
+            cfg = config(path, runs)
+            cfg.update(name=name, privacy={"delta": 1e-5}, model={"kind": "vae", "hidden": [8], "latent": 2})
+            cfg["training"] = {"sampling_rate": 0.1, "epochs": 1.0, "noise_multiplier": 1.0, "clipping": "adaptive",
+                               "checkpoint_every": 2}
+            real_step, calls = MixtureTrainer.step, {"n": 0}
+
+            def dying_step(self: Any, accountant: Any, real: Any = real_step, calls: dict = calls) -> Any:
+                calls["n"] += 1
+                if calls["n"] == 7:  # every rank at the same step, before its collectives
+                    raise KeyboardInterrupt
+                return real(self, accountant)
+
+            if name == "cut":
+                MixtureTrainer.step = dying_step
+                try:
+                    run_mod.train(config_from_dict(cfg), progress=False)
+                except KeyboardInterrupt:
+                    pass
+                finally:
+                    MixtureTrainer.step = real_step
+                dist.barrier()  # rank 0 has written its last checkpoint: a new launch would find it
+                run_mod.resume(runs / name, progress=False)
+            else:
+                run_mod.train(config_from_dict(cfg), progress=False)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_run_on_two_ranks_resumes_bit_identically(tmp_path: Path) -> None:
+    """Each rank's records are sampled from a stream of (a saved seed, the rank, the step): a run resumed
+    with the same world size takes the uninterrupted run's batches and noise, bit for bit."""
+    from tests.training.test_run_privacy import assert_same_release
+
+    path = transaction_file(tmp_path, n=600)
+    mp.spawn(resumed_main, args=(f"file://{tmp_path / 'init'}", path, tmp_path / "runs"), nprocs=WORLD, join=True)
+    assert_same_release(tmp_path / "runs" / "whole", tmp_path / "runs" / "cut")
+
+
 def test_torchrun_runs_train_py_on_two_ranks(tmp_path: Path) -> None:
     """No new flag: torchrun starts two ranks of train.py on a folder of three files (each rank reads its
     whole files); rank 0 writes the release and prints."""
@@ -129,3 +179,20 @@ def test_torchrun_runs_train_py_on_two_ranks(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("privacy: epsilon") == 1  # rank 0 speaks
     assert (tmp_path / "runs" / "d" / "release" / "privacy_report.json").is_file()
+
+
+def test_a_resume_on_another_number_of_ranks_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rank's own state (its records' parts) was saved by that rank: a resume needs as many ranks."""
+    import torch
+
+    from dpgm.errors import ConfigError
+    from dpgm.pipeline import run as run_mod
+    from tests.training.test_run import killed_run
+    from tests.training.test_run_privacy import tiny_config
+
+    cut = killed_run(tiny_config(tmp_path, **{"training.epochs": 2}), monkeypatch, at_step=5)
+    checkpoint = torch.load(cut / "private" / "checkpoint.pt", weights_only=True)
+    assert checkpoint["world"] == 1
+    torch.save({**checkpoint, "world": 2}, cut / "private" / "checkpoint.pt")
+    with pytest.raises(ConfigError, match="ran on 2 rank\\(s\\); resume it on as many"):
+        run_mod.resume(cut, progress=False)

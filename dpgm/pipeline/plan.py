@@ -22,6 +22,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.progress import EpsilonSource
 from dpgm.rules import PublicFacts, regime
 from dpgm.training.mixture import STAGE
 
@@ -160,6 +161,23 @@ def part_labels(cfg: Config) -> PartLabels | None:
         return None
     column = cfg.data.label_column if cfg.data.source == "csv" and cfg.data.label_column else LABEL_COLUMN
     return PartLabels(labels=tuple(range(cfg.partition.k)), column=column)
+
+
+def checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:
+    """The epsilon a checkpoint's ledger holds, before the data are loaded again (None: its delta,
+    which may depend on n, is not known yet: a checkpoint from before dpgm stored it)."""
+    delta = checkpoint.get("delta") or cfg.privacy.delta
+    if delta is None:
+        return None
+    epsilon = run_accountant(cfg, delta, PrivacyLedger.from_json(checkpoint["ledger"])).spent().epsilon
+    return lambda: epsilon
+
+
+def check_world(checkpoint: dict[str, Any], root: Any) -> None:
+    """A run resumes on as many ranks as it ran on (each rank saved its own state: ``Stage.rank_state_dict``)."""
+    if checkpoint.get("world", 1) != collective.world_size():
+        raise ConfigError(f"{root}: the run ran on {checkpoint.get('world', 1)} rank(s); resume it on as many, "
+                          f"not {collective.world_size()}")
 
 
 def run_accountant(cfg: Config, delta: float, ledger: PrivacyLedger | None) -> Accountant:

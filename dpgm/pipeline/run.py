@@ -33,6 +33,8 @@ from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.pipeline.plan import (
     check_components,
     check_plan,
+    check_world,
+    checkpoint_epsilon,
     generators,
     part_labels,
     privacy_report,
@@ -137,23 +139,30 @@ class TrainingRun:
         generator state is restored LAST, so building the models consumes no draw of the resumed
         stream: a resumed run is bit-identical to an uninterrupted one.
         """
+        check_world(checkpoint, self.layout.root)
+        own = self.layout.rank_state(collective.rank())
         generator = torch.Generator()
         self._context(PrivacyLedger.from_json(checkpoint["ledger"]), np.random.default_rng(), generator)
         for stage in self.stages:
             stage.resume(self.context, checkpoint["stages"][stage.name])
+            if stage.name in own:  # this rank's own records' state, not rank 0's
+                stage.load_rank_state_dict(own[stage.name])
             self._after(stage)
         generator.set_state(checkpoint["generator"])
 
     def checkpoint(self) -> None:
-        """Atomically save everything needed to resume, owner-only; ledger and stages in ONE file."""
+        """Atomically save everything needed to resume, owner-only; ledger and stages in ONE file (and,
+        with several ranks, each other rank's own state beside it: ``Stage.rank_state_dict``)."""
         if collective.rank() != 0:
-            return
+            return self.layout.save_rank_state(collective.rank(), {stage.name: state for stage in self.stages if (
+                state := stage.rank_state_dict()) is not None})
         state = {
             "stages": {stage.name: stage.state_dict() for stage in self.stages},
             "ledger": self.accountant.ledger.to_json(),
             "generator": self.context.generator.get_state(),
             "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
             "seed": self.cfg.seed,  # never in release/ (``released_config``); a resumed run still says it is seeded
+            "world": collective.world_size(),  # a resume needs as many ranks (each reads its own state)
         }
         with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
             torch.save(state, fh)
@@ -218,16 +227,6 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     return layout.root, run.finish()
 
 
-def _checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:
-    """The epsilon a checkpoint's ledger holds, before the data are loaded again (None: its delta,
-    which may depend on n, is not known yet: a checkpoint from before dpgm stored it)."""
-    delta = checkpoint.get("delta") or cfg.privacy.delta
-    if delta is None:
-        return None
-    epsilon = run_accountant(cfg, delta, PrivacyLedger.from_json(checkpoint["ledger"])).spent().epsilon
-    return lambda: epsilon
-
-
 def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Continue an interrupted run from its last checkpoint."""
     layout = RunLayout(Path(run_dir))
@@ -240,7 +239,7 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
     set_threads(cfg.threads)
     checkpoint = torch.load(layout.checkpoint, map_location="cpu", weights_only=True)
     cfg.seed = checkpoint.get("seed")
-    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=_checkpoint_epsilon(cfg, checkpoint))
+    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=checkpoint_epsilon(cfg, checkpoint))
     run.resume(checkpoint)
     with stop_requests() as stop:
         run.train(stop)

@@ -98,6 +98,14 @@ class Stage:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.output = state["output"]
 
+    def rank_state_dict(self) -> dict[str, Any] | None:
+        """What only this rank holds (with several ranks, about its own records) and its resume needs
+        beyond rank 0's checkpoint, saved by each rank beside it; by default nothing."""
+        return None
+
+    def load_rank_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
     def resume(self, ctx: StageContext, state: dict[str, Any]) -> None:
         """Come back from a checkpoint without drawing anything: by default ``load_state_dict``
         (a stage that holds more than its output, such as the trainer, rebuilds it from ``ctx``)."""

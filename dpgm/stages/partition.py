@@ -7,6 +7,7 @@ partitioner itself (``dpgm.clustering``); the output kept is the partition: the 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -48,6 +49,13 @@ class PartitionStage(Stage):
         elif isinstance(self.output.rule, NearestCentre):  # records in chunks: the released centres' rule
             state["rule"] = self.output.rule.state_dict()
         return state
+
+    def rank_state_dict(self) -> dict[str, Any] | None:
+        """Each rank's parts of its own records (rank 0's are in the checkpoint)."""
+        return None if self.output.assignments is None else {"assignments": torch.as_tensor(self.output.assignments)}
+
+    def load_rank_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = dataclasses.replace(self.output, assignments=state["assignments"].numpy())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         sizes, rule = state["noisy_sizes"].numpy(), state.get("rule")

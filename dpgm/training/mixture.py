@@ -100,16 +100,21 @@ def _log(results: list[StepResult]) -> StepLog:
                    batch_sizes=[r.batch_size for r in results])
 
 
-def rank_generator(generator: torch.Generator) -> torch.Generator:
-    """The stream of this rank's own records (Poisson sampling, per-record model noise): ``generator``
-    itself in one process; with several ranks, one seeded from a draw of ``generator`` (the same on
-    every rank) and the rank, so that every rank samples its records independently of the others
-    (a Poisson sample of the union) while the shared stream stays in step."""
-    if collective.world_size() == 1:
-        return generator
-    shared = int(torch.randint(2**62, (1,), generator=generator))
-    seed = np.random.SeedSequence([shared, collective.rank()]).generate_state(2, dtype=np.uint32)
-    return torch.Generator().manual_seed(int(seed[0]) << 32 | int(seed[1]))
+def rank_seed(generator: torch.Generator) -> int | None:
+    """The seed of this rank's own streams, or None in one process (the run's ``generator`` serves).
+
+    With several ranks, one draw of ``generator`` (the same on every rank, so the shared stream
+    stays in step); ``step_generator`` turns it, the rank and the step into that step's stream,
+    so every rank samples its records independently of the others (a Poisson sample of the union)
+    and a run resumed at step s draws what the uninterrupted run drew there.
+    """
+    return None if collective.world_size() == 1 else int(torch.randint(2**62, (1,), generator=generator))
+
+
+def step_generator(local: torch.Generator, seed: int, step: int) -> torch.Generator:
+    """``local`` reseeded for ``step`` of this rank (its records' Poisson sample and model noise)."""
+    words = np.random.SeedSequence([seed, collective.rank(), step]).generate_state(2, dtype=np.uint32)
+    return local.manual_seed(int(words[0]) << 32 | int(words[1]))
 
 
 class MixtureTrainer:
@@ -141,7 +146,8 @@ class MixtureTrainer:
         self.records = records
         self.cfg = cfg
         self.generator = generator
-        self.local_generator = rank_generator(generator)
+        self.rank_seed = rank_seed(generator)  # several ranks: each step's stream of this rank's records
+        self.local_generator = generator if self.rank_seed is None else torch.Generator()
         if isinstance(records, ChunkedPoissonBatches):  # records in chunks: batches a window at a time
             if cfg.schedule != "parallel":
                 raise ConfigError("training.schedule: records read in chunks (data.chunk_mb) need 'parallel'")
@@ -181,6 +187,8 @@ class MixtureTrainer:
         for optimizer in self.optimizers:
             for group in optimizer.param_groups:
                 group["lr"] = self.cfg.learning_rate * factor
+        if self.rank_seed is not None:
+            step_generator(self.local_generator, self.rank_seed, self.steps_taken)
         log = self._step(accountant)
         self.steps_taken += 1
         if self.averages is not None:
@@ -218,6 +226,8 @@ class MixtureTrainer:
         }
         if self.averages is not None:
             state["averages"] = [a.state_dict() for a in self.averages]
+        if self.rank_seed is not None:
+            state["rank_seed"] = self.rank_seed
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -226,5 +236,7 @@ class MixtureTrainer:
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)
         self.steps_taken = int(state.get("steps_taken", 0))
+        if self.rank_seed is not None and "rank_seed" in state:  # the same world size: the same streams per step
+            self.rank_seed = int(state["rank_seed"])
         for a, s in zip(self.averages or [], state.get("averages", [])):
             a.load_state_dict(s)

@@ -51,7 +51,7 @@ def batch() -> torch.Tensor:
 def rank_main(rank: int, init: str, out: Any) -> None:
     import torch.distributed as dist
 
-    from dpgm.training.mixture import rank_generator
+    from dpgm.training.mixture import rank_seed, step_generator
 
     os.environ["OMP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
@@ -60,8 +60,8 @@ def rank_main(rank: int, init: str, out: Any) -> None:
         mine = batch()[rank::WORLD]
         no_step_noise(setattr)
         noisy = {c: gradients(mine, c) for c in ("fixed", "adaptive")}
-        local = rank_generator(torch.Generator().manual_seed(2))
-        draws = torch.rand(8, generator=local)
+        seed = rank_seed(torch.Generator().manual_seed(2))
+        draws = torch.rand(8, generator=step_generator(torch.Generator(), seed, 3))
         no_gradient_noise(setattr)
         exact = {c: gradients(mine, c) for c in ("fixed", "adaptive")}
         plain = lambda grads: {c: [g.numpy() for g in v] for c, v in grads.items()}  # arrays: no shared memory
