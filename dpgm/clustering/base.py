@@ -34,6 +34,20 @@ def size_shares(sizes: np.ndarray) -> np.ndarray:
     return project_to_total(w, total) / total if total > 0 else np.full(len(w), 1.0 / len(w))
 
 
+#: The rules a checkpoint can hold (``Partition.rule`` of records read in chunks), by name: each has
+#: ``state_dict()`` (released values and public randomness, as tensors) and ``from_state(state)``.
+RULES: dict[str, Any] = {}
+
+
+def saved_rule(name: str) -> Callable[[type], type]:
+    """Register a rule class under ``name`` (its ``rule_name``) for checkpoints."""
+    def register(cls: type) -> type:
+        cls.rule_name = name  # type: ignore[attr-defined]
+        RULES[name] = cls
+        return cls
+    return register
+
+
 @dataclass
 class Partition:
     """The result of a DP partitioner.

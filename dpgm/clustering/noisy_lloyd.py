@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from dpgm.clustering.base import STAGE
+from dpgm.clustering.base import STAGE, saved_rule
 from dpgm.errors import DataError
 from dpgm.features.rff import RandomFourierFeatures
 from dpgm.privacy.accountant import Accountant
@@ -103,6 +103,7 @@ def summed_parts(passes: Passes, assign: Assign, k: int) -> tuple[np.ndarray, np
     return counts, sums
 
 
+@saved_rule("nearest_centre")
 @dataclass(frozen=True)
 class NearestCentre:
     """The released centres' rule (post-processing): each record's nearest centre, its row clipped to

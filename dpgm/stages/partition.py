@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from dpgm.clustering import STAGE, Partition, make_partitioner
+from dpgm.clustering.base import RULES
 from dpgm.clustering.by_label import SinglePart
-from dpgm.clustering.noisy_lloyd import NearestCentre
 from dpgm.config import Config
 from dpgm.data import load_public_sample
 from dpgm.data.chunks import ChunkedRecords
@@ -38,7 +38,7 @@ class PartitionStage(Stage):
         partitioner = make_partitioner(self.cfg.partition, public=public)
         if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
             raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "
-                              "in memory; use 'lloyd' or 'kernel_kmeans', or unset data.chunk_mb")
+                              "in memory; use 'lloyd', 'kernel_kmeans' or 'sketch', or unset data.chunk_mb")
         with ctx.shown():
             return partitioner.fit(ctx.data, ctx.accountant, ctx.rng)
 
@@ -46,8 +46,8 @@ class PartitionStage(Stage):
         state = {"noisy_sizes": torch.as_tensor(self.output.noisy_sizes)}
         if self.output.assignments is not None:
             state["assignments"] = torch.as_tensor(self.output.assignments)
-        elif isinstance(self.output.rule, NearestCentre):  # records in chunks: the released centres' rule
-            state["rule"] = self.output.rule.state_dict()
+        elif hasattr(self.output.rule, "rule_name"):  # records in chunks: the released rule (RULES)
+            state["rule"] = {"kind": self.output.rule.rule_name, **self.output.rule.state_dict()}
         return state
 
     def rank_state_dict(self) -> dict[str, Any] | None:
@@ -63,4 +63,4 @@ class PartitionStage(Stage):
             self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=sizes)
         else:  # records in chunks: the released centres' rule, or the single part's
             self.output = Partition(assignments=None, noisy_sizes=sizes,
-                                    rule=SinglePart().assign if rule is None else NearestCentre.from_state(rule))
+                                    rule=SinglePart().assign if rule is None else RULES[rule["kind"]].from_state(rule))

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpgm.clustering.base import RULES
 from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
 from dpgm.clustering.noisy_lloyd import NearestCentre
+from dpgm.clustering.sketch.partitioner import SketchPartitioner
 from dpgm.data.chunks import ChunkedRecords
 from dpgm.data.transactions import load_transactions
 from dpgm.privacy.accountant import Accountant
@@ -71,3 +73,19 @@ def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, m
     saved = NearestCentre.from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))  # as a checkpoint holds it
     assert np.array_equal(saved(memory.records), pm.assignments)
     assert (saved.feature_map is None) == (method == "lloyd")
+
+
+def test_the_sketch_releases_the_same_from_chunks(tmp_path: Path) -> None:
+    """One pass of chunks sums the sketch (to float rounding): the same ledger, sizes and parts."""
+    memory, chunks = both(tmp_path, chunk_bytes=61)
+    results = []
+    for data in (memory, chunks):
+        acc = Accountant(delta=1e-5)
+        part = SketchPartitioner(k=3, sketch_size=60, noise_multiplier=0.5, decodes=1).fit(
+            data, acc, np.random.default_rng(4))
+        results.append((part, acc.ledger.to_json()))
+    (pm, lm), (pc, lc) = results
+    assert lm == lc and pc.assignments is None
+    assert np.allclose(pm.noisy_sizes, pc.noisy_sizes, rtol=1e-3)
+    saved = RULES["nearest_decoded"].from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))
+    assert np.mean(saved(memory.records) == pm.assignments) > 0.98

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
 import numpy as np
+import torch
 
-from dpgm.clustering.base import Partition
+from dpgm.clustering.base import Partition, saved_rule
 from dpgm.clustering.noisy_lloyd import nearest_centre
 from dpgm.clustering.sketch.decoder import decode_sketch, part_sizes
 from dpgm.clustering.sketch.frequencies import FrequencyLaw
@@ -21,6 +22,7 @@ from dpgm.clustering.sketch.projection import Projection
 from dpgm.clustering.sketch.signature import Signature
 from dpgm.clustering.sketch.spec import draw_sketcher, require_positive
 from dpgm.config import PartitionConfig
+from dpgm.data.chunks import ChunkedRecords, Records, chunks_of
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
@@ -60,6 +62,33 @@ class SketchOptions:
                 raise ValueError(f"{name} must be one of {', '.join(get_args(kind))}, got {getattr(self, name)!r}")
 
 
+@saved_rule("nearest_decoded")
+@dataclass(frozen=True)
+class NearestDecoded:
+    """The decoded centroids' rule (post-processing): each record's nearest centroid in the public
+    projected space."""
+
+    projection: Projection
+    centres: np.ndarray
+
+    def __call__(self, records: Any) -> np.ndarray:
+        return nearest_centre(self.projection.apply(records), self.centres)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Released centroids and the public projection, as tensors and built-ins."""
+        tensor = lambda a: None if a is None else torch.as_tensor(a)
+        p = self.projection
+        return {"centres": tensor(self.centres), "projection": {
+            "kind": p.kind, "basis": tensor(p.basis), "mean": tensor(p.mean), "lower": tensor(p.lower),
+            "upper": tensor(p.upper)}}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> NearestDecoded:
+        p = {key: value.numpy() if isinstance(value, torch.Tensor) else value
+             for key, value in state["projection"].items()}
+        return cls(Projection(**p), state["centres"].numpy())
+
+
 @dataclass
 class SketchPartitioner:
     """DP compressive k-means (SPARS 2019 + CL-OMPR) as a dpgm partitioner.
@@ -92,6 +121,8 @@ class SketchPartitioner:
     centres_: np.ndarray | None = field(default=None, init=False, repr=False)
 
     method: ClassVar[str] = "sketch"
+    #: Records in chunks: the sketch is a sum over records (one pass); the rule is ``NearestDecoded``.
+    streams: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         require_positive("partition", k=self.k)
@@ -109,7 +140,7 @@ class SketchPartitioner:
         return self.public.dense(np.float64)
 
     def fit(
-        self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator
+        self, data: Records, accountant: Accountant, rng: np.random.Generator
     ) -> Partition:
         """Sketch, charge, release (eq. 3), decode (CL-OMPR), assign: one release in the ledger."""
         noise = plan_noise(
@@ -126,8 +157,9 @@ class SketchPartitioner:
             projection=self.projection, public=public,
         )
         op, proj = sketcher.operator, sketcher.projection
+        records = (c.records for c in chunks_of(data)) if isinstance(data, ChunkedRecords) else data.records
         released = release_sketch(
-            sketcher.raw.sum(data.records, rng), sketcher.raw, noise, accountant=accountant, rng=rng
+            sketcher.raw.sum(records, rng), sketcher.raw, noise, accountant=accountant, rng=rng
         )
         result = decode_sketch(released, sketcher, self.k, rng, decodes=self.decodes, public=public)
         self.projection_, self.centres_ = proj, result.centres
@@ -148,18 +180,20 @@ class SketchPartitioner:
             "weights": result.weights.tolist(),
             "relative_residual": result.residual,
         }
+        rule = NearestDecoded(proj, result.centres)
         return Partition(
-            assignments=self.assign(data.records),
+            assignments=None if isinstance(data, ChunkedRecords) else rule(data.records),
             noisy_sizes=part_sizes(result, released),
             centres=proj.lift(result.centres),
             info=info,
+            rule=rule,
         )
 
     def assign(self, records: Any) -> np.ndarray:
         """Nearest decoded centroid for each record, in the projected space (post-processing)."""
         if self.centres_ is None or self.projection_ is None:
             raise RuntimeError("assign() needs a fitted partitioner")
-        return nearest_centre(self.projection_.apply(records), self.centres_)
+        return NearestDecoded(self.projection_, self.centres_)(records)
 
 
 def from_config(cfg: PartitionConfig, options: SketchOptions, *, public: BinaryDataset | None = None
