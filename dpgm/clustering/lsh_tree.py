@@ -18,14 +18,15 @@ never revealed by which counts exist.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpgm.clustering.base import STAGE, Partition
-from dpgm.clustering.noisy_lloyd import ASSIGN_CHUNK, Rows, nearest_centre, part_sums
+from dpgm.clustering.noisy_lloyd import ASSIGN_CHUNK, NearestCentre, Rows, centred_rows, nearest_centre, part_sums
+from dpgm.data.chunks import ChunkedRecords, Records, chunks_of
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant
@@ -146,63 +147,93 @@ class Coreset:
     min_branch: float = 1.0
 
 
-def _grow(bits: np.ndarray, noise: TreeNoise, k: int, dim: int, options: LshTreeOptions,
-          accountant: Accountant, rng: np.random.Generator) -> tuple[np.ndarray, list[float], Coreset]:
-    """The tree, level by level (each level's counts one release): every row's leaf (-1: none),
-    the leaves' noisy counts, and the coreset's shape."""
-    n = bits.shape[0]
+#: One pass over the records: (rows clipped to the radius, their hash bits) a chunk at a time.
+Passes = Callable[[], Iterator[tuple[Rows, np.ndarray]]]
+
+
+def prefix_codes(bits: np.ndarray) -> np.ndarray:
+    """n x (depth + 1): column L holds each row's first L hash bits as an integer (its node at level L)."""
+    codes = np.zeros((bits.shape[0], bits.shape[1] + 1), dtype=np.int64)
+    for level in range(bits.shape[1]):
+        codes[:, level + 1] = 2 * codes[:, level] + bits[:, level]
+    return codes
+
+
+def _find(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position of each code in ``sorted_codes``, whether it is there)."""
+    pos = np.minimum(np.searchsorted(sorted_codes, codes), max(len(sorted_codes) - 1, 0))
+    return pos, (sorted_codes[pos] == codes) if len(sorted_codes) else np.zeros(len(codes), dtype=bool)
+
+
+@dataclass
+class Tree:
+    """The released tree: per level, the kept nodes' codes (sorted) and each one's leaf index (-1: it branched)."""
+
+    active: list[np.ndarray] = field(default_factory=lambda: [np.zeros(1, dtype=np.int64)])
+    leaf_at: list[np.ndarray] = field(default_factory=list)
+
+    def leaves_of(self, bits: np.ndarray) -> np.ndarray:
+        """Each row's leaf (-1: none): its deepest kept node, when that node is a leaf (post-processing)."""
+        codes, out = prefix_codes(bits), np.full(bits.shape[0], -1, dtype=np.int64)
+        for level, (active, leaf) in enumerate(zip(self.active, self.leaf_at)):
+            pos, hit = _find(active, codes[:, level])
+            out[hit] = leaf[pos[hit]]
+        return out
+
+
+def _children(bits: np.ndarray, level: int, branching: np.ndarray) -> np.ndarray:
+    """Counts of the two children of every ``branching`` node of ``level`` (sorted codes) among the rows."""
+    pos, hit = _find(branching, prefix_codes(bits[:, :level])[:, -1])
+    return np.bincount(2 * pos[hit] + bits[hit, level], minlength=2 * len(branching))
+
+
+def _grow(passes: Passes, noise: TreeNoise, k: int, dim: int, options: LshTreeOptions,
+          accountant: Accountant, rng: np.random.Generator) -> tuple[Tree, list[float], Coreset]:
+    """The tree, level by level (each level's counts one release, one pass over the records): the
+    tree, the leaves' noisy counts, and the coreset's shape."""
     release = {"sensitivity": 1.0, "noise_multiplier": noise.count_multiplier, "accountant": accountant,
                "stage": STAGE, "rng": rng}
+    n = sum(bits.shape[0] for _, bits in passes())
     root = float(max(1.0, gaussian_release(np.array([n]), **release)[0]))
     node_t, branch_t = thresholds(root, k, dim, noise, options)
-    node_of = np.zeros(n, dtype=np.int64)  # index of each row's node among the active ones (-1: none)
-    counts = np.array([root])
-    leaf_of = np.full(n, -1, dtype=np.int64)
-    leaf_counts: list[float] = []
-    sizes = [1]
+    tree, counts, leaf_counts, sizes = Tree(), np.array([root]), [], [1]
     bar = stage_bar("partition: LSH tree", options.max_depth, unit="level")
     for level in range(options.max_depth):
         branches = counts >= branch_t
-        rank = np.cumsum(branches) - 1
-        inside = node_of >= 0
-        child = np.full(n, -1, dtype=np.int64)
-        moving = inside & branches[np.maximum(node_of, 0)]
-        child[moving] = 2 * rank[node_of[moving]] + bits[moving, level]
-        noisy = (gaussian_release(np.bincount(child[moving], minlength=2 * int(branches.sum())), **release)
+        branching = tree.active[level][branches]
+        noisy = (gaussian_release(sum(_children(bits, level, branching) for _, bits in passes()), **release)
                  if branches.any() else np.zeros(0))
         kept = noisy >= node_t
         has_kept_child = kept.reshape(-1, 2).any(axis=1) if branches.any() else np.zeros(0, bool)
         leaves = ~branches  # active nodes that did not branch, or branched into nothing kept
         leaves[np.flatnonzero(branches)[~has_kept_child]] = True
-        leaf_index = np.full(len(counts), -1, dtype=np.int64)
-        leaf_index[leaves] = len(leaf_counts) + np.arange(int(leaves.sum()))
-        stays = inside & leaves[np.maximum(node_of, 0)]
-        leaf_of[stays] = leaf_index[node_of[stays]]
+        tree.leaf_at.append(np.where(leaves, len(leaf_counts) + np.cumsum(leaves) - 1, -1))
         leaf_counts.extend(counts[leaves].tolist())
         counts = noisy[kept]
         bar.advance()
         if counts.size == 0:
             break
-        new_index = np.where(kept, np.cumsum(kept) - 1, -1)
-        node_of = np.where(child >= 0, new_index[np.maximum(child, 0)], -1)
+        tree.active.append((2 * branching[:, None] + np.arange(2)).ravel()[kept])  # in (parent, bit) order
         sizes.append(int(counts.size))
     bar.close()
     if counts.size:  # the deepest level's nodes are leaves
-        inside = node_of >= 0
-        leaf_of[inside] = len(leaf_counts) + node_of[inside]
+        tree.leaf_at.append(len(leaf_counts) + np.arange(counts.size))
         leaf_counts.extend(counts.tolist())
     shape = Coreset(np.zeros((0, dim)), np.zeros(0), sizes, root, node_t, branch_t)
-    return leaf_of, leaf_counts, shape
+    return tree, leaf_counts, shape
 
 
-def private_coreset(rows: Rows, *, k: int, radius: float, noise: TreeNoise, options: LshTreeOptions,
+def private_coreset(passes: Passes, dim: int, *, k: int, radius: float, noise: TreeNoise, options: LshTreeOptions,
                     accountant: Accountant, rng: np.random.Generator) -> Coreset:
-    """The released coreset of ``rows`` (norms <= radius); the hyperplanes come from ``rng``."""
-    dim = rows.shape[1]
-    planes = rng.normal(size=(options.max_depth, dim))
-    leaf_of, leaf_counts, coreset = _grow(hash_bits(rows, planes), noise, k, dim, options, accountant, rng)
-    inside = leaf_of >= 0
-    _, sums = part_sums(rows[np.flatnonzero(inside)], leaf_of[inside], len(leaf_counts))
+    """The released coreset of the rows ``passes`` gives (norms <= radius) with their hash bits."""
+    tree, leaf_counts, coreset = _grow(passes, noise, k, dim, options, accountant, rng)
+
+    def leaf_sums(rows: Rows, bits: np.ndarray) -> np.ndarray:
+        leaf_of = tree.leaves_of(bits)
+        inside = np.flatnonzero(leaf_of >= 0)
+        return part_sums(rows[inside], leaf_of[inside], len(leaf_counts))[1]
+
+    sums = sum(leaf_sums(rows, bits) for rows, bits in passes())
     noisy_sums = gaussian_release(sums, sensitivity=radius, noise_multiplier=noise.sum_multiplier,
                                   accountant=accountant, stage=STAGE, rng=rng)
     weights = np.maximum(np.asarray(leaf_counts, dtype=np.float64), 1.0)
@@ -243,6 +274,8 @@ class LshTreePartitioner:
     radius_: float | None = field(default=None, init=False, repr=False)
 
     method: ClassVar[str] = "lsh_tree"
+    #: Records in chunks: every release is a sum over records (a pass per level); the rule is ``NearestCentre``.
+    streams: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -252,10 +285,7 @@ class LshTreePartitioner:
 
     def _rows(self, records: Any) -> Rows:
         """Records as float rows, minus the public centre if any, clipped to the radius."""
-        if self.offset_ is None:
-            return clip_rows(sp.csr_matrix(records), self.radius_)
-        dense = records.toarray() if sp.issparse(records) else np.asarray(records)
-        return clip_rows(dense.astype(np.float64) - self.offset_, self.radius_)
+        return centred_rows(records, self.offset_, self.radius_)
 
     def _setup(self, n_items: int) -> None:
         """Public choices: the radius, and the centre (the public sample's mean, or none)."""
@@ -266,19 +296,28 @@ class LshTreePartitioner:
                                 f"data has {n_items}")
             self.offset_ = np.asarray(self.public.records.mean(axis=0), dtype=np.float64).ravel()
 
-    def fit(self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator) -> Partition:
-        """Coreset, centres, then the parts' sizes: every release charged before it is drawn."""
+    def fit(self, data: Records, accountant: Accountant, rng: np.random.Generator) -> Partition:
+        """Coreset, centres, then the parts' sizes: every release charged before it is drawn. Records in
+        chunks are read once per tree level, once for the leaf sums and once for the sizes."""
         noise = resolve_noise(self.noise_multiplier, self.target_epsilon, self.options, accountant.delta)
         plan = [event for event, count in noise.plan() for _ in range(count)]
         accountant.refuse_unless_affordable(STAGE, *plan)  # before touching the data
         self._setup(data.n_items)
-        rows = self._rows(data.records)
-        coreset = private_coreset(rows, k=self.k, radius=self.radius_, noise=noise, options=self.options,
-                                     accountant=accountant, rng=rng)
+        planes = rng.normal(size=(self.options.max_depth, data.n_items))
+        if isinstance(data, ChunkedRecords):
+            passes: Passes = lambda: ((rows, hash_bits(rows, planes)) for rows in map(self._rows, (
+                c.records for c in chunks_of(data))))
+        else:
+            rows = self._rows(data.records)
+            held = [(rows, hash_bits(rows, planes))]
+            passes = lambda: iter(held)
+        coreset = private_coreset(passes, data.n_items, k=self.k, radius=self.radius_, noise=noise,
+                                  options=self.options, accountant=accountant, rng=rng)
         self.centres_ = coreset_centres(coreset, self.k, self.options.kmeans_inits, rng)
-        assignments = nearest_centre(rows, self.centres_)
-        sizes = gaussian_release(np.bincount(assignments, minlength=self.k), sensitivity=1.0,
-                                 noise_multiplier=noise.count_multiplier, accountant=accountant, stage=STAGE, rng=rng)
+        rule = NearestCentre(self.centres_, None, self.radius_, offset=self.offset_)
+        counts = sum(np.bincount(nearest_centre(rows, self.centres_), minlength=self.k) for rows, _ in passes())
+        sizes = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise.count_multiplier,
+                                 accountant=accountant, stage=STAGE, rng=rng)
         info = {
             "method": self.method, "noise_multiplier": noise.sum_multiplier,
             "count_noise_multiplier": noise.count_multiplier, "target_epsilon": self.target_epsilon,
@@ -289,7 +328,9 @@ class LshTreePartitioner:
             "released_counts": sizes.tolist(),
         }
         centres = self.centres_ if self.offset_ is None else self.centres_ + self.offset_  # in the records' space
-        return Partition(assignments=assignments, noisy_sizes=np.maximum(sizes, 0.0), centres=centres, info=info)
+        assignments = None if isinstance(data, ChunkedRecords) else nearest_centre(held[0][0], self.centres_)
+        return Partition(assignments=assignments, noisy_sizes=np.maximum(sizes, 0.0), centres=centres, info=info,
+                         rule=rule)
 
     def assign(self, records: Any) -> np.ndarray:
         """Nearest released centre for each record (post-processing)."""

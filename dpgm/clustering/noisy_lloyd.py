@@ -103,6 +103,15 @@ def summed_parts(passes: Passes, assign: Assign, k: int) -> tuple[np.ndarray, np
     return counts, sums
 
 
+def centred_rows(records: Rows, offset: np.ndarray | None, bound: float) -> Rows:
+    """Records minus a public centre (``offset``; None: none, the records stay sparse), clipped to L2 norm
+    ``bound``."""
+    if offset is None:
+        return clip_rows(sp.csr_matrix(records), bound)
+    dense = records.toarray() if sp.issparse(records) else np.asarray(records)
+    return clip_rows(dense.astype(np.float64) - offset, bound)
+
+
 @saved_rule("nearest_centre")
 @dataclass(frozen=True)
 class NearestCentre:
@@ -114,9 +123,10 @@ class NearestCentre:
     sq_norms: np.ndarray | None
     bound: float
     feature_map: RandomFourierFeatures | None = None
+    offset: np.ndarray | None = None  # a public centre subtracted before the clip
 
     def __call__(self, records: Rows) -> np.ndarray:
-        rows = (clip_rows(sp.csr_matrix(records), self.bound) if self.feature_map is None
+        rows = (centred_rows(records, self.offset, self.bound) if self.feature_map is None
                 else self.feature_map.transform(records, clip=True))
         return nearest_centre(rows, self.centres, self.sq_norms)
 
@@ -125,7 +135,7 @@ class NearestCentre:
         tensor = lambda a: None if a is None else torch.as_tensor(a)
         features = self.feature_map
         return {"centres": tensor(self.centres), "sq_norms": tensor(self.sq_norms), "bound": self.bound,
-                "feature_map": None if features is None else {
+                "offset": tensor(self.offset), "feature_map": None if features is None else {
                     "frequencies": tensor(features.frequencies), "phases": tensor(features.phases),
                     "kind": features.kind, "gamma": features.gamma}}
 
@@ -136,7 +146,7 @@ class NearestCentre:
         return cls(array(state["centres"]), array(state["sq_norms"]), float(state["bound"]),
                    None if features is None else RandomFourierFeatures(
                        array(features["frequencies"]), array(features["phases"]), features["kind"],
-                       features["gamma"]))
+                       features["gamma"]), array(state.get("offset")))
 
 
 def kmeans_pp_seeds(rows: Rows, k: int, rng: np.random.Generator) -> np.ndarray:

@@ -35,9 +35,10 @@ def grow(bits: list[list[int]], **options) -> tuple[np.ndarray, list[float], Acc
     """The tree of hand-made hash bits, with zero noise (the sampler records and returns 0)."""
     acc = Accountant(delta=1e-5)
     opts = LshTreeOptions(**options)
-    leaf_of, counts, _ = _grow(np.array(bits, dtype=bool), tree_noise(1.0, 0.5, 4), 1, 2, opts, acc,
-                               np.random.default_rng(0))
-    return leaf_of, counts, acc
+    bits = np.array(bits, dtype=bool)
+    tree, counts, _ = _grow(lambda: iter([(None, bits)]), tree_noise(1.0, 0.5, 4), 1, 2, opts, acc,
+                            np.random.default_rng(0))
+    return tree.leaves_of(bits), counts, acc
 
 
 def test_the_tree_keeps_nodes_above_the_node_threshold_and_branches_above_the_branch_one(monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 from dpgm.clustering.base import RULES
 from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
+from dpgm.clustering.lsh_tree import LshTreeOptions, LshTreePartitioner
 from dpgm.clustering.noisy_lloyd import NearestCentre
 from dpgm.clustering.sketch.partitioner import SketchPartitioner
 from dpgm.data.chunks import ChunkedRecords
@@ -73,6 +74,26 @@ def test_lloyd_and_the_part_means_release_the_same_from_chunks(tmp_path: Path, m
     saved = NearestCentre.from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))  # as a checkpoint holds it
     assert np.array_equal(saved(memory.records), pm.assignments)
     assert (saved.feature_map is None) == (method == "lloyd")
+
+
+@pytest.mark.parametrize("centre", ["none", "public"])
+def test_the_lsh_tree_releases_the_same_from_chunks(tmp_path: Path, centre: str) -> None:
+    """A pass per tree level, one for the leaf sums, one for the sizes: the same releases, bit for bit."""
+    memory, chunks = both(tmp_path, chunk_bytes=61)
+    (tmp_path / "public").mkdir()
+    public = load_transactions(transaction_file(tmp_path / "public", n=100, seed=9), n_items=40)
+    results = []
+    for data in (memory, chunks):
+        acc = Accountant(delta=1e-5)
+        options = LshTreeOptions(max_depth=6, centre=centre)
+        part = LshTreePartitioner(k=3, noise_multiplier=2.0, options=options, public=public).fit(
+            data, acc, np.random.default_rng(4))
+        results.append((part, acc.ledger.to_json()))
+    (pm, lm), (pc, lc) = results
+    assert lm == lc and pc.assignments is None
+    assert np.array_equal(pm.noisy_sizes, pc.noisy_sizes) and np.array_equal(pm.centres, pc.centres)
+    saved = RULES["nearest_centre"].from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))
+    assert np.array_equal(saved(memory.records), pm.assignments)
 
 
 def test_the_sketch_releases_the_same_from_chunks(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def chunked_config(tmp_path: Path, path: Path, **over):
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
 
-@pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans", "sketch", "none"])
+@pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans", "sketch", "lsh_tree", "none"])
 def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch,
                                                                                method: str) -> None:
     path = transaction_file(tmp_path, n=300)
