@@ -84,6 +84,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "totals10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
     "totals20": {"TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
     # no DP-SGD below a larger N x epsilon (independent items at each part's noisy mean)
+    "indep5e3": {"MIN_TRAINING_SCALE": 5_000},
     "indep3e4": {"MIN_TRAINING_SCALE": 30_000},
     "indep1e5": {"MIN_TRAINING_SCALE": 100_000},
     # fewer, larger groups: k = N eps / RECORDS_PER_PART

@@ -91,6 +91,7 @@ class RunLayout:
         """Atomically save what only rank ``rank`` > 0 holds (owner-only, beside rank 0's checkpoint)."""
         import torch
 
+        self.private.mkdir(mode=0o700, parents=True, exist_ok=True)
         with atomic_write(self.rank_checkpoint(rank), "wb", private=True) as fh:
             torch.save(state, fh)
 
