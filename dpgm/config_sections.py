@@ -310,7 +310,8 @@ class Config:
                            "output of a seeded run says NOT DIFFERENTIALLY PRIVATE (null: fresh OS entropy; "
                            "a run resumes bit-identically without a seed)")
     runs_dir: str = opt("runs", "folder that holds run directories")
-    device: str = opt("cpu", "torch device")
+    device: str = opt("cpu", "torch device of DP-SGD and of the partition's passes (lloyd, kernel_kmeans), e.g. "
+                             "cuda; the noise of every release other than DP-SGD's is drawn on the CPU")
     threads: int | None = opt(None, "threads for torch and BLAS (null: OMP_NUM_THREADS if set, else the cores "
                                     "available to the process less the threads other running processes use when "
                                     "it starts, see dpgm/threads.py; more oversubscribes)")

@@ -40,10 +40,15 @@ __all__ = [
 PARTITIONERS: Registry[Partitioner] = Registry("partition.method")
 
 
-def make_partitioner(cfg: PartitionConfig, *, public: BinaryDataset | None = None) -> Partitioner:
-    """The partitioner ``cfg.method`` names, configured from ``cfg`` and its ``options`` (``public``: init sample)."""
+def make_partitioner(cfg: PartitionConfig, *, public: BinaryDataset | None = None,
+                     device: str | None = None) -> Partitioner:
+    """The partitioner ``cfg.method`` names, configured from ``cfg`` and its ``options`` (``public``: init sample;
+    ``device``: a torch device for the statistics of the partitioners that take one, None: NumPy on the CPU)."""
     options = PARTITIONERS.options(cfg.method, cfg.options)
-    return PARTITIONERS.entry(cfg.method).factory(cfg, options, public)
+    partitioner = PARTITIONERS.entry(cfg.method).factory(cfg, options, public)
+    if device is not None and hasattr(partitioner, "device"):
+        partitioner.device = device
+    return partitioner
 
 
 def _common(cfg: PartitionConfig) -> dict[str, Any]:

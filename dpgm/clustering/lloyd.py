@@ -26,6 +26,7 @@ from dpgm.clustering.noisy_lloyd import (
     lloyd_releases,
     nearest_centre,
     noisy_lloyd,
+    on_device,
     random_unit_centres,
     resolve_sigma,
     stage_epsilon,
@@ -57,6 +58,7 @@ class DPLloyd:
     clip_norm: float | None = None
     min_count: float = DEFAULT_MIN_COUNT
     debias: bool = True
+    device: str | None = None  # a torch device for the passes' sums (``on_device``); None: NumPy
     centres_: np.ndarray | None = field(default=None, init=False, repr=False)
     bound_: float | None = field(default=None, init=False, repr=False)
     sq_norms_: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -119,10 +121,11 @@ class DPLloyd:
 
     def _row_passes(self, data: Records) -> tuple[Rows | Passes, int]:
         """The clipped rows (in memory) or a function giving one pass over them (chunks), and their dimension."""
+        rows_of = self._rows if self.device is None else lambda records: on_device(self._rows(records), self.device)
         if not isinstance(data, ChunkedRecords):
-            rows = self._rows(data.records)
+            rows = rows_of(data.records)
             return rows, rows.shape[1]
-        return (lambda: (self._rows(c.records) for c in chunks_of(data))), self._dim(data.n_items)
+        return (lambda: (rows_of(c.records) for c in chunks_of(data))), self._dim(data.n_items)
 
     def fit(
         self, data: Records, accountant: Accountant, rng: np.random.Generator

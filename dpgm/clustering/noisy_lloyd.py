@@ -46,13 +46,23 @@ DEFAULT_MIN_COUNT = 1.0
 ASSIGN_CHUNK = 65536
 
 
+def on_device(rows: Rows, device: str | torch.device) -> torch.Tensor:
+    """Clipped rows as a dense float32 tensor on ``device`` (``partition`` statistics on a GPU: the
+    nearest centres and the part sums of every pass are computed there, the noise stays on the CPU)."""
+    dense = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+    return torch.as_tensor(dense, dtype=torch.float32).to(device)
+
+
 def nearest_centre(
-    rows: Rows, centres: np.ndarray, sq_norms: np.ndarray | None = None
+    rows: Rows | torch.Tensor, centres: np.ndarray, sq_norms: np.ndarray | None = None
 ) -> np.ndarray:
-    """Index of the nearest centre (squared L2) for every row; one matmul per chunk.
+    """Index of the nearest centre (squared L2) for every row; one matmul per chunk (on the rows'
+    device when they are a tensor, ``on_device``).
 
     ``sq_norms`` replaces ||c_j||^2 (e.g. the debiased estimate of a noisy centre's norm).
     """
+    if isinstance(rows, torch.Tensor):
+        return _nearest_centre_on_device(rows, centres, sq_norms)
     c = np.asarray(centres, dtype=np.float32)
     sq = np.einsum("ij,ij->i", c, c) if sq_norms is None else np.asarray(sq_norms)
     half_sq = (0.5 * sq).astype(np.float32)
@@ -64,9 +74,25 @@ def nearest_centre(
     return out
 
 
-def part_sums(rows: Rows, assignments: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest_centre_on_device(rows: torch.Tensor, centres: np.ndarray, sq_norms: np.ndarray | None) -> np.ndarray:
+    c = torch.as_tensor(np.asarray(centres, dtype=np.float32), device=rows.device)
+    sq = (c * c).sum(dim=1) if sq_norms is None else torch.as_tensor(np.asarray(sq_norms), device=rows.device)
+    half_sq = (0.5 * sq).to(torch.float32)
+    parts = [(rows[start : start + ASSIGN_CHUNK] @ c.T - half_sq).argmax(dim=1)
+             for start in range(0, rows.shape[0], ASSIGN_CHUNK)]
+    return torch.cat(parts).cpu().numpy() if parts else np.zeros(0, dtype=np.int64)
+
+
+def part_sums(rows: Rows | torch.Tensor, assignments: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-part counts (k,) and row sums (k x dim), float64: each row is converted to float64
-    before it is added (float32 sums of 200,000 rows move by 1e-2 when one row is added)."""
+    before it is added (float32 sums of 200,000 rows move by 1e-2 when one row is added); on the
+    rows' device when they are a tensor."""
+    if isinstance(rows, torch.Tensor):
+        sums = torch.zeros(k, rows.shape[1], dtype=torch.float64, device=rows.device)
+        parts = torch.as_tensor(assignments, dtype=torch.int64, device=rows.device)
+        for start in range(0, rows.shape[0], ASSIGN_CHUNK):
+            sums.index_add_(0, parts[start : start + ASSIGN_CHUNK], rows[start : start + ASSIGN_CHUNK].double())
+        return np.bincount(assignments, minlength=k).astype(np.float64), sums.cpu().numpy()
     n = rows.shape[0]
     sums = np.zeros((k, rows.shape[1]), dtype=np.float64)
     for start in range(0, n, ASSIGN_CHUNK):

@@ -35,7 +35,8 @@ class PartitionStage(Stage):
 
     def run(self, ctx: StageContext) -> Partition:
         public = load_public_sample(self.cfg.data) if self.cfg.partition.init == "public" else None
-        partitioner = make_partitioner(self.cfg.partition, public=public)
+        device = None if self.cfg.device == "cpu" else self.cfg.device  # the run's device: a GPU's sums
+        partitioner = make_partitioner(self.cfg.partition, public=public, device=device)
         if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
             raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "
                               "in memory; use 'lloyd', 'kernel_kmeans', 'sketch' or 'lsh_tree', or unset data.chunk_mb")

@@ -319,3 +319,27 @@ def test_released_sizes_are_the_sizes_of_the_returned_parts():
         true_sizes = np.bincount(res.assignments, minlength=12)
         assert np.all(np.abs(true_sizes - res.noisy_counts) <= 5 * 20.0), (true_sizes, res.noisy_counts)
         np.testing.assert_array_equal(res.assignments, nearest_centre(rows, res.centres, res.sq_norms))
+
+
+@pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans"])
+def test_the_statistics_on_a_torch_device_release_what_numpy_releases(method: str) -> None:
+    """``device`` moves the passes' nearest centres and part sums to torch (a GPU in production; the CPU
+    here): the same ledger, and the same releases up to float rounding."""
+    from dpgm.clustering import make_partitioner
+    from dpgm.config import PartitionConfig
+    from tests.clustering._fixtures import block_dataset
+
+    data = block_dataset(n=900, k=3, sparse=True)
+    cfg = PartitionConfig(method=method, k=3, iterations=4, noise_multiplier=2.0, init="random", gamma=0.05)
+    results = []
+    for device in (None, "cpu"):
+        acc = Accountant(delta=1e-5)
+        partitioner = make_partitioner(cfg, device=device)
+        assert partitioner.device == device
+        part = partitioner.fit(data, acc, np.random.default_rng(3))
+        results.append((part, acc.ledger.to_json()))
+    (numpy_part, ledger), (torch_part, torch_ledger) = results
+    assert ledger == torch_ledger
+    assert np.allclose(numpy_part.centres, torch_part.centres, atol=1e-4)
+    assert np.allclose(numpy_part.noisy_sizes, torch_part.noisy_sizes, atol=1e-6)
+    assert np.mean(numpy_part.assignments == torch_part.assignments) > 0.99
