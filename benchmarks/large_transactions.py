@@ -5,8 +5,9 @@ time (never whole): each record draws one of 8 profiles, then each item with tha
 probability (about 4 items per record); item ids are written as two digits. Then, for each
 ``--runs`` entry (records:ranks:mode), it runs dpgm's whole pipeline (DP Lloyd partition, part
 means, length histogram, one VAE per part by DP-SGD, the release) with ``data.chunk_mb`` (mode
-``chunks``) or with the file loaded in memory (mode ``memory``), on 1 or 2 ranks (torchrun,
-gloo), and reports each rank's peak resident memory (``ru_maxrss``) and the wall time.
+``chunks``), with the file loaded in memory (mode ``memory``), or in chunks from a folder of
+``--parts`` files holding the same records (mode ``parts``: each rank reads whole files), on 1 or 2
+ranks (torchrun, gloo), and reports each rank's peak resident memory (``ru_maxrss``) and the wall time.
 
     OMP_NUM_THREADS=1 python benchmarks/large_transactions.py --records 50000000 \\
         --runs 5000000:1:memory 5000000:1:chunks 50000000:1:chunks 50000000:2:chunks \\
@@ -57,12 +58,27 @@ def generate(path: Path, records: int, items: int, seed: int = 0) -> None:
             f.write(out.tobytes())
 
 
+def split(path: Path, parts: int) -> Path:
+    """A folder of ``parts`` files holding the lines of ``path`` in order (cut at line breaks, by size)."""
+    folder = path.with_suffix(".parts")
+    folder.mkdir(exist_ok=True)
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        for i in range(parts):
+            with (folder / f"part-{i:03d}.txt").open("wb") as out:
+                end = size * (i + 1) // parts
+                while f.tell() < end and (block := f.read(min(GEN_CHUNK * 16, end - f.tell()))):
+                    out.write(block)
+                out.write(f.readline())  # up to the next line break
+    return folder
+
+
 def run_config(path: Path, items: int, mode: str, runs_dir: Path, name: str, args: argparse.Namespace) -> dict:
-    """The run's config: the same plan in chunks or in memory."""
+    """The run's config: the same plan in chunks (of one file or of a folder of parts) or in memory."""
     return {
         "name": name, "runs_dir": str(runs_dir), "threads": 1,
         "data": {"source": "transactions", "path": str(path), "n_items": items,
-                 "chunk_mb": args.chunk_mb if mode == "chunks" else None},
+                 "chunk_mb": None if mode == "memory" else args.chunk_mb},
         "privacy": {"target_epsilon": 1.0},
         "partition": {"method": "lloyd", "k": args.k, "iterations": args.iterations, "target_epsilon": 0.2},
         "model": {"kind": "vae", "hidden": [64], "latent": 4, "output_bias": "noisy_mean",
@@ -100,7 +116,8 @@ def measure(path: Path, records: int, ranks: int, mode: str, args: argparse.Name
     out = scratch / name
     out.mkdir()
     config = out / "config.json"
-    config.write_text(json.dumps(run_config(path, args.items, mode, scratch / "runs", name, args)))
+    source = split(path, args.parts) if mode == "parts" else path
+    config.write_text(json.dumps(run_config(source, args.items, mode, scratch / "runs", name, args)))
     me = [str(Path(__file__).resolve()), "--worker", str(config), str(out), "--release", str(args.release)]
     cmd = [sys.executable, *me] if ranks == 1 else \
         [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *me]
@@ -108,7 +125,8 @@ def measure(path: Path, records: int, ranks: int, mode: str, args: argparse.Name
     subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
     wall = time.perf_counter() - start
     per_rank = sorted((json.loads(p.read_text()) for p in out.glob("rank*.json")), key=lambda r: r["rank"])
-    row = {"records": records, "ranks": ranks, "mode": mode, "wall_s": wall, "per_rank": per_rank}
+    row = {"records": records, "ranks": ranks, "mode": mode, "wall_s": wall, "per_rank": per_rank,
+           **({"parts": args.parts} if mode == "parts" else {})}
     print(f"{records:>11,} records, {ranks} rank(s), {mode:6s}: {wall:7.1f} s; peak RSS per rank "
           + ", ".join(f"{r['peak_rss_mib']:.0f} MiB" for r in per_rank), flush=True)
     return row
@@ -121,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--items", type=int, default=100, help="items (at most 100)")
     ap.add_argument("--runs", nargs="+", default=["5000000:1:memory", "5000000:1:chunks", "50000000:1:chunks",
                                                   "50000000:2:chunks"],
-                    help="records:ranks:mode (mode chunks or memory); records <= --records: the file's first lines")
+                    help="records:ranks:mode (mode chunks, parts or memory); records <= --records: the file's "
+                         "first lines")
+    ap.add_argument("--parts", type=int, default=8, help="files of the folder that mode 'parts' reads")
     ap.add_argument("--chunk-mb", type=float, default=64.0, help="data.chunk_mb of the chunked runs")
     ap.add_argument("--k", type=int, default=8, help="parts (DP Lloyd)")
     ap.add_argument("--iterations", type=int, default=5, help="DP Lloyd iterations")
