@@ -84,13 +84,17 @@ class RunLayout:
         return self.private / CHECKPOINT_FILE
 
     def rank_checkpoint(self, rank: int) -> Path:
-        """The private state of rank ``rank`` > 0 of a run on several ranks (``TrainingRun.checkpoint``)."""
+        """The private state of rank ``rank`` > 0 of a run on several ranks (``save_rank_state``)."""
         return self.private / f"rank-{rank}.pt"
 
-    def save_rank_state(self, rank: int, state: dict[str, Any]) -> None:
-        """Atomically save what only rank ``rank`` > 0 holds (owner-only, beside rank 0's checkpoint)."""
+    def save_rank_state(self, rank: int, stages: list[Any]) -> None:
+        """Atomically save what only rank ``rank`` > 0 holds (each stage's ``rank_state_dict``: its records'
+        parts), owner-only, beside rank 0's checkpoint; rank 0's state is the checkpoint itself."""
         import torch
 
+        if rank == 0:
+            return
+        state = {stage.name: own for stage in stages if (own := stage.rank_state_dict()) is not None}
         self.private.mkdir(mode=0o700, parents=True, exist_ok=True)
         with atomic_write(self.rank_checkpoint(rank), "wb", private=True) as fh:
             torch.save(state, fh)
@@ -99,7 +103,12 @@ class RunLayout:
         """What ``save_rank_state`` saved for ``rank`` (rank 0: nothing, its state is the checkpoint)."""
         import torch
 
-        return torch.load(self.rank_checkpoint(rank), map_location="cpu", weights_only=True) if rank else {}
+        if rank == 0:
+            return {}
+        if not self.rank_checkpoint(rank).is_file():
+            raise DpgmError(f"{self.root}: rank {rank}'s state was never saved (the run stopped as it began): "
+                            "start it again with --config")
+        return torch.load(self.rank_checkpoint(rank), map_location="cpu", weights_only=True)
 
     def in_release(self, name: str) -> Path:
         return self.release / name

@@ -151,11 +151,9 @@ class TrainingRun:
         generator.set_state(checkpoint["generator"])
 
     def checkpoint(self) -> None:
-        """Atomically save everything needed to resume, owner-only; ledger and stages in ONE file (and,
-        with several ranks, each other rank's own state beside it: ``Stage.rank_state_dict``)."""
+        """Atomically save everything needed to resume, owner-only; ledger and stages in ONE file (rank 0's)."""
         if collective.rank() != 0:
-            return self.layout.save_rank_state(collective.rank(), {stage.name: state for stage in self.stages if (
-                state := stage.rank_state_dict()) is not None})
+            return
         state = {
             "stages": {stage.name: stage.state_dict() for stage in self.stages},
             "ledger": self.accountant.ledger.to_json(),
@@ -166,6 +164,11 @@ class TrainingRun:
         }
         with atomic_write(self.layout.checkpoint, "wb", private=True) as fh:
             torch.save(state, fh)
+
+    def save_rank_state(self) -> None:
+        """Ranks but 0 save what only they hold (``RunLayout.save_rank_state``); all wait for all (private/ stays)."""
+        self.layout.save_rank_state(collective.rank(), self.stages)
+        collective.barrier()
 
     def train(self, stop: dict[str, int]) -> None:
         """The DP-SGD steps left (``TrainingStage.train``), checkpointing the whole run."""
@@ -179,9 +182,8 @@ class TrainingRun:
         """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
         folder, data, partition = self.layout.release, self.context.data, self.output("partition")
         empty_size = self.output("empty_records")
-        lines = {stage.name: stage.line for stage in self.stages}
         report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
-                                empty_size, lines, self.rules_why)
+                                empty_size, {stage.name: stage.line for stage in self.stages}, self.rules_why)
         if collective.rank() != 0:
             return report
         save_models(folder, self.released_models(), partition.noisy_sizes, self.cfg.model,
@@ -190,9 +192,8 @@ class TrainingRun:
                     length_shares=self.output("record_lengths"), empty_size=empty_size)
         self.accountant.ledger.save(folder / LEDGER_FILE)
         atomic_write_json(folder / REPORT_FILE, report)
-        version, commit = dpgm_version()
-        atomic_write_text(folder / SUMMARY_FILE,
-                          summary_markdown(report, dataset=data.name, version=version, commit=commit))
+        version = dict(zip(("version", "commit"), dpgm_version()))
+        atomic_write_text(folder / SUMMARY_FILE, summary_markdown(report, dataset=data.name, **version))
         if not self.cfg.keep_private:
             self.layout.remove_private()
         return report
@@ -219,6 +220,7 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
         try:
             run.start()
             run.checkpoint()  # the partition is never redone on resume: its charges are in this file
+            run.save_rank_state()
         except BaseException:
             if lead:
                 layout.remove_unfinished(created_root=created)

@@ -61,6 +61,13 @@ def world_size() -> int:
     return 1 if dist is None else int(dist.get_world_size())
 
 
+def barrier() -> None:
+    """Wait until every rank gets here (nothing outside a distributed run)."""
+    dist = _dist()
+    if dist is not None:
+        dist.barrier()
+
+
 def _exchange(value: np.ndarray, op: str) -> np.ndarray:
     """``value`` all-reduced (``sum``) or broadcast from rank 0 (``rank0``), in int64 or float64."""
     dist = _dist()
