@@ -16,6 +16,7 @@ import gzip
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,8 +93,10 @@ class ChunkedRecords:
         mine = self.paths if self.shard is None else files_for_rank(self.paths, *self.shard)
         return [(file, None) for file in mine]
 
-    def _template(self) -> BinaryDataset:
-        """No record, with the rules applied: the item universe and metadata later stages see."""
+    @cached_property
+    def template(self) -> BinaryDataset:
+        """No record, with the rules applied: the item universe and metadata later stages see (built once
+        per set of rules)."""
         empty = sp.csr_matrix((0, len(self.universe)), dtype=np.uint8)
         return self._narrow(BinaryDataset(records=empty, item_names=list(self.universe), name=self.name,
                                           source=self.where, meta=dict(self.file_meta)))
@@ -103,9 +106,9 @@ class ChunkedRecords:
             data = rule(data)
         return data
 
-    n_items = property(lambda self: self._template().n_items, doc="Number of items after the rules: public.")
-    item_names = property(lambda self: self._template().item_names, doc="The items' names after the rules.")
-    meta = property(lambda self: self._template().meta, doc="What the loader and the rules noted (public).")
+    n_items = property(lambda self: self.template.n_items, doc="Number of items after the rules: public.")
+    item_names = property(lambda self: self.template.item_names, doc="The items' names after the rules.")
+    meta = property(lambda self: self.template.meta, doc="What the loader and the rules noted (public).")
     n_records = property(lambda self: summed(self, lambda c: c.n_records),
                          doc="Number of records (one pass): private, never released as is.")
     labels = property(lambda self: None, doc="Labels stay in the chunks (no stage that reads chunks uses them).")
@@ -271,7 +274,7 @@ def gathered(data: ChunkedRecords, *, limit: int | None = None) -> BinaryDataset
     check_limit(limit)
     chunks = list(data.chunks())
     if not chunks:
-        return data._template()
+        return data.template
     if limit is not None:
         kept, left = [], limit
         for chunk in chunks:
@@ -322,5 +325,5 @@ def summed(data: Records, statistic: Callable[[BinaryDataset], T]) -> T:
         value = statistic(chunk)
         total = value if total is None else total + value
     if total is None:  # a rank whose shard holds no record: the statistic of no record
-        return statistic(data._template())  # type: ignore[union-attr]
+        return statistic(data.template)  # type: ignore[union-attr]
     return total
