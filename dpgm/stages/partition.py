@@ -39,7 +39,8 @@ class PartitionStage(Stage):
         partitioner = make_partitioner(self.cfg.partition, public=public, device=device)
         if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
             raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "
-                              "in memory; use 'lloyd', 'kernel_kmeans', 'sketch' or 'lsh_tree', or unset data.chunk_mb")
+                              "in memory here; use 'lloyd', 'kernel_kmeans', 'sketch', 'lsh_tree' or SuLQ "
+                              "subspaces, or unset data.chunk_mb")
         with ctx.shown():
             return partitioner.fit(ctx.data, ctx.accountant, ctx.rng)
 

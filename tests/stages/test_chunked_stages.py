@@ -96,6 +96,26 @@ def test_the_lsh_tree_releases_the_same_from_chunks(tmp_path: Path, centre: str)
     assert np.array_equal(saved(memory.records), pm.assignments)
 
 
+def test_sulq_subspaces_release_the_same_from_chunks(tmp_path: Path) -> None:
+    """SuLQ k-plane: a pass per iteration and one for the sizes (to float rounding of the moments)."""
+    from dpgm.clustering.subspace.partitioner import DPSubspaceClustering, SubspaceOptions
+
+    memory, chunks = both(tmp_path, chunk_bytes=61)
+    results = []
+    for data in (memory, chunks):
+        acc = Accountant(delta=1e-5)
+        options = SubspaceOptions(solver="sulq", dim=2, radius=3.0, iterations=3)
+        part = DPSubspaceClustering(k=3, options=options, noise_multiplier=2.0).fit(data, acc, np.random.default_rng(4))
+        results.append((part, acc.ledger.to_json()))
+    (pm, lm), (pc, lc) = results
+    assert lm == lc and pc.assignments is None
+    assert np.allclose(pm.noisy_sizes, pc.noisy_sizes) and np.allclose(pm.centres, pc.centres, atol=1e-6)
+    saved = RULES["nearest_subspace"].from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))
+    assert np.array_equal(saved(memory.records), pm.assignments)
+    gibbs = DPSubspaceClustering(k=3, options=SubspaceOptions(solver="gibbs", gibbs_asymptotic_ok=True, epsilon=1.0))
+    assert gibbs.streams is False  # the Gibbs chain sees every record at once
+
+
 def test_the_sketch_releases_the_same_from_chunks(tmp_path: Path) -> None:
     """One pass of chunks sums the sketch (to float rounding): the same ledger, sizes and parts."""
     memory, chunks = both(tmp_path, chunk_bytes=61)

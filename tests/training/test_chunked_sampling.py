@@ -69,7 +69,7 @@ def chunked_config(tmp_path: Path, path: Path, **over):
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
 
-@pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans", "sketch", "lsh_tree", "none"])
+@pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans", "sketch", "lsh_tree", "subspace", "none"])
 def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch,
                                                                                method: str) -> None:
     path = transaction_file(tmp_path, n=300)
@@ -112,8 +112,10 @@ def test_a_stage_or_partitioner_that_needs_memory_is_refused(tmp_path: Path) -> 
     chunked = ChunkedRecords.open(path, chunk_bytes=100, n_items=40)
     with pytest.raises(ConfigError, match="in_memory need the records in memory"):
         check_plan(chunked_config(tmp_path, path), chunked, [InMemory])
+    gibbs = "{solver: gibbs, gibbs_asymptotic_ok: true, epsilon: 1.0}"
     with pytest.raises(ConfigError, match="'subspace' needs the records"):
-        run_mod.train(chunked_config(tmp_path, path, **{"partition.method": "subspace"}), progress=False)
+        run_mod.train(chunked_config(tmp_path, path, **{"partition.method": "subspace", "partition.options": gibbs}),
+                      progress=False)
     assert not (tmp_path / "runs" / "chunked").exists()
 
 

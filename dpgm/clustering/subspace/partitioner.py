@@ -14,15 +14,16 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 
-from dpgm.clustering.base import STAGE, Partition
+from dpgm.clustering.base import STAGE, Partition, saved_rule
 from dpgm.clustering.noisy_lloyd import lloyd_event, resolve_sigma
 from dpgm.clustering.subspace.distance import nearest_subspace, random_bases
 from dpgm.clustering.subspace.gibbs import gibbs_subspaces
 from dpgm.clustering.subspace.sample_aggregate import sample_aggregate
-from dpgm.clustering.subspace.sulq import sulq_k_plane, sulq_releases
+from dpgm.clustering.subspace.sulq import Passes, sulq_k_plane, sulq_releases
 from dpgm.clustering.subspace.tsc import tsc
-from dpgm.data.dataset import BinaryDataset
+from dpgm.data.chunks import ChunkedRecords, Records, chunks_of
 from dpgm.errors import ConfigError
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_epsilon
@@ -76,6 +77,26 @@ def float_rows(records: Any, radius: float) -> np.ndarray:
     return np.asarray(clip_rows(dense.astype(np.float64), radius, dtype=np.float64), dtype=np.float64)
 
 
+@saved_rule("nearest_subspace")
+@dataclass(frozen=True)
+class NearestSubspace:
+    """The released subspaces' rule (post-processing): each record's nearest subspace, its row clipped
+    to the public ``radius``."""
+
+    bases: np.ndarray
+    radius: float
+
+    def __call__(self, records: Any) -> np.ndarray:
+        return nearest_subspace(float_rows(records, self.radius), self.bases)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"bases": torch.as_tensor(self.bases), "radius": self.radius}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> NearestSubspace:
+        return cls(state["bases"].numpy(), float(state["radius"]))
+
+
 @dataclass
 class DPSubspaceClustering:
     """k q-dimensional subspaces released by one of the paper's DP solvers; parts = nearest subspace."""
@@ -111,11 +132,18 @@ class DPSubspaceClustering:
         return gaussian_release(counts, sensitivity=1.0, noise_multiplier=sigma, accountant=accountant,
                                 stage=STAGE, rng=rng)
 
-    def _fit_sulq(self, rows: np.ndarray, accountant: Accountant, rng: np.random.Generator) -> dict[str, Any]:
+    @property
+    def streams(self) -> bool:
+        """Records in chunks: SuLQ's releases are sums over records (a pass per iteration); the other
+        solvers see every record at once."""
+        return self.options.solver == "sulq"
+
+    def _fit_sulq(self, rows: np.ndarray | Passes, accountant: Accountant, rng: np.random.Generator,
+                  dim: int) -> dict[str, Any]:
         opts = self.options
         releases = sulq_releases(opts.iterations)
         sigma = resolve_sigma(self.noise_multiplier, self.epsilon, lloyd_event, releases, accountant.delta)
-        init = random_bases(self.k, rows.shape[1], opts.dim, rng)
+        init = random_bases(self.k, dim, opts.dim, rng)
         result = sulq_k_plane(rows, init, iterations=opts.iterations, sigma=sigma, radius=opts.radius,
                               accountant=accountant, rng=rng, min_count=opts.min_count)
         self.bases_ = result.bases
@@ -141,20 +169,25 @@ class DPSubspaceClustering:
         return {"aggregate_epsilon": main, "noise_multiplier": result.noise_multiplier, "beta": result.beta,
                 "noisy_sizes": self._sizes(rows, accountant, rng)}
 
-    def fit(self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator) -> Partition:
+    def fit(self, data: Records, accountant: Accountant, rng: np.random.Generator) -> Partition:
         """Release k subspaces with the chosen solver (every release charged first), then sizes."""
         opts = self.options
         if opts.dim >= data.n_items:
             raise ConfigError(f"partition.options.dim: must be below the {data.n_items} items, got {opts.dim}")
-        rows = float_rows(data.records, opts.radius)
-        fit = {"sulq": self._fit_sulq, "gibbs": self._fit_gibbs, "sample_aggregate": self._fit_aggregate}
-        facts = fit[opts.solver](rows, accountant, rng)
+        chunked = isinstance(data, ChunkedRecords)
+        rows: np.ndarray | Passes = ((lambda: (float_rows(c.records, opts.radius) for c in chunks_of(data)))
+                                     if chunked else float_rows(data.records, opts.radius))
+        fit = {"sulq": lambda: self._fit_sulq(rows, accountant, rng, data.n_items),
+               "gibbs": lambda: self._fit_gibbs(rows, accountant, rng),
+               "sample_aggregate": lambda: self._fit_aggregate(rows, accountant, rng)}
+        facts = fit[opts.solver]()
         sizes = facts.pop("noisy_sizes")
         info = {"method": self.method, "solver": opts.solver, "dim": opts.dim, "radius": opts.radius,
                 "iterations": opts.iterations, "target_epsilon": self.epsilon, "delta": accountant.delta,
                 "released_counts": np.asarray(sizes).tolist(), **facts}
-        return Partition(assignments=nearest_subspace(rows, self.bases_), noisy_sizes=np.maximum(sizes, 0.0),
-                         centres=self.bases_, info=info)
+        rule = NearestSubspace(self.bases_, opts.radius)
+        return Partition(assignments=None if chunked else nearest_subspace(rows, self.bases_),
+                         noisy_sizes=np.maximum(sizes, 0.0), centres=self.bases_, info=info, rule=rule)
 
     def assign(self, records: Any) -> np.ndarray:
         """Nearest released subspace of each record (post-processing)."""

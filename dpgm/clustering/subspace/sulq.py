@@ -10,6 +10,7 @@ its previous subspace. The final sizes of the parts of the last subspaces are on
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,11 +24,21 @@ from dpgm.privacy.mechanisms import gaussian_release, gaussian_releases
 
 @dataclass
 class SulqResult:
-    """Released subspaces (k, d, q), final noisy part sizes, and the final (post-processed) assignment."""
+    """Released subspaces (k, d, q), final noisy part sizes, and the final (post-processed) assignment
+    (None for rows in chunks: the nearest released subspace is the rule)."""
 
     bases: np.ndarray
     noisy_sizes: np.ndarray
-    assignments: np.ndarray
+    assignments: np.ndarray | None
+
+
+#: One pass over the rows, a chunk at a time (records larger than memory, ``dpgm.data.chunks``).
+Passes = Callable[[], Iterable[np.ndarray]]
+
+
+def _passes(rows: np.ndarray | Passes) -> Passes:
+    """Rows held in memory are one pass of one chunk."""
+    return rows if callable(rows) else lambda: (rows,)
 
 
 def sulq_releases(iterations: int) -> int:
@@ -47,7 +58,7 @@ def part_moments(rows: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarr
 
 
 def sulq_step(
-    rows: np.ndarray,
+    rows: np.ndarray | Passes,
     bases: np.ndarray,
     *,
     sigma: float,
@@ -58,7 +69,8 @@ def sulq_step(
 ) -> np.ndarray:
     """One SuLQ k-plane iteration: assign, charge and release counts and moments, re-fit the subspaces."""
     k, _, q = bases.shape
-    counts, moments = part_moments(rows, nearest_subspace(rows, bases), k)
+    counts, moments = (sum(parts) for parts in zip(*(part_moments(chunk, nearest_subspace(chunk, bases), k)
+                                                    for chunk in _passes(rows)())))
     noisy_counts, noisy_moments = gaussian_releases(
         [counts, moments], [1.0, radius**2], noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng
     )
@@ -69,7 +81,7 @@ def sulq_step(
 
 
 def sulq_k_plane(
-    rows: np.ndarray,
+    rows: np.ndarray | Passes,
     init: np.ndarray,
     *,
     iterations: int,
@@ -79,7 +91,8 @@ def sulq_k_plane(
     rng: np.random.Generator,
     min_count: float = 1.0,
 ) -> SulqResult:
-    """T SuLQ k-plane iterations from data-independent ``init`` bases; rows must satisfy ||x|| <= radius."""
+    """T SuLQ k-plane iterations from data-independent ``init`` bases; rows must satisfy ||x|| <= radius
+    (``rows`` may be a function giving one pass over them in chunks: then no assignment is kept)."""
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     accountant.refuse_unless_affordable(STAGE, lloyd_event(sigma), count=sulq_releases(iterations))
@@ -87,7 +100,8 @@ def sulq_k_plane(
     for _ in range(iterations):
         bases = sulq_step(rows, bases, sigma=sigma, radius=radius, min_count=min_count,
                           accountant=accountant, rng=rng)
-    labels = nearest_subspace(rows, bases)
-    sizes = gaussian_release(np.bincount(labels, minlength=bases.shape[0]), sensitivity=1.0,
-                             noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng)
-    return SulqResult(bases=bases, noisy_sizes=sizes, assignments=labels)
+    counts = sum(np.bincount(nearest_subspace(chunk, bases), minlength=bases.shape[0]) for chunk in _passes(rows)())
+    sizes = gaussian_release(counts, sensitivity=1.0, noise_multiplier=sigma, accountant=accountant, stage=STAGE,
+                             rng=rng)
+    return SulqResult(bases=bases, noisy_sizes=sizes,
+                      assignments=None if callable(rows) else nearest_subspace(rows, bases))
