@@ -315,7 +315,12 @@ class LshTreePartitioner:
                                   options=self.options, accountant=accountant, rng=rng)
         self.centres_ = coreset_centres(coreset, self.k, self.options.kmeans_inits, rng)
         rule = NearestCentre(self.centres_, None, self.radius_, offset=self.offset_)
-        counts = sum(np.bincount(nearest_centre(rows, self.centres_), minlength=self.k) for rows, _ in passes())
+        if isinstance(data, ChunkedRecords):  # the parts are the rule's, wherever a chunk is read
+            assignments = None
+            counts = sum(np.bincount(nearest_centre(rows, self.centres_), minlength=self.k) for rows, _ in passes())
+        else:
+            assignments = nearest_centre(held[0][0], self.centres_)
+            counts = np.bincount(assignments, minlength=self.k)
         sizes = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise.count_multiplier,
                                  accountant=accountant, stage=STAGE, rng=rng)
         info = {
@@ -328,7 +333,6 @@ class LshTreePartitioner:
             "released_counts": sizes.tolist(),
         }
         centres = self.centres_ if self.offset_ is None else self.centres_ + self.offset_  # in the records' space
-        assignments = None if isinstance(data, ChunkedRecords) else nearest_centre(held[0][0], self.centres_)
         return Partition(assignments=assignments, noisy_sizes=np.maximum(sizes, 0.0), centres=centres, info=info,
                          rule=rule)
 

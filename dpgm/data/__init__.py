@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,28 +68,32 @@ def load_dataset(cfg: DataConfig) -> Records:
     shard = None if world == 1 else (collective.rank(), world)
     if cfg.source not in LOADERS:
         raise ConfigError(f"data.source: unknown source {cfg.source!r}")
-    if cfg.source not in READERS:
-        return drop_short_records(_slice(LOADERS[cfg.source](cfg, None), shard), cfg.min_items)
-    if not cfg.path:
-        raise ConfigError(f"data.path: is required for source {cfg.source}")
-    files = resolve_data_files(cfg.path)
-    if cfg.chunk_mb is not None or len(files) > 1:
-        chunk_mb = 64.0 if cfg.chunk_mb is None else cfg.chunk_mb
-        chunked = ChunkedRecords.open(files, chunk_bytes=max(1, round(chunk_mb * 2**20)), source=cfg.source,
-                                      n_items=cfg.n_items, shard=shard, label_column=cfg.label_column)
-        if cfg.chunk_mb is None:  # several files, held in memory
-            return drop_short_records(gathered(chunked, limit=cfg.limit), cfg.min_items)
-        return narrowed(chunked, lambda d: drop_short_records(d, cfg.min_items))
-    if cfg.source == "transactions":  # the one loader that reads its own byte range
-        return drop_short_records(LOADERS[cfg.source](cfg, files[0], shard), cfg.min_items)
-    return drop_short_records(_slice(LOADERS[cfg.source](cfg, files[0]), shard), cfg.min_items)
+    files: list[Path] = []
+    if cfg.source in READERS:
+        if not cfg.path:
+            raise ConfigError(f"data.path: is required for source {cfg.source}")
+        files = resolve_data_files(cfg.path)
+        if cfg.chunk_mb is not None or len(files) > 1:
+            chunk_mb = 64.0 if cfg.chunk_mb is None else cfg.chunk_mb
+            chunked = ChunkedRecords.open(files, chunk_bytes=max(1, round(chunk_mb * 2**20)), source=cfg.source,
+                                          n_items=cfg.n_items, shard=shard, label_column=cfg.label_column)
+            if cfg.chunk_mb is None:  # several files, held in memory
+                return drop_short_records(gathered(chunked, limit=cfg.limit), cfg.min_items)
+            return narrowed(chunked, lambda d: drop_short_records(d, cfg.min_items))
+    return drop_short_records(LOADERS[cfg.source](cfg, files[0] if files else None, shard), cfg.min_items)
 
 
-def _slice(dataset: BinaryDataset, shard: tuple[int, int] | None) -> BinaryDataset:
-    """Rank ``shard[0]``'s contiguous share of records loaded whole (every record on one rank)."""
-    if shard is None:
-        return dataset
-    return dataset.subset(np.array_split(np.arange(dataset.n_records), shard[1])[shard[0]])
+Loader = Callable[[Any, Path | None], BinaryDataset]
+
+
+def _whole(load: Loader) -> Callable[..., BinaryDataset]:
+    """A loader of whole files: with several ranks each keeps its contiguous share of the records."""
+    def sliced(cfg: DataConfig, path: Path | None, shard: tuple[int, int] | None) -> BinaryDataset:
+        dataset = load(cfg, path)
+        if shard is None:
+            return dataset
+        return dataset.subset(np.array_split(np.arange(dataset.n_records), shard[1])[shard[0]])
+    return sliced
 
 
 def _mnist(cfg: DataConfig, path: Path | None) -> BinaryDataset:
@@ -97,14 +101,15 @@ def _mnist(cfg: DataConfig, path: Path | None) -> BinaryDataset:
     return load_mnist(cfg.split, threshold=cfg.threshold, directory=folder, download=cfg.download, limit=cfg.limit)
 
 
-#: How each ``data.source`` is read into memory: (config, its file or None, a transaction file's shard).
+#: How each ``data.source`` is read into memory: (config, its file or None, this rank's shard or None).
+#: A transaction file is read by byte ranges; the others are loaded whole and sliced.
 LOADERS: dict[str, Callable[..., BinaryDataset]] = {
-    "mnist": _mnist,
-    "digits": lambda cfg, path: load_digits(threshold=cfg.threshold, limit=cfg.limit),
-    "transactions": lambda cfg, path, shard=None: load_transactions(
+    "mnist": _whole(_mnist),
+    "digits": _whole(lambda cfg, path: load_digits(threshold=cfg.threshold, limit=cfg.limit)),
+    "transactions": lambda cfg, path, shard: load_transactions(
         path, limit=cfg.limit, n_items=cfg.n_items, require_universe=True, shard=shard),
-    "csv": lambda cfg, path: load_csv(path, label_column=cfg.label_column, limit=cfg.limit),
-    "parquet": lambda cfg, path: load_parquet(path, label_column=cfg.label_column, limit=cfg.limit),
+    "csv": _whole(lambda cfg, path: load_csv(path, label_column=cfg.label_column, limit=cfg.limit)),
+    "parquet": _whole(lambda cfg, path: load_parquet(path, label_column=cfg.label_column, limit=cfg.limit)),
 }
 
 
