@@ -71,6 +71,7 @@ def rank_main(rank: int, world: int, init: str, args: argparse.Namespace, runs: 
                "stages_s": stages - loaded, "dpsgd_s": done - stages, "total_s": done - start,
                "peak_rss_mb": peak_mb, "epsilon": run.accountant.spent().epsilon, "steps": run.training.step}
         out.put(row)
+        dist.barrier()  # no rank leaves the group while another still uses it
     finally:
         dist.destroy_process_group()
 

@@ -76,6 +76,7 @@ def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
         noisy, report = released(path, runs / "noisy"), trained(path, runs / "trained")
         silence(setattr)
         out.put((rank, noisy, released(path, runs / "exact"), report))
+        dist.barrier()  # no rank leaves the group while another still uses it
     finally:
         dist.destroy_process_group()
 
@@ -143,6 +144,7 @@ def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
                 run_mod.resume(runs / name, progress=False)
             else:
                 run_mod.train(config_from_dict(cfg), progress=False)
+        dist.barrier()  # no rank leaves the group while another still uses it
     finally:
         dist.destroy_process_group()
 

@@ -45,6 +45,7 @@ def launched() -> Iterator[None]:
     dist.init_process_group("gloo")
     try:
         yield
+        dist.barrier()  # a rank leaving while another still talks can abort the other (gloo)
     finally:
         dist.destroy_process_group()
 

@@ -66,6 +66,7 @@ def rank_main(rank: int, init: str, out: Any) -> None:
         exact = {c: gradients(mine, c) for c in ("fixed", "adaptive")}
         plain = lambda grads: {c: [g.numpy() for g in v] for c, v in grads.items()}  # arrays: no shared memory
         out.put((rank, plain(noisy), plain(exact), draws.numpy()))
+        dist.barrier()  # no rank leaves the group while another still uses it
     finally:
         dist.destroy_process_group()
 
