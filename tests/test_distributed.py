@@ -66,6 +66,15 @@ def trained(path: Path, runs: Path) -> dict[str, Any]:
     return {key: report[key] for key in ("epsilon", "stage_epsilons", "plan", "noisy_part_sizes")}
 
 
+def leave(dist: Any) -> None:
+    """A rank's normal end: wait for every rank, leave the group, and exit at once. Gloo's worker
+    threads can abort a process while the interpreter shuts down (SIGABRT, "terminate called without
+    an active exception"), after everything the test checks is delivered."""
+    dist.barrier()
+    dist.destroy_process_group()
+    os._exit(0)
+
+
 def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
     """One rank: join the gloo group, run with noise, then without, hand both results back."""
     import torch.distributed as dist
@@ -76,7 +85,7 @@ def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
         noisy, report = released(path, runs / "noisy"), trained(path, runs / "trained")
         silence(setattr)
         out.put((rank, noisy, released(path, runs / "exact"), report))
-        dist.barrier()  # no rank leaves the group while another still uses it
+        leave(dist)
     finally:
         dist.destroy_process_group()
 
@@ -144,7 +153,7 @@ def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
                 run_mod.resume(runs / name, progress=False)
             else:
                 run_mod.train(config_from_dict(cfg), progress=False)
-        dist.barrier()  # no rank leaves the group while another still uses it
+        leave(dist)
     finally:
         dist.destroy_process_group()
 

@@ -114,7 +114,7 @@ Passes = Callable[[], Iterable[Rows]]
 Assign = Callable[[Rows], np.ndarray]
 
 
-def _passes(rows: Rows | Passes) -> Passes:
+def passes_of(rows: Rows | Passes) -> Passes:
     """Rows held in memory are one pass of one chunk."""
     return rows if callable(rows) else lambda: (rows,)
 
@@ -309,7 +309,7 @@ def noisy_lloyd_step(
         assignments = lambda chunk: nearest_centre(chunk, centres, sq_norms)
     elif not callable(assignments):  # one array for rows held in memory
         assignments = lambda chunk, fixed=assignments: fixed
-    counts, sums = summed_parts(_passes(rows), assignments, k)
+    counts, sums = summed_parts(passes_of(rows), assignments, k)
     noisy_counts, noisy_sums = gaussian_releases(
         [counts, sums], [1.0, bound], noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng
     )

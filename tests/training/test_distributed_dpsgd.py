@@ -52,6 +52,7 @@ def rank_main(rank: int, init: str, out: Any) -> None:
     import torch.distributed as dist
 
     from dpgm.training.mixture import rank_seed, step_generator
+    from tests.test_distributed import leave
 
     os.environ["OMP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
@@ -66,7 +67,7 @@ def rank_main(rank: int, init: str, out: Any) -> None:
         exact = {c: gradients(mine, c) for c in ("fixed", "adaptive")}
         plain = lambda grads: {c: [g.numpy() for g in v] for c, v in grads.items()}  # arrays: no shared memory
         out.put((rank, plain(noisy), plain(exact), draws.numpy()))
-        dist.barrier()  # no rank leaves the group while another still uses it
+        leave(dist)
     finally:
         dist.destroy_process_group()
 

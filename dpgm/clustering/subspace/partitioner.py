@@ -17,11 +17,11 @@ import scipy.sparse as sp
 import torch
 
 from dpgm.clustering.base import STAGE, Partition, saved_rule
-from dpgm.clustering.noisy_lloyd import lloyd_event, resolve_sigma
+from dpgm.clustering.noisy_lloyd import Passes, lloyd_event, resolve_sigma
 from dpgm.clustering.subspace.distance import nearest_subspace, random_bases
 from dpgm.clustering.subspace.gibbs import gibbs_subspaces
 from dpgm.clustering.subspace.sample_aggregate import sample_aggregate
-from dpgm.clustering.subspace.sulq import Passes, sulq_k_plane, sulq_releases
+from dpgm.clustering.subspace.sulq import sulq_k_plane, sulq_releases
 from dpgm.clustering.subspace.tsc import tsc
 from dpgm.data.chunks import ChunkedRecords, Records, chunks_of
 from dpgm.errors import ConfigError

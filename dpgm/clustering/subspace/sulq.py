@@ -10,13 +10,12 @@ its previous subspace. The final sizes of the parts of the last subspaces are on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpgm.clustering.base import STAGE
-from dpgm.clustering.noisy_lloyd import lloyd_event, lloyd_releases
+from dpgm.clustering.noisy_lloyd import Passes, lloyd_event, lloyd_releases, passes_of
 from dpgm.clustering.subspace.distance import nearest_subspace, top_eigvecs
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release, gaussian_releases
@@ -30,15 +29,6 @@ class SulqResult:
     bases: np.ndarray
     noisy_sizes: np.ndarray
     assignments: np.ndarray | None
-
-
-#: One pass over the rows, a chunk at a time (records larger than memory, ``dpgm.data.chunks``).
-Passes = Callable[[], Iterable[np.ndarray]]
-
-
-def _passes(rows: np.ndarray | Passes) -> Passes:
-    """Rows held in memory are one pass of one chunk."""
-    return rows if callable(rows) else lambda: (rows,)
 
 
 def sulq_releases(iterations: int) -> int:
@@ -70,7 +60,7 @@ def sulq_step(
     """One SuLQ k-plane iteration: assign, charge and release counts and moments, re-fit the subspaces."""
     k, _, q = bases.shape
     counts, moments = (sum(parts) for parts in zip(*(part_moments(chunk, nearest_subspace(chunk, bases), k)
-                                                    for chunk in _passes(rows)())))
+                                                    for chunk in passes_of(rows)())))
     noisy_counts, noisy_moments = gaussian_releases(
         [counts, moments], [1.0, radius**2], noise_multiplier=sigma, accountant=accountant, stage=STAGE, rng=rng
     )
@@ -100,7 +90,7 @@ def sulq_k_plane(
     for _ in range(iterations):
         bases = sulq_step(rows, bases, sigma=sigma, radius=radius, min_count=min_count,
                           accountant=accountant, rng=rng)
-    counts = sum(np.bincount(nearest_subspace(chunk, bases), minlength=bases.shape[0]) for chunk in _passes(rows)())
+    counts = sum(np.bincount(nearest_subspace(chunk, bases), minlength=bases.shape[0]) for chunk in passes_of(rows)())
     sizes = gaussian_release(counts, sensitivity=1.0, noise_multiplier=sigma, accountant=accountant, stage=STAGE,
                              rng=rng)
     return SulqResult(bases=bases, noisy_sizes=sizes,
