@@ -148,7 +148,7 @@ class Coreset:
 
 
 #: One pass over the records: (rows clipped to the radius, their hash bits) a chunk at a time.
-Passes = Callable[[], Iterator[tuple[Rows, np.ndarray]]]
+HashedPasses = Callable[[], Iterator[tuple[Rows, np.ndarray]]]
 
 
 def prefix_codes(bits: np.ndarray) -> np.ndarray:
@@ -187,7 +187,7 @@ def _children(bits: np.ndarray, level: int, branching: np.ndarray) -> np.ndarray
     return np.bincount(2 * pos[hit] + bits[hit, level], minlength=2 * len(branching))
 
 
-def _grow(passes: Passes, noise: TreeNoise, k: int, dim: int, options: LshTreeOptions,
+def _grow(passes: HashedPasses, noise: TreeNoise, k: int, dim: int, options: LshTreeOptions,
           accountant: Accountant, rng: np.random.Generator) -> tuple[Tree, list[float], Coreset]:
     """The tree, level by level (each level's counts one release, one pass over the records): the
     tree, the leaves' noisy counts, and the coreset's shape."""
@@ -223,7 +223,7 @@ def _grow(passes: Passes, noise: TreeNoise, k: int, dim: int, options: LshTreeOp
     return tree, leaf_counts, shape
 
 
-def private_coreset(passes: Passes, dim: int, *, k: int, radius: float, noise: TreeNoise, options: LshTreeOptions,
+def private_coreset(passes: HashedPasses, dim: int, *, k: int, radius: float, noise: TreeNoise, options: LshTreeOptions,
                     accountant: Accountant, rng: np.random.Generator) -> Coreset:
     """The released coreset of the rows ``passes`` gives (norms <= radius) with their hash bits."""
     tree, leaf_counts, coreset = _grow(passes, noise, k, dim, options, accountant, rng)
@@ -305,7 +305,7 @@ class LshTreePartitioner:
         self._setup(data.n_items)
         planes = rng.normal(size=(self.options.max_depth, data.n_items))
         if isinstance(data, ChunkedRecords):
-            passes: Passes = lambda: ((rows, hash_bits(rows, planes)) for rows in map(self._rows, (
+            passes: HashedPasses = lambda: ((rows, hash_bits(rows, planes)) for rows in map(self._rows, (
                 c.records for c in chunks_of(data))))
         else:
             rows = self._rows(data.records)
