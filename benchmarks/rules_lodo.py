@@ -96,10 +96,24 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tree3e3_light": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
     "tree3e3_light_noempty": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15,
                               "TREE_EMPTY_PART": False},
+    # the tree's budget split as MST splits its own: a quarter of rho each for the selections and the pairs
+    "tree1e4_even": {"TREE_SCALE": 10_000, "TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25},
+    "tree1e4_even_noempty": {"TREE_SCALE": 10_000, "TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25,
+                             "TREE_EMPTY_PART": False},
+    "tree3e4": {"TREE_SCALE": 30_000},
+    "tree3e4_noempty": {"TREE_SCALE": 30_000, "TREE_EMPTY_PART": False},
+    "tree3e4_even_noempty": {"TREE_SCALE": 30_000, "TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25,
+                             "TREE_EMPTY_PART": False},
+    # a declared table (data.attributes) modelled like any other data, and its tree with an even split
+    "tables_off": {"TABLE_TREE_SCALE": 0},
+    "tables_even": {"TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25},
     # another partitioner of the parts at the same share of rho
     "part_lsh": {"PARTITIONER": "lsh_tree"},
     "part_kernel": {"PARTITIONER": "kernel_kmeans"},
 }
+#: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
+#: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
+ATTRIBUTES = {"mushroom": 23, "chess": 37}
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
 FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",
@@ -217,8 +231,10 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             start = time.perf_counter()
             try:
                 with tempfile.TemporaryDirectory() as tmp:
+                    declared = [f"data.attributes={ATTRIBUTES[name]}"] if name in ATTRIBUTES and args.attributes else []
                     cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}", f"threads={args.threads}",
-                                                    f"privacy.delta={delta}", f"privacy.target_epsilon={epsilon}"])
+                                                    f"privacy.delta={delta}", f"privacy.target_epsilon={epsilon}",
+                                                    *declared])
                     run_dir, _ = train(cfg, data=fit, progress=False)
                     train_seconds = time.perf_counter() - start
                     released = sample_dataset(run_dir, held.held_out.n_records, seed=seed)
@@ -444,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="also fit these baselines (need mbi) on the same records and score them beside the rules")
     p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
                    help="a peer's options, e.g. aim.max_rounds=20 (a public cap on AIM's rounds)")
+    p.add_argument("--no-attributes", dest="attributes", action="store_false",
+                   help="do not declare the tables' attributes (data.attributes) to the rules")
     p.add_argument("--threads", type=int, default=1, help="the runs' torch and BLAS threads (config key threads)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")

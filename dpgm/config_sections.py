@@ -59,6 +59,11 @@ class DataConfig:
                             "at load (and, with top_items, after the item choice), a per-record rule under which DP "
                             "still holds; how many were dropped is private and never shown. The release draws again "
                             "every synthetic record with fewer (post-processing, no privacy cost)")
+    attributes: int | None = opt(None, "a table written as attribute=value items: the number of attributes, each "
+                                       "record holding one item per attribute (a public fact of the schema). "
+                                       "rules: public then clips every record's statistics to that many items, "
+                                       "spends nothing on a private length bound and picks a model for tables "
+                                       "(docs/guide/configs.md); listed in the privacy report's public_inputs")
     records_magnitude: int | None = opt(None, "rules: public: the declared order of magnitude N of the number of "
                                               "records (a power of ten, N <= n < 10 N; null: read off the data and "
                                               "listed in the privacy report's public_inputs)")
@@ -75,6 +80,7 @@ class DataConfig:
         _require(self.chunk_mb is None or self.limit is None, "data", "chunk_mb", "cannot be combined with data.limit")
         _require(self.min_items >= 0, "data", "min_items", "must be >= 0")
         _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
+        _require(self.attributes is None or self.attributes >= 1, "data", "attributes", "must be >= 1")
         _require(self.records_magnitude is None
                  or (self.records_magnitude >= 1 and math.log10(self.records_magnitude).is_integer()),
                  "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")

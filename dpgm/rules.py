@@ -63,6 +63,10 @@ MIN_TRAINING_SCALE = 3_000
 #: independent items or DP-SGD (0: never); its edge selections and its pair counts take these shares.
 TREE_SCALE = 0
 TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
+#: Below this N * epsilon a declared table (``data.attributes``: one item per attribute in every record)
+#: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
+#: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
+TABLE_TREE_SCALE = 10_000
 #: Whether a tree leaves the empty records to a part of their own (its draws holding no item are then
 #: dropped, ``item_pairs.fit_tree``) or draws them itself.
 TREE_EMPTY_PART = True
@@ -81,6 +85,7 @@ class PublicFacts:
     epsilon: float
     delta: float
     min_items: int = 0  # data.min_items, declared
+    attributes: int | None = None  # data.attributes, declared: a table, one item per attribute in every record
 
 
 def zcdp_rho(epsilon: float, delta: float) -> float:
@@ -120,11 +125,17 @@ def parts(facts: PublicFacts) -> int:
     return max(1, min(MAX_PARTS, int(facts.records_magnitude * facts.epsilon // RECORDS_PER_PART)))
 
 
+def tree_scale(facts: PublicFacts) -> int:
+    """The N * epsilon below which the rules pick a tree of items: TREE_SCALE, or TABLE_TREE_SCALE for
+    a declared table if larger."""
+    return TREE_SCALE if facts.attributes is None else max(TREE_SCALE, TABLE_TREE_SCALE)
+
+
 def family(facts: PublicFacts) -> str:
-    """The model family from N * epsilon: ``tree`` below TREE_SCALE, ``independent`` below
+    """The model family from N * epsilon: ``tree`` below ``tree_scale``, ``independent`` below
     MIN_TRAINING_SCALE, else ``vae`` (DP-SGD)."""
     scale = facts.records_magnitude * facts.epsilon
-    return "tree" if scale < TREE_SCALE else "independent" if scale < MIN_TRAINING_SCALE else "vae"
+    return "tree" if scale < tree_scale(facts) else "independent" if scale < MIN_TRAINING_SCALE else "vae"
 
 
 def tree_options(rho: float, n_items: int) -> dict[str, float]:
@@ -146,10 +157,12 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     kind = kind or family(facts)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
-    empty_part = facts.min_items == 0 and (kind != "tree" or TREE_EMPTY_PART)
+    table = facts.attributes is not None  # no record is empty; its length is declared, not measured
+    empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART)
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
-    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + LENGTH_BOUND_SHARE
+    bound_share = LENGTH_BOUND_SHARE if not table else 0.0
+    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share
     # a kind without DP-SGD leaves the means its share too
     means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE
     out: dict[str, Any] = {
@@ -160,14 +173,13 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         # one's do not, but with data.min_items the redraw would raise them (part_means.py); a tree
         # keeps the means by construction
         "model.output_bias": "noisy_mean", "model.calibrate": kind != "tree",
-        "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS, items)),
+        "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS if facts.attributes is None else facts.attributes, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
-        "model.mean_clip_quantile": LENGTH_QUANTILE if LENGTH_BOUND_SHARE > 0 else None,
-        "model.mean_clip_balance": LENGTH_BALANCE if LENGTH_BOUND_SHARE > 0 else None,
-        "model.length_bound_noise_multiplier": (sigma_for_share(rho, LENGTH_BOUND_SHARE)
-                                                if LENGTH_BOUND_SHARE > 0 else 20.0),
+        "model.mean_clip_quantile": LENGTH_QUANTILE if bound_share > 0 else None,
+        "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
+        "model.length_bound_noise_multiplier": sigma_for_share(rho, bound_share) if bound_share > 0 else 20.0,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
@@ -190,16 +202,19 @@ def regime(facts: PublicFacts) -> str:
     split = ("one group" if k == 1
              else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
     kind = family(facts)
+    table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
+             and tree_scale(facts) > TREE_SCALE else "")
     if kind == "tree":
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "
-                      f"N x epsilon = {scale:,.0f} is below {TREE_SCALE:,}, where measured pairs buy more than "
-                      "DP-SGD")
+                      f"{table}N x epsilon = {scale:,.0f} is below {tree_scale(facts):,}, where measured "
+                      "pairs buy more than DP-SGD")
     elif kind == "independent":
         family_why = (f"independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below "
                       f"{MIN_TRAINING_SCALE:,}, where DP-SGD's noise costs more than the correlations it learns")
     else:
         family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
-                      f"{max(MIN_TRAINING_SCALE, TREE_SCALE):,}, enough for DP-SGD to learn correlations between items")
+                      f"{max(MIN_TRAINING_SCALE, tree_scale(facts)):,}, enough for DP-SGD to learn correlations "
+                      "between items")
     totals = " Every item's total over all records is measured once and the groups' means agree with it." \
         if TOTALS_SHARE > 0 else ""
     inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"

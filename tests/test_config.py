@@ -43,6 +43,7 @@ def test_overrides_leave_the_callers_mapping_alone():
         ({"partition": {"k": 0}}, "partition.k"),
         ({"partition": {"k": 2.5}}, "partition.k"),
         ({"training": {"epochs": "ten"}}, "training.epochs"),
+        ({"data": {"attributes": 0}}, "data.attributes"),
     ],
 )
 def test_bad_values_name_the_key(data, message):

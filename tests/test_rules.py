@@ -275,3 +275,34 @@ def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -
         assert spent / rho < 1 - rules.MARGIN - 0.1
     else:  # nothing is left to a later stage
         assert spent / rho == pytest.approx(1 - rules.MARGIN)
+
+
+def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_declaration(tmp_path) -> None:
+    """data.attributes: each record holds one item per attribute, so the clip is sqrt(attributes) (no
+    private length bound), no record is empty (no empty part), and below TABLE_TREE_SCALE each part's
+    model is a tree; the budget is still spent exactly."""
+    from dpgm import rules
+
+    plain = facts(3_000, items=100)
+    table = PublicFacts(n_items=100, records_magnitude=1_000, epsilon=1.0, delta=1e-6, attributes=23)
+    assert public_defaults(plain, top_items=None)["model.kind"] == "independent"  # undeclared: unchanged
+    chosen = public_defaults(table, top_items=None)
+    assert chosen["model.kind"] == "tree" and chosen["model.mean_clip"] == pytest.approx(math.sqrt(23))
+    assert chosen["model.mean_clip_quantile"] is None and chosen["partition.empty_part_noise_multiplier"] is None
+    assert "a table of 23 attributes (declared)" in regime(table) and "a tree of items" in regime(table)
+    rho = zcdp_rho(table.epsilon, table.delta)
+    options = chosen["model.options"]
+    cost = (99 * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
+            + sum(1 / (2 * chosen[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier")))
+    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
+    large = PublicFacts(n_items=100, records_magnitude=100_000, epsilon=1.0, delta=1e-8, attributes=23)
+    assert public_defaults(large, top_items=None)["model.kind"] == "vae"  # above the scale: DP-SGD pays
+    assert public_defaults(large, top_items=None)["model.mean_clip"] == pytest.approx(math.sqrt(23))
+    # a run lists the declaration among its public inputs and spends nothing on a length bound
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "data": {"attributes": 4}, "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run.start()
+    assert cfg.model.kind == "tree" and run.accountant.ledger.count("length_bound") == 0
+    assert any(p["quantity"] == "attributes of the table" for p in run.public)
+    assert 0.95 < run.planned_epsilon() <= 1.0

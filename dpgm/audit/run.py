@@ -67,6 +67,7 @@ def audited_config(cfg: Config, base: BinaryDataset) -> tuple[Config, float, int
             epsilon=float(cfg.privacy.target_epsilon),  # type: ignore[arg-type]
             delta=delta,
             min_items=cfg.data.min_items,
+            attributes=cfg.data.attributes,
         )
         apply_public_rules(cfg, facts, cfg.stated)
     if cfg.model.kind not in AUTO_SCORE:

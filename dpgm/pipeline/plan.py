@@ -48,7 +48,7 @@ def released_config(cfg: Config) -> dict[str, Any]:
 def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> PublicFacts:
     """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
     return PublicFacts(n_items=data.n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
-                       delta=delta, min_items=cfg.data.min_items)
+                       delta=delta, min_items=cfg.data.min_items, attributes=cfg.data.attributes)
 
 
 def rules_why(cfg: Config, facts: PublicFacts) -> str:
@@ -106,6 +106,9 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
     by_source = {"csv": "the CSV header"}.get(cfg.data.source, "the image format (one item per pixel)")
     universe = data.meta.get("universe") or by_source
     out.append({"quantity": "item universe", "value": f"{data.n_items} items", "why": universe})
+    if cfg.data.attributes is not None:
+        out.append({"quantity": "attributes of the table", "value": f"{cfg.data.attributes} (one item each per record)",
+                    "why": "declared as data.attributes"})
     if data.image_shape is not None:
         out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})
     if cfg.partition.method == "label":

@@ -2,16 +2,17 @@
 
 MST's recipe (McKenna, Miklau, Sheldon 2021) for binary items, on top of the part means: per
 part, a spanning tree is grown one edge at a time (Kruskal), each edge chosen by an exponential
-mechanism among the pairs that join two components, scored by how far the pair's co-occurrence
-count is from what independence at the noisy means predicts; then the co-occurrence counts of the
-chosen edges are released with Gaussian noise, and each item's frequency given its parent follows
-from them and the noisy means (``fit_tree``: post-processing; the tree's item frequencies are
-the noisy means exactly).
+mechanism among the pairs that join two components, scored as MST scores it: the L1 distance
+between the pair's 2 x 2 table of counts and the table that independence at the noisy means and
+size predicts (``table_distances``); then the co-occurrence counts of the chosen edges are released
+with Gaussian noise, and each item's frequency given its parent follows from them and the noisy
+means (``fit_tree``: post-processing; the tree's item frequencies are the noisy means exactly).
 
-Privacy (add/remove one record, docs/privacy.md): a record enters with the weight s <= 1 that
-scales it to L2 norm <= the bound B of the part means (``length_bound.mean_bound``), so it moves a
-pair's count, and its score, by at most 1: each round is one epsilon exponential mechanism (the
-parts are disjoint: parallel composition). In the released counts a record holds at most
+Privacy (add/remove one record, docs/privacy.md): a record falls in exactly one cell of each pair's
+2 x 2 table, so it moves every score by at most 1: each round is one epsilon exponential mechanism
+(the parts are disjoint: parallel composition). In the released counts a record enters with the
+weight s <= 1 that scales it to L2 norm <= the bound B of the part means
+(``length_bound.mean_bound``) and holds at most
 |x| - 1 edges of a forest, each with weight s, so it moves them by at most
 s sqrt(|x| - 1) < B in L2 norm: one Gaussian mechanism of sensitivity B. The number of rounds,
 n_items - 1, does not depend on the data. Every mechanism is charged before it draws.
@@ -19,9 +20,12 @@ n_items - 1, does not depend on the data. Every mechanism is charged before it d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from dpgm.clustering.base import Partition
@@ -51,21 +55,58 @@ def weighted_pair_counts(records: Any, bound: float) -> np.ndarray:
     return np.asarray(counts.todense() if hasattr(counts, "todense") else counts, dtype=np.float64)
 
 
-def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -> np.ndarray:
-    """[k, m, m] ``weighted_pair_counts`` of each part's records in ``chunk``: a sum over records."""
+@dataclass(frozen=True)
+class PairCounts:
+    """Per part, the weighted pair counts the release measures and the plain counts the selections
+    score: a sum over records (chunks and ranks add)."""
+
+    weighted: np.ndarray  # [k, m, m]: sum of s x x^T (``weighted_pair_counts``)
+    plain: np.ndarray  # [k, m + 1, m + 1]: sum of [x, 1] [x, 1]^T (pairs, items, and the size last)
+
+    def __add__(self, other: PairCounts) -> PairCounts:
+        return PairCounts(self.weighted + other.weighted, self.plain + other.plain)
+
+    def over_ranks(self) -> PairCounts:
+        return PairCounts(collective.sum_over_ranks(self.weighted), collective.sum_over_ranks(self.plain))
+
+
+def plain_counts(records: Any) -> np.ndarray:
+    """[m + 1, m + 1] sum over records of [x, 1] [x, 1]^T: pair counts, item counts and the count."""
+    x = sp.hstack([sp.csr_matrix(records, dtype=np.float64), np.ones((records.shape[0], 1))], format="csr")
+    return np.asarray((x.T @ x).todense(), dtype=np.float64)
+
+
+def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -> PairCounts:
+    """``PairCounts`` of each part's records in ``chunk``."""
     parts = np.asarray(partition.parts_of(chunk))
-    return np.stack([weighted_pair_counts(chunk.records[parts == j], bound) for j in range(partition.k)])
+    rows = [chunk.records[parts == j] for j in range(partition.k)]
+    return PairCounts(np.stack([weighted_pair_counts(r, bound) for r in rows]),
+                      np.stack([plain_counts(r) for r in rows]))
 
 
-def grow_trees(counts: list[np.ndarray], sizes: np.ndarray, means: np.ndarray, *, epsilon: float,
+def table_distances(plain: np.ndarray, size: float, means: np.ndarray) -> np.ndarray:
+    """Per pair a < b (``np.triu_indices`` order), the L1 distance between its 2 x 2 table of counts
+    (from ``plain_counts``) and ``size`` x the table of independent items at ``means`` (MST's score).
+    One record adds 1 to one cell of every table: sensitivity 1."""
+    m = means.size
+    a, b = np.triu_indices(m, 1)
+    n, ca, cb, cab = plain[m, m], plain[a, a], plain[b, b], plain[a, b]
+    table = np.stack([cab, ca - cab, cb - cab, n - ca - cb + cab])
+    pa, pb = means[a], means[b]
+    expected = size * np.stack([pa * pb, pa * (1 - pb), (1 - pa) * pb, (1 - pa) * (1 - pb)])
+    return np.abs(table - expected).sum(axis=0)
+
+
+def grow_trees(plain: Sequence[np.ndarray], sizes: np.ndarray, means: np.ndarray, *, epsilon: float,
                accountant: Accountant, rng: np.random.Generator) -> list[list[tuple[int, int]]]:
     """Per part, the n_items - 1 edges of a spanning tree, each picked by an ``epsilon`` exponential
-    mechanism (score |count - n p_a p_b|, sensitivity 1) among the pairs joining two components."""
+    mechanism (``table_distances``, sensitivity 1) among the pairs joining two components; ``plain``:
+    each part's ``plain_counts``."""
     k, m = means.shape
     a, b = np.triu_indices(m, 1)
     components = [np.arange(m) for _ in range(k)]
     edges: list[list[tuple[int, int]]] = [[] for _ in range(k)]
-    scores = [np.abs(counts[j][a, b] - sizes[j] * means[j, a] * means[j, b]) for j in range(k)]
+    scores = [table_distances(plain[j], sizes[j], means[j]) for j in range(k)]
     for _ in range(m - 1):
         open_pairs = [np.flatnonzero(comp[a] != comp[b]) for comp in components]
         picks = exponential_mechanisms([u[o] for u, o in zip(scores, open_pairs)], epsilon=epsilon, sensitivity=1.0,
@@ -149,10 +190,10 @@ class ItemPairsStage(Stage):
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)
             return {"parent": np.full(means.shape, -1), "logits": np.repeat(logits[..., None], 2, axis=-1)}
-        counts = list(summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound)))  # this rank's
-        edges = grow_trees([collective.sum_over_ranks(c) for c in counts], sizes, means, epsilon=options.select_epsilon,
+        counts = summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound))  # this rank's
+        edges = grow_trees(counts.over_ranks().plain, sizes, means, epsilon=options.select_epsilon,
                            accountant=ctx.accountant, rng=ctx.rng)  # the scores need every rank's counts
-        chosen = np.array([[c[u, v] for u, v in part] for c, part in zip(counts, edges)], dtype=np.float64)
+        chosen = np.array([[c[u, v] for u, v in part] for c, part in zip(counts.weighted, edges)], dtype=np.float64)
         noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=options.pair_noise_multiplier,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
         nonempty = release_min_items(self.cfg) == 1

@@ -16,7 +16,15 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import sample_dataset
-from dpgm.stages.item_pairs import STAGE, ItemPairsStage, fit_tree, grow_trees, weighted_pair_counts
+from dpgm.stages.item_pairs import (
+    STAGE,
+    ItemPairsStage,
+    fit_tree,
+    grow_trees,
+    plain_counts,
+    table_distances,
+    weighted_pair_counts,
+)
 from tests.training.test_run import tiny_config
 
 
@@ -47,14 +55,35 @@ def test_a_record_moves_the_counts_of_any_forest_by_less_than_the_bound():
         counts = weighted_pair_counts(record, bound)
         moved = np.array([counts[j, parent[j]] for j in range(1, m)])
         assert np.linalg.norm(moved) < bound
-        assert moved.max(initial=0.0) <= 1.0  # and each selection score by at most 1
+
+
+def test_a_record_moves_every_selection_score_by_at_most_one():
+    """The exponential mechanism's sensitivity: adding a record moves each pair's table L1 distance by <= 1."""
+    rng = np.random.default_rng(3)
+    m = 8
+    for _ in range(50):
+        x = (rng.random((int(rng.integers(1, 60)), m)) < rng.uniform(0.05, 0.95)).astype(np.uint8)
+        record = (rng.random((1, m)) < rng.uniform(0.0, 1.0)).astype(np.uint8)
+        means, size = rng.uniform(0.01, 0.99, m), float(rng.uniform(1, 80))  # any public estimate
+        before = table_distances(plain_counts(sp.csr_matrix(x)), size, means)
+        after = table_distances(plain_counts(sp.csr_matrix(np.vstack([x, record]))), size, means)
+        assert np.abs(after - before).max() <= 1.0 + 1e-9
+
+
+def test_the_score_is_the_l1_distance_of_the_two_by_two_table():
+    x = np.array([[1, 1], [1, 0], [0, 0], [0, 0]], dtype=np.uint8)
+    plain = plain_counts(sp.csr_matrix(x))
+    assert plain[2, 2] == 4 and plain[0, 0] == 2 and plain[0, 1] == 1
+    # independence at the true margins (1/2, 1/4): table [1, 1, 0, 2] against 4 x [1/8, 3/8, 1/8, 3/8]
+    [score] = table_distances(plain, 4.0, np.array([0.5, 0.25]))
+    assert score == pytest.approx(0.5 + 0.5 + 0.5 + 0.5)
 
 
 def test_at_a_large_epsilon_the_selections_find_the_chain_and_are_charged_per_round():
     rng = np.random.default_rng(1)
     m = 6
     x = _chain_records(4000, m, rng)
-    counts = [weighted_pair_counts(sp.csr_matrix(x), np.sqrt(m))]
+    counts = [plain_counts(sp.csr_matrix(x))]
     acc = Accountant(delta=1e-5)
     [edges] = grow_trees(counts, np.array([4000.0]), x.mean(0, keepdims=True), epsilon=5.0, accountant=acc,
                          rng=np.random.default_rng(2))
