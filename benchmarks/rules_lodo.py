@@ -107,6 +107,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # a declared table (data.attributes) modelled like any other data, and its tree with an even split
     "tables_off": {"TABLE_TREE_SCALE": 0},
     "tables_even": {"TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25},
+    "tables_light": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
+    "tables_sel5": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.3},
+    "tables_pairs15": {"TREE_SELECT_SHARE": 0.1, "TREE_PAIRS_SHARE": 0.15},
     # another partitioner of the parts at the same share of rho
     "part_lsh": {"PARTITIONER": "lsh_tree"},
     "part_kernel": {"PARTITIONER": "kernel_kmeans"},
