@@ -734,7 +734,9 @@ PEERS_TABLES_MST = (
     "--seeds 10 --candidates default tables_off tables_even --peers mst`).")
 PEERS_TABLES_AIM = (
     "The same, beside AIM with the public 40-round cap, one seed (`--seeds 1 --epsilons 4 1 --peers aim "
-    "--peer-options aim.max_rounds=40`); AIM's rounds and seconds are in the JSON.")
+    "--peer-options aim.max_rounds=40`); AIM's rounds and seconds are in the JSON (167-581 s a fit, "
+    "beside another job). The sweep's process stopped once on a JAX compilation out of memory; the "
+    "settings left ran in fresh processes and their rows are appended (the file's `note`).")
 PEERS_TABLES_MWEM_PGM = (
     "The same, beside MWEM+PGM (as above: T = min(m, 60) rounds, alpha = 0.9, 25 MB cap), one seed.")
 
