@@ -736,6 +736,10 @@ PEERS_TABLES_MST = (
     "mushroom and chess declaring their attributes (`data.attributes`), the shipped rules beside MST on the "
     "same records and queries: ten seeds (`rules_lodo.py --datasets mushroom chess --sizes 3000 full "
     "--seeds 10 --candidates default tables_off tables_even --peers mst`).")
+PEERS_TABLES_TVD3 = (
+    "The same with the 3-way marginal TVD to the held-out half beside the 2-way (average over the item "
+    "triples `dpgm.evaluation.marginal_tvd` scores), three seeds (`--datasets mushroom --sizes 3000 full "
+    "--seeds 3 --candidates default --peers mst`, and chess alone in a second process).")
 PEERS_TABLES_AIM = (
     "The same, beside AIM with the public 40-round cap, one seed (`--seeds 1 --epsilons 4 1 --peers aim "
     "--peer-options aim.max_rounds=40`); AIM's rounds and seconds are in the JSON (167-581 s a fit, "
@@ -767,6 +771,8 @@ def page() -> str:
                              peers("rules_lodo_seven_mwem_pgm_eps4.json",
                                    "The generic rules beside MWEM+PGM at epsilon 4", PEERS_MWEM_PGM_EPS4),
                              peers("rules_lodo_tables_seeds10.json", "The declared tables beside MST", PEERS_TABLES_MST),
+                             peers("rules_lodo_tables_tvd3.json", "The declared tables beside MST: 3-way marginals",
+                                   PEERS_TABLES_TVD3),
                              peers("rules_lodo_tables_aim.json", "The declared tables beside AIM", PEERS_TABLES_AIM),
                              peers("rules_lodo_tables_mwem_pgm.json", "The declared tables beside MWEM+PGM",
                                    PEERS_TABLES_MWEM_PGM)]),

@@ -209,10 +209,11 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
                               rng=np.random.default_rng(MARGINALS_SEED + seed), options=BaselineOptions())
         evaluation.add("marginals", syn)
         marginals = take_means(evaluation, "marginals")
-        marginals_tvd2 = marginal_tvd(held.held_out, syn).twoway
+        marginals_tvd = marginal_tvd(held.held_out, syn)
         marginals_seconds = time.perf_counter() - start
         common = {"dataset": name, "size": label, "n_fit": fit.n_records, "n_items": fit.n_items, "epsilon": epsilon,
-                  "seed": seed, "marginals": marginals, "marginals_tvd2": marginals_tvd2,
+                  "seed": seed, "marginals": marginals, "marginals_tvd2": marginals_tvd.twoway,
+                  "marginals_tvd3": marginals_tvd.threeway,
                   "marginals_seconds": marginals_seconds}
         for peer in peers:
             start = time.perf_counter()
@@ -221,9 +222,10 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
                                        options=baseline_options(peer, peer_options(args, peer)))
             evaluation.add(peer, syn)
             groups = take_means(evaluation, peer)
+            tvd = marginal_tvd(held.held_out, syn)
             rows.append({**common, "candidate": f"peer:{peer}", "peer": peer,
                          "score": float(np.mean([np.log(groups[g] / marginals[g]) for g in marginals])),
-                         "groups": groups, "tvd2": marginal_tvd(held.held_out, syn).twoway,
+                         "groups": groups, "tvd2": tvd.twoway, "tvd3": tvd.threeway,
                          "seconds": time.perf_counter() - start, "options": peer_options(args, peer),
                          "rounds": report.get("rounds")})
             print(f"  {name}/{label} eps {epsilon:g} {peer}#{seed}: score {rows[-1]['score']:+.3f} "
@@ -245,11 +247,11 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
                 patched(old)
             evaluation.add(cand, released)
             groups = take_means(evaluation, cand)
-            tvd2 = marginal_tvd(held.held_out, released).twoway
+            tvd = marginal_tvd(held.held_out, released)
             seconds = time.perf_counter() - start
             ratio = [np.log(groups[g] / marginals[g]) for g in marginals]
             rows.append({**common, "candidate": cand, "score": float(np.mean(ratio)), "groups": groups,
-                         "tvd2": tvd2, "seconds": seconds, "train_seconds": train_seconds})
+                         "tvd2": tvd.twoway, "tvd3": tvd.threeway, "seconds": seconds, "train_seconds": train_seconds})
             print(f"  {name}/{label} eps {epsilon:g} {cand}#{seed}: score {rows[-1]['score']:+.3f} "
                   f"({seconds:.0f} s)", flush=True)
             save(args, rows)
@@ -351,9 +353,11 @@ def peer_table(rows: list[dict[str, Any]], peer_rows: list[dict[str, Any]], cand
         return {(r["dataset"], size_label(r["size"]), float(r["epsilon"]), r["seed"]): r for r in rs}
 
     ours = by_setting([r for r in rows if r["candidate"] == candidate])
-    lines = [f"{candidate} beside the peers, on the same records and held-out queries (groups 1..5; TVD: 2-way)",
+    three = any("tvd3" in p for p in peer_rows)
+    lines = [f"{candidate} beside the peers, on the same records and held-out queries (groups 1..5; TVD: 2-way"
+             + (", TVD3: 3-way)" if three else ")"),
              (f"{'setting':<26}{'peer':<10}{candidate + ' errors':>45}{'peer errors':>45}"
-              f"{'<= peer':>9}{'< marg.':>9}{'TVD':>9}{'peer TVD':>9}")]
+              f"{'<= peer':>9}{'< marg.':>9}{'TVD':>9}{'peer TVD':>9}" + (f"{'TVD3':>9}{'peer TVD3':>10}" if three else ""))]
     settings: dict[tuple[str, str, float, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for p in peer_rows:
         key = (p["dataset"], size_label(p["size"]), float(p["epsilon"]), p["seed"])
@@ -367,8 +371,16 @@ def peer_table(rows: list[dict[str, Any]], peer_rows: list[dict[str, Any]], cand
         lines.append(f"{s[0] + '/' + s[1] + ' eps ' + format(s[2], 'g'):<26}{s[3]:<10}"
                      + "".join(f"{v:>9.3g}" for v in mine) + "".join(f"{v:>9.3g}" for v in theirs)
                      + f"{int(np.sum(mine <= theirs)):>7}/5{int(np.sum(mine < marg)):>7}/5"
-                     + f"{np.mean([o['tvd2'] for o, _ in pairs]):>9.3g}{np.mean([p['tvd2'] for _, p in pairs]):>9.3g}")
+                     + f"{np.mean([o['tvd2'] for o, _ in pairs]):>9.3g}{np.mean([p['tvd2'] for _, p in pairs]):>9.3g}"
+                     + (_tvd3(pairs) if three else ""))
     return "\n".join(lines)
+
+
+def _tvd3(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """The candidate's and the peer's mean 3-way TVD, or dashes where a row has none (older files)."""
+    if not all("tvd3" in o and "tvd3" in p for o, p in pairs):
+        return f"{'-':>9}{'-':>10}"
+    return f"{np.mean([o['tvd3'] for o, _ in pairs]):>9.3g}{np.mean([p['tvd3'] for _, p in pairs]):>10.3g}"
 
 
 def group_table(rows: list[dict[str, Any]], candidate: str = "default") -> str:
