@@ -24,12 +24,12 @@ from dpgm.data import load_dataset
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.models import build_model
-from dpgm.pipeline.plan import run_delta, run_magnitude
+from dpgm.pipeline.plan import public_facts, run_delta, run_magnitude
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.progress import progress_scope, stage_bar
-from dpgm.rules import PublicFacts, apply_public_rules
+from dpgm.rules import apply_public_rules
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
 
@@ -61,15 +61,7 @@ def audited_config(cfg: Config, base: BinaryDataset) -> tuple[Config, float, int
     magnitude = run_magnitude(cfg, base)
     delta = run_delta(cfg, magnitude)  # a training run's delta on the base records
     if cfg.rules == "public":
-        facts = PublicFacts(
-            n_items=base.n_items,
-            records_magnitude=magnitude,
-            epsilon=float(cfg.privacy.target_epsilon),  # type: ignore[arg-type]
-            delta=delta,
-            min_items=cfg.data.min_items,
-            attributes=cfg.data.attributes,
-        )
-        apply_public_rules(cfg, facts, cfg.stated)
+        apply_public_rules(cfg, public_facts(cfg, base, magnitude, delta), cfg.stated)
     if cfg.model.kind not in AUTO_SCORE:
         raise ConfigError(
             f"audit: model.kind must be one of {list(AUTO_SCORE)}, got {cfg.model.kind}"
