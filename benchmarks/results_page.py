@@ -313,7 +313,7 @@ def generic_rules() -> str:
          "the rule chosen without dataset X is scored on X; the mean and the worst held-out dataset "
          "are the figures that matter. One seed per setting."),
         "", "```text", summary.rstrip(), "```", "", source(name),
-        *(part for title, file, what in TRIED for part in tried(title, file, what)), "", shipped_scores()])
+        *(part for title, file, what in TRIED for part in tried(title, file, what))])
 
 
 #: Rule families tried after the length bound: (heading, file, what the candidates change). In each
@@ -408,44 +408,29 @@ TRIED = (
 )
 
 
-#: The files whose ``default`` rows are the shipped rules, with the settings each one covers.
-SHIPPED = ("rules_lodo_seven_tables.json", "rules_lodo_tree3e4.json", "rules_lodo_shrink_means.json",
-           "rules_lodo_tables_seeds10.json", "rules_lodo_t10_seeds10.json")
+def rules_sweep_section() -> str:
+    """The shipped rules beside every peer on every setting measured (``rules_sweep.py``)."""
+    import rules_sweep  # the benchmark's own table: one rendering, here and on its command line
 
-
-def shipped_scores() -> str:
-    """The shipped rules' score on every setting measured since the tables' rule (per setting, the file
-    with the most seeds), and per epsilon the mean over each dataset's sizes, its held-out score."""
-    import rules_lodo
-
-    runs: dict[tuple[str, str, float], list[list[float]]] = {}
-    for name in SHIPPED:
-        by: dict[tuple[str, str, float], list[float]] = {}
-        for r in rules_lodo.read_rows(str(RESULTS / name)):
-            if r["candidate"] == "default":
-                by.setdefault((r["dataset"], rules_lodo.size_label(r["size"]), float(r["epsilon"])), []).append(r["score"])
-        for key, scores in by.items():
-            runs.setdefault(key, []).append(scores)
+    found = load_if_there("rules_sweep.json")
+    if found is None:
+        return ""
+    cells, met = found["cells"], found["targets"]
     lines = []
-    for eps in sorted({k[2] for k in runs}):
-        per: dict[str, list[float]] = {}
-        for (d, z, e), found in sorted(runs.items()):
-            if e == eps:
-                scores = max(found, key=len)
-                per.setdefault(d, []).append(float(np.mean(scores)))
-                lines.append(f"{d + '/' + z + ' eps ' + format(eps, 'g'):<28}{np.mean(scores):>+8.3f}  {len(scores)} seeds")
-        worst = max(per, key=lambda d: np.mean(per[d]))
-        lines.append(f"  epsilon {eps:g}: per dataset (mean over its sizes) "
-                     + ", ".join(f"{d} {np.mean(v):+.3f}" for d, v in per.items())
-                     + f"; worst {worst} {np.mean(per[worst]):+.3f}")
+    for eps, t in met.items():
+        peers = "; ".join(f"{METHODS.get(p, p)} at or below in 4 of 5 groups on {t[p]['at_or_below_4_of_5']} of "
+                          f"{t[p]['settings']}, 2-way TVD at or below on {t[p]['tvd2_at_or_below']}"
+                          for p in rules_sweep.PEERS if t[p]["settings"])
+        lines.append(f"- Epsilon {eps}: below the marginals in every group on {t['below_marginals_5_of_5']} of "
+                     f"{t['settings']} settings; {peers}.")
     return "\n".join([
-        "### The shipped rules on every setting", "",
-        ("The `default` rows of the files above that hold the shipped rules (the tables declared), each "
-         "setting from the file with the most seeds: the score against independent marginals and, per "
-         "epsilon, each dataset's mean over its sizes and the worst of these means. The shipped rule is what "
-         "leave-one-dataset-out chose for most held-out datasets; the tables above show where it chose "
-         "otherwise. msnbc's 300,000-record sample is not among these files."),
-        "", "```text", *lines, "```", "", source(*SHIPPED)])
+        "## The sweep: the shipped rules beside every peer", "",
+        ("The shipped rules (`default` rows of the files that hold them, per setting the file with the most "
+         "seeds) beside MST, MWEM+PGM and AIM (40-round cap), each peer compared on the seeds both ran: the "
+         "same records, the same 500 held-out counting queries. Seconds are one fit with its sampling and scoring, on one "
+         "thread. Plots, one per dataset (per size and epsilon, the error per length group of the rules, each "
+         "peer and the marginals): `benchmarks/results/sweep_seven/`."),
+        "", *lines, "", "```text", rules_sweep.text(cells), "```", "", source("rules_sweep.json")])
 
 
 def tried(title: str, name: str, what: str) -> list[str]:
@@ -760,7 +745,7 @@ def page() -> str:
         "Unless a table says otherwise, the machine had 2 cores.")
     busy = [threads_busy("config_timings_busy.json", "Threads beside another job: every shipped config", THREADS_ALL),
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
-    sections = (timings(), *filter(None, busy), generic_time(), generic_rules(), *filter(None, [peers("rules_lodo_seven_mst.json", "The generic rules beside MST on the seven datasets",
+    sections = (timings(), *filter(None, busy), generic_time(), generic_rules(), *filter(None, [rules_sweep_section(), peers("rules_lodo_seven_mst.json", "The generic rules beside MST on the seven datasets",
                                    PEERS_MST),
                              peers("rules_lodo_seven_aim.json", "The generic rules beside AIM on the seven datasets",
                                    PEERS_AIM),

@@ -110,6 +110,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tables_light": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
     "tables_sel5": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.3},
     "tables_pairs15": {"TREE_SELECT_SHARE": 0.1, "TREE_PAIRS_SHARE": 0.15},
+    # DP-SGD's batch and steps: larger batches, fewer or more steps at the same budget
+    "b1024": {"PART_BATCH": 1_024},
+    "b1024_s50": {"PART_BATCH": 1_024, "STEPS": 50},
+    "s50": {"STEPS": 50},
+    "s800": {"STEPS": 800},
     # another partitioner of the parts at the same share of rho
     "part_lsh": {"PARTITIONER": "lsh_tree"},
     "part_kernel": {"PARTITIONER": "kernel_kmeans"},
@@ -130,6 +135,8 @@ GROUPS = 5
 #: generators are seeded with this integer plus the seed. Their rows name them ``peer:NAME`` and
 #: take no part in the choice.
 PEERS = ("mst", "aim", "mwem_pgm")
+#: One colour per method in every panel of the plots (the candidate is C0).
+PLOT_COLOURS = {"marginals": "C7", "mst": "C1", "aim": "C3", "mwem_pgm": "C2"}
 PEER_SEED = 3_000
 
 
@@ -439,7 +446,8 @@ def plot_peers(rows: list[dict[str, Any]], folder: Path, candidate: str = "defau
                 for who, values in sorted(lines.get((dataset, size, eps), {}).items()):
                     style = {"marginals": ":", candidate: "-"}.get(who, "--")
                     label = f"dpgm ({who})" if who == candidate else who
-                    ax.plot(range(1, GROUPS + 1), np.mean(values, axis=0), style, marker="o", label=label)
+                    colour = "C0" if who == candidate else PLOT_COLOURS.get(who)
+                    ax.plot(range(1, GROUPS + 1), np.mean(values, axis=0), style, marker="o", label=label, color=colour)
                 ax.set_yscale("log")
                 ax.set_title(f"{dataset}, {size} records, epsilon {eps:g}", fontsize=9)
                 ax.set_xlabel("length group (1: shortest queries)", fontsize=8)

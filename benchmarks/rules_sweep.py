@@ -1,0 +1,211 @@
+"""The sweep: the shipped generic rules beside every peer on every dataset, size and epsilon.
+
+Reads ``rules_lodo.py`` JSON files. The shipped rules are the ``default`` rows of SHIPPED (per
+setting, the file with the most seeds); each peer (MST, AIM, MWEM+PGM) is its rows in any file
+(per setting, the file with the most seeds). A peer is compared with the rules on the seeds both
+ran: the same records and the same held-out queries (a seed fixes both, and the marginals' errors
+of every file agree on it). Per setting the summary keeps the errors per length group, the groups
+at or below each peer and below the marginals, the 2-way and 3-way marginal TVDs and the seconds
+of every method; per epsilon, each dataset's score (mean over its sizes) and the worst dataset.
+
+    python benchmarks/rules_sweep.py --json benchmarks/results/rules_sweep.json --plot benchmarks/results/sweep_seven
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import rules_lodo
+from provenance import write_json
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: The files whose ``default`` rows are the shipped rules (the tables declared, the tree's selections
+#: scored as MST scores them), with the settings each one covers.
+SHIPPED = ("rules_lodo_seven_tables.json", "rules_lodo_tree3e4.json", "rules_lodo_shrink_means.json",
+           "rules_lodo_tables_seeds10.json", "rules_lodo_t10_seeds10.json", "rules_lodo_sweep_fill.json")
+#: The peers, in the order the tables show them.
+PEERS = ("mst", "mwem_pgm", "aim")
+Setting = tuple[str, str, float]
+
+
+def setting_of(row: dict[str, Any]) -> Setting:
+    return row["dataset"], rules_lodo.size_label(row["size"]), float(row["epsilon"])
+
+
+def most_seeds(files: Iterable[list[dict[str, Any]]], who: str) -> dict[Setting, dict[int, dict[str, Any]]]:
+    """Per setting, the rows of ``who`` (``default`` or a peer's name) by seed, from the file holding
+    the most seeds of it (the first such file on a tie)."""
+    chosen: dict[Setting, dict[int, dict[str, Any]]] = {}
+    for rows in files:
+        found: dict[Setting, dict[int, dict[str, Any]]] = {}
+        for r in rows:
+            if (r.get("peer") or r["candidate"]) == who:
+                found.setdefault(setting_of(r), {})[r["seed"]] = r
+        for s, by_seed in found.items():
+            if len(by_seed) > len(chosen.get(s, {})):
+                chosen[s] = by_seed
+    return chosen
+
+
+def _mean(rows: Sequence[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return float(np.mean(values)) if len(values) == len(rows) and values else None
+
+
+def compare(ours: dict[int, dict[str, Any]], theirs: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """A peer beside the rules on the seeds both ran: both errors per group (means), the groups where
+    the rules are at or below the peer, and both TVDs (None where a row lacks one)."""
+    seeds = sorted(set(ours) & set(theirs))
+    mine, peer = [ours[s] for s in seeds], [theirs[s] for s in seeds]
+    if not seeds:
+        return {"seeds": 0}
+    a = np.mean([rules_lodo._groups(r, "groups") for r in mine], axis=0)
+    b = np.mean([rules_lodo._groups(r, "groups") for r in peer], axis=0)
+    return {"seeds": len(seeds), "groups": b.tolist(), "dpgm_groups": a.tolist(),
+            "at_or_below": int(np.sum(a <= b)),
+            "tvd2": _mean(peer, "tvd2"), "dpgm_tvd2": _mean(mine, "tvd2"),
+            "tvd3": _mean(peer, "tvd3"), "dpgm_tvd3": _mean(mine, "tvd3"),
+            "seconds": _mean(peer, "seconds"), "rounds": _mean(peer, "rounds")}
+
+
+def cell(ours: dict[int, dict[str, Any]], peers: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    """One setting: the rules' and the marginals' means over the rules' seeds, and each peer beside them."""
+    rows = list(ours.values())
+    groups = np.mean([rules_lodo._groups(r, "groups") for r in rows], axis=0)
+    marg = np.mean([rules_lodo._groups(r, "marginals") for r in rows], axis=0)
+    first = rows[0]
+    return {"dataset": first["dataset"], "size": rules_lodo.size_label(first["size"]),
+            "epsilon": float(first["epsilon"]), "n_fit": first["n_fit"], "n_items": first["n_items"],
+            "seeds": len(rows), "score": float(np.mean([r["score"] for r in rows])),
+            "groups": groups.tolist(), "below_marginals": int(np.sum(groups < marg)),
+            "tvd2": _mean(rows, "tvd2"), "tvd3": _mean(rows, "tvd3"), "seconds": _mean(rows, "seconds"),
+            "marginals": {"groups": marg.tolist(), "tvd2": _mean(rows, "marginals_tvd2"),
+                          "tvd3": _mean(rows, "marginals_tvd3"), "seconds": _mean(rows, "marginals_seconds")},
+            "peers": {p: compare(ours, by[setting_of(first)]) for p, by in peers.items()
+                      if setting_of(first) in by}}
+
+
+def _order(c: dict[str, Any]) -> tuple[float, int, float]:
+    d = rules_lodo.DATASETS.index(c["dataset"]) if c["dataset"] in rules_lodo.DATASETS else 99
+    return c["epsilon"], d, float("inf") if c["size"] == "full" else float(c["size"])
+
+
+def sweep(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
+    """Every setting the shipped rules ran on, with the peers beside them."""
+    ours = most_seeds([files[f] for f in shipped if f in files], "default")
+    peers = {p: most_seeds(files.values(), p) for p in PEERS}
+    return sorted((cell(by_seed, peers) for by_seed in ours.values()), key=_order)
+
+
+def worst(cells: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per epsilon: each dataset's score (mean over its sizes) and the worst of these."""
+    out: dict[str, dict[str, Any]] = {}
+    for eps in sorted({c["epsilon"] for c in cells}):
+        per: dict[str, list[float]] = {}
+        for c in cells:
+            if c["epsilon"] == eps:
+                per.setdefault(c["dataset"], []).append(c["score"])
+        means = {d: float(np.mean(v)) for d, v in per.items()}
+        bad = max(means, key=means.__getitem__)
+        out[format(eps, "g")] = {"per_dataset": means, "worst": bad, "worst_score": means[bad],
+                                 "mean": float(np.mean(list(means.values())))}
+    return out
+
+
+def targets(cells: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per epsilon, how many settings meet each of the issue's per-setting targets."""
+    out: dict[str, dict[str, Any]] = {}
+    for eps in sorted({c["epsilon"] for c in cells}):
+        at = [c for c in cells if c["epsilon"] == eps]
+        row: dict[str, Any] = {"settings": len(at), "below_marginals_5_of_5": sum(c["below_marginals"] == 5 for c in at)}
+        for p in PEERS:
+            run = [c["peers"][p] for c in at if c["peers"].get(p, {}).get("seeds")]
+            row[p] = {"settings": len(run), "at_or_below_4_of_5": sum(x["at_or_below"] >= 4 for x in run),
+                      "tvd2_at_or_below": sum(x["dpgm_tvd2"] <= x["tvd2"] for x in run
+                                              if x["tvd2"] is not None and x["dpgm_tvd2"] is not None),
+                      "tvd3_at_or_below": sum(x["dpgm_tvd3"] <= x["tvd3"] for x in run
+                                              if x["tvd3"] is not None and x["dpgm_tvd3"] is not None),
+                      "tvd3_settings": sum(x["tvd3"] is not None and x["dpgm_tvd3"] is not None for x in run)}
+        out[format(eps, "g")] = row
+    return out
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def text(cells: Sequence[dict[str, Any]]) -> str:
+    """The sweep as fixed-width text: per setting the score, the groups below the marginals and at or
+    below each peer, the 2-way TVDs and the seconds; then each epsilon's worst dataset."""
+    names = {"mst": "MST", "mwem_pgm": "MWEM", "aim": "AIM"}
+    head = (f"{'setting':<26}{'seeds':>6}{'score':>8}{'<marg':>7}"
+            + "".join(f"{'<=' + names[p]:>8}" for p in PEERS)
+            + f"{'TVD2':>9}" + "".join(f"{names[p]:>9}" for p in PEERS)
+            + f"{'s dpgm':>8}" + "".join(f"{'s ' + names[p]:>9}" for p in PEERS))
+    lines = [("score: mean log(error / marginals' error) over the 5 length groups; <marg: groups below the "
+             "marginals; <=PEER: groups at or below the peer on the seeds both ran (peer's seeds in brackets); "
+             "TVD2: 2-way marginal TVD; s: seconds of one fit with its sampling and scoring, one thread"), head]
+    for c in cells:
+        ps = [c["peers"].get(p, {"seeds": 0}) for p in PEERS]
+        lines.append(
+            f"{c['dataset'] + '/' + c['size'] + ' eps ' + format(c['epsilon'], 'g'):<26}{c['seeds']:>6}"
+            f"{c['score']:>+8.3f}{c['below_marginals']:>5}/5"
+            + "".join(f"{(str(x['at_or_below']) + '/5(' + str(x['seeds']) + ')') if x['seeds'] else '-':>8}" for x in ps)
+            + f"{_num(c['tvd2'], '.4f'):>9}" + "".join(f"{_num(x.get('tvd2'), '.4f'):>9}" for x in ps)
+            + f"{_num(c['seconds'], '.0f'):>8}" + "".join(f"{_num(x.get('seconds'), '.0f'):>9}" for x in ps))
+    for eps, w in worst(cells).items():
+        lines.append(f"  epsilon {eps}: per dataset (mean over its sizes) "
+                     + ", ".join(f"{d} {v:+.3f}" for d, v in w["per_dataset"].items())
+                     + f"; mean {w['mean']:+.3f}; worst {w['worst']} {w['worst_score']:+.3f}")
+    return "\n".join(lines)
+
+
+def plot_rows(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows the plots draw: the shipped rules' and each peer's, each from its chosen file, on the
+    settings the shipped rules ran on."""
+    ours = most_seeds([files[f] for f in shipped if f in files], "default")
+    chosen = [ours, *(most_seeds(files.values(), p) for p in PEERS)]
+    return [r for by in chosen for s, by_seed in by.items() if s in ours for r in by_seed.values()]
+
+
+def read(names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each named file's rows (rows without an epsilon get the file's; rows of the older
+    single-epsilon files keep theirs)."""
+    return {Path(n).name: rules_lodo.read_rows(str(n)) for n in names}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("files", nargs="*", help="rules_lodo.py JSON files (default: results/rules_lodo*.json)")
+    p.add_argument("--shipped", nargs="+", default=list(SHIPPED),
+                   help="the files (names) whose default rows are the shipped rules")
+    p.add_argument("--json", metavar="PATH", help="write the summary here")
+    p.add_argument("--plot", metavar="DIR", help="one PNG per dataset in DIR: the rules, the peers, the marginals")
+    args = p.parse_args(argv)
+    names = args.files or sorted(str(f) for f in RESULTS.glob("rules_lodo*.json"))
+    missing = [n for n in names if not Path(n).is_file()]
+    if missing:
+        print(f"error: no such file: {missing[0]}", file=sys.stderr)
+        return 2
+    files = read(names)
+    cells = sweep(files, args.shipped)
+    if not cells:
+        print("error: no default rows in the shipped files", file=sys.stderr)
+        return 2
+    print(text(cells))
+    if args.json:
+        write_json(args.json, {"files": sorted(files), "shipped": list(args.shipped), "cells": cells,
+                               "worst": worst(cells), "targets": targets(cells)})
+    if args.plot:
+        for path in rules_lodo.plot_peers(plot_rows(files, args.shipped), Path(args.plot)):
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

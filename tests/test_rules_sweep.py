@@ -1,0 +1,64 @@
+"""benchmarks/rules_sweep.py: the shipped rules beside every peer, paired by seed."""
+
+from __future__ import annotations
+
+import json
+
+from tests._benchmarks import load_benchmark
+
+sweep = load_benchmark("rules_sweep")
+
+
+def row(seed: int, groups: list[float], *, who: str = "default", marginals: float = 0.1, dataset: str = "msnbc",
+        size: str = "3000", epsilon: float = 1.0, tvd2: float = 0.01) -> dict:
+    peer = who if who != "default" else None
+    return {"dataset": dataset, "size": size, "epsilon": epsilon, "seed": seed, "n_fit": 3000, "n_items": 17,
+            "candidate": who if peer is None else f"peer:{who}", **({"peer": peer} if peer else {}),
+            "groups": {str(g + 1): v for g, v in enumerate(groups)},
+            "marginals": {str(g + 1): marginals for g in range(5)}, "marginals_tvd2": 0.02,
+            "score": sum(groups) / 5, "tvd2": tvd2, "seconds": 1.0}
+
+
+def test_a_peer_is_compared_on_the_seeds_both_ran_only():
+    ours = {0: row(0, [0.05] * 5), 1: row(1, [0.5] * 5)}
+    theirs = {0: row(0, [0.06, 0.06, 0.04, 0.04, 0.06], who="mst"), 2: row(2, [0.01] * 5, who="mst")}
+    got = sweep.compare(ours, theirs)
+    assert got["seeds"] == 1
+    assert got["at_or_below"] == 3
+    assert got["dpgm_groups"] == [0.05] * 5
+    assert sweep.compare(ours, {5: theirs[2]}) == {"seeds": 0}
+
+
+def test_the_shipped_rows_come_from_the_file_with_the_most_seeds_and_old_rules_are_ignored():
+    old = [row(s, [0.2] * 5) for s in range(3)] + [row(s, [0.09] * 5, who="mst") for s in range(3)]
+    shipped = [row(s, [0.05] * 5) for s in range(2)]
+    more = [row(s, [0.07] * 5) for s in range(4)]
+    files = {"old.json": old, "a.json": shipped, "b.json": more}
+    cells = sweep.sweep(files, ["a.json", "b.json"])
+    assert len(cells) == 1
+    c = cells[0]
+    assert c["seeds"] == 4 and c["groups"] == [0.07] * 5  # b.json: more seeds; old.json's default rows unused
+    assert c["below_marginals"] == 5
+    assert c["peers"]["mst"]["seeds"] == 3 and c["peers"]["mst"]["at_or_below"] == 5
+    assert sweep.targets(cells)["1"]["mst"]["at_or_below_4_of_5"] == 1
+
+
+def test_the_worst_dataset_is_the_largest_mean_over_its_sizes():
+    rows = [row(0, [0.05] * 5, dataset="msnbc", size="3000"), row(0, [0.3] * 5, dataset="msnbc", size="30000"),
+            row(0, [0.2] * 5, dataset="retail", size="3000")]
+    cells = sweep.sweep({"f.json": rows}, ["f.json"])
+    w = sweep.worst(cells)["1"]
+    assert w["worst"] == "retail"
+    assert abs(w["per_dataset"]["msnbc"] - 0.175) < 1e-12
+
+
+def test_the_command_writes_the_summary_and_refuses_a_missing_file(tmp_path, capsys):
+    path = tmp_path / "rules_lodo_x.json"
+    path.write_text(json.dumps({"rows": [row(0, [0.05] * 5), row(0, [0.06] * 5, who="aim")]}))
+    out = tmp_path / "sweep.json"
+    assert sweep.main([str(path), "--shipped", path.name, "--json", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["cells"][0]["peers"]["aim"]["at_or_below"] == 5
+    assert "provenance" in summary
+    assert sweep.main([str(tmp_path / "absent.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
