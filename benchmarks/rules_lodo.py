@@ -115,6 +115,14 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "b1024_s50": {"PART_BATCH": 1_024, "STEPS": 50},
     "s50": {"STEPS": 50},
     "s800": {"STEPS": 800},
+    # a noisy histogram of record lengths the release follows (its share from the means')
+    "lengths2": {"LENGTHS_SHARE": 0.02, "MEANS_SHARE": 0.56},
+    "lengths5": {"LENGTHS_SHARE": 0.05, "MEANS_SHARE": 0.53},
+    "lengths10": {"LENGTHS_SHARE": 0.1, "MEANS_SHARE": 0.48},
+    # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
+    "clip5": {"CLIP_NORM": 5.0},
+    "clip10": {"CLIP_NORM": 10.0},
+    "clip15": {"CLIP_NORM": 15.0},
     # another partitioner of the parts at the same share of rho
     "part_lsh": {"PARTITIONER": "lsh_tree"},
     "part_kernel": {"PARTITIONER": "kernel_kmeans"},

@@ -146,10 +146,11 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
     head = (f"{'setting':<26}{'seeds':>6}{'score':>8}{'<marg':>7}"
             + "".join(f"{'<=' + names[p]:>8}" for p in PEERS)
             + f"{'TVD2':>9}" + "".join(f"{names[p]:>9}" for p in PEERS)
-            + f"{'s dpgm':>8}" + "".join(f"{'s ' + names[p]:>9}" for p in PEERS))
+            + f"{'s dpgm':>8}" + "".join(f"{'s ' + names[p]:>9}" for p in PEERS) + f"{'AIM rounds':>11}")
     lines = [("score: mean log(error / marginals' error) over the 5 length groups; <marg: groups below the "
              "marginals; <=PEER: groups at or below the peer on the seeds both ran (peer's seeds in brackets); "
-             "TVD2: 2-way marginal TVD; s: seconds of one fit with its sampling and scoring, one thread"), head]
+             "TVD2: 2-way marginal TVD; s: seconds of one fit with its sampling and scoring, one thread; AIM rounds: "
+             "the rounds AIM made under its public cap of 40"), head]
     for c in cells:
         ps = [c["peers"].get(p, {"seeds": 0}) for p in PEERS]
         lines.append(
@@ -157,7 +158,8 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
             f"{c['score']:>+8.3f}{c['below_marginals']:>5}/5"
             + "".join(f"{(str(x['at_or_below']) + '/5(' + str(x['seeds']) + ')') if x['seeds'] else '-':>8}" for x in ps)
             + f"{_num(c['tvd2'], '.4f'):>9}" + "".join(f"{_num(x.get('tvd2'), '.4f'):>9}" for x in ps)
-            + f"{_num(c['seconds'], '.0f'):>8}" + "".join(f"{_num(x.get('seconds'), '.0f'):>9}" for x in ps))
+            + f"{_num(c['seconds'], '.0f'):>8}" + "".join(f"{_num(x.get('seconds'), '.0f'):>9}" for x in ps)
+            + f"{_num(c['peers'].get('aim', {}).get('rounds'), '.0f'):>11}")
     for eps, w in worst(cells).items():
         lines.append(f"  epsilon {eps}: per dataset (mean over its sizes) "
                      + ", ".join(f"{d} {v:+.3f}" for d, v in w["per_dataset"].items())

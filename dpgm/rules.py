@@ -74,6 +74,8 @@ TREE_EMPTY_PART = True
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
 PART_BATCH, STEPS, MAX_SAMPLING_RATE = 256, 200, 0.1
+#: DP-SGD's fixed clip of each record's gradient (L2 norm).
+CLIP_NORM = 30.0
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured
-    empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART)
+    # the length histogram's first bin already holds the empty records
+    empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and LENGTHS_SHARE == 0
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
@@ -181,7 +184,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
         "model.length_bound_noise_multiplier": sigma_for_share(rho, bound_share) if bound_share > 0 else 20.0,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
-        "training.clipping": "fixed", "training.clip_norm": 30.0, "training.optimizer": "adam",
+        "training.clipping": "fixed", "training.clip_norm": CLIP_NORM, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
     }
     if k == 1:

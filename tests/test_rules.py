@@ -171,6 +171,20 @@ def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
         assert cfg.partition.empty_part_noise_multiplier is None
 
 
+def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) -> None:
+    """LENGTHS_SHARE > 0: the histogram's first bin counts the empty records, so no empty part (the
+    two together are refused) and its share is not spent."""
+    from dpgm import rules
+    from dpgm.rules import apply_public_rules
+
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.05)
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
+    f = facts(300_000)
+    apply_public_rules(cfg, f, cfg.stated)  # validates
+    assert cfg.partition.empty_part_noise_multiplier is None
+    assert 1 / (2 * cfg.model.length_noise_multiplier**2) == pytest.approx(0.05 * zcdp_rho(f.epsilon, f.delta))
+
+
 def test_a_stated_partitioner_gets_its_own_rule() -> None:
     """partition.method stated as lsh_tree under rules: public: its noise is the lsh rule's, not DP Lloyd's."""
     from dpgm.rules import PARTITIONER_RULES, apply_public_rules
