@@ -1,10 +1,10 @@
 """The sweep: the shipped generic rules beside every peer on every dataset, size and epsilon.
 
-Reads ``rules_lodo.py`` JSON files. The shipped rules are the ``default`` rows of SHIPPED (per
-setting, the file with the most seeds); each peer (MST, AIM, MWEM+PGM) is its rows in any file
-(per setting, the file with the most seeds). A peer is compared with the rules on the seeds both
-ran: the same records and the same held-out queries (a seed fixes both, and the marginals' errors
-of every file agree on it). Per setting the summary keeps the errors per length group, the groups
+Reads ``rules_lodo.py`` JSON files. The shipped rules are the ``default`` rows of SHIPPED; each
+peer (MST, AIM, MWEM+PGM) is its rows in any file; every seed found in any of them counts once (a
+seed fixes the records, the held-out queries and the noise, so two files' rows of one seed are
+one run, and the sweep checks that they agree). A peer is compared with the rules on the seeds
+both ran. Per setting the summary keeps the errors per length group, the groups
 at or below each peer and below the marginals, the 2-way and 3-way marginal TVDs and the seconds
 of every method; per epsilon, each dataset's score (mean over its sizes) and the worst dataset.
 
@@ -27,7 +27,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: The files whose ``default`` rows are the shipped rules (the tables declared, the tree's selections
 #: scored as MST scores them), with the settings each one covers.
 SHIPPED = ("rules_lodo_seven_tables.json", "rules_lodo_tree3e4.json", "rules_lodo_shrink_means.json",
-           "rules_lodo_tables_seeds10.json", "rules_lodo_t10_seeds10.json", "rules_lodo_sweep_fill.json")
+           "rules_lodo_tables_seeds10.json", "rules_lodo_t10_seeds10.json", "rules_lodo_sweep_fill.json",
+           "rules_lodo_sweep_tvd3.json")
 #: The peers, in the order the tables show them.
 PEERS = ("mst", "mwem_pgm", "aim")
 Setting = tuple[str, str, float]
@@ -37,18 +38,22 @@ def setting_of(row: dict[str, Any]) -> Setting:
     return row["dataset"], rules_lodo.size_label(row["size"]), float(row["epsilon"])
 
 
-def most_seeds(files: Iterable[list[dict[str, Any]]], who: str) -> dict[Setting, dict[int, dict[str, Any]]]:
-    """Per setting, the rows of ``who`` (``default`` or a peer's name) by seed, from the file holding
-    the most seeds of it (the first such file on a tie)."""
+def by_seed(files: dict[str, list[dict[str, Any]]], who: str) -> dict[Setting, dict[int, dict[str, Any]]]:
+    """Per setting, the rows of ``who`` (``default`` or a peer's name) by seed, over every file: a seed
+    fixes the records, the queries and the method's noise, so two files' rows of one seed are the same
+    run (checked: rows that disagree are an error); the row that also holds the 3-way TVD is kept."""
     chosen: dict[Setting, dict[int, dict[str, Any]]] = {}
-    for rows in files:
-        found: dict[Setting, dict[int, dict[str, Any]]] = {}
+    where: dict[tuple[Setting, int], str] = {}
+    for name, rows in files.items():
         for r in rows:
-            if (r.get("peer") or r["candidate"]) == who:
-                found.setdefault(setting_of(r), {})[r["seed"]] = r
-        for s, by_seed in found.items():
-            if len(by_seed) > len(chosen.get(s, {})):
-                chosen[s] = by_seed
+            if (r.get("peer") or r["candidate"]) != who:
+                continue
+            s, seed = setting_of(r), r["seed"]
+            old = chosen.setdefault(s, {}).get(seed)
+            if old is not None and not np.allclose(rules_lodo._groups(old, "groups"), rules_lodo._groups(r, "groups")):
+                raise ValueError(f"{who} on {s} seed {seed}: {where[s, seed]} and {name} disagree")
+            if old is None or ("tvd3" in r and "tvd3" not in old):
+                chosen[s][seed], where[s, seed] = r, name
     return chosen
 
 
@@ -59,7 +64,7 @@ def _mean(rows: Sequence[dict[str, Any]], key: str) -> float | None:
 
 def compare(ours: dict[int, dict[str, Any]], theirs: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """A peer beside the rules on the seeds both ran: both errors per group (means), the groups where
-    the rules are at or below the peer, and both TVDs (None where a row lacks one)."""
+    the rules are at or below the peer, and both TVDs (the 3-way on the seeds where both rows hold it)."""
     seeds = sorted(set(ours) & set(theirs))
     mine, peer = [ours[s] for s in seeds], [theirs[s] for s in seeds]
     if not seeds:
@@ -69,8 +74,16 @@ def compare(ours: dict[int, dict[str, Any]], theirs: dict[int, dict[str, Any]]) 
     return {"seeds": len(seeds), "groups": b.tolist(), "dpgm_groups": a.tolist(),
             "at_or_below": int(np.sum(a <= b)),
             "tvd2": _mean(peer, "tvd2"), "dpgm_tvd2": _mean(mine, "tvd2"),
-            "tvd3": _mean(peer, "tvd3"), "dpgm_tvd3": _mean(mine, "tvd3"),
+            **_tvd3([(o, p) for o, p in zip(mine, peer, strict=True) if "tvd3" in o and "tvd3" in p]),
             "seconds": _mean(peer, "seconds"), "rounds": _mean(peer, "rounds")}
+
+
+def _tvd3(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Both 3-way TVDs, means over the seeds where both rows hold one (None where none does)."""
+    if not pairs:
+        return {"tvd3": None, "dpgm_tvd3": None, "tvd3_seeds": 0}
+    return {"tvd3": float(np.mean([p["tvd3"] for _, p in pairs])),
+            "dpgm_tvd3": float(np.mean([o["tvd3"] for o, _ in pairs])), "tvd3_seeds": len(pairs)}
 
 
 def cell(ours: dict[int, dict[str, Any]], peers: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -83,7 +96,8 @@ def cell(ours: dict[int, dict[str, Any]], peers: dict[str, dict[int, dict[str, A
             "epsilon": float(first["epsilon"]), "n_fit": first["n_fit"], "n_items": first["n_items"],
             "seeds": len(rows), "score": float(np.mean([r["score"] for r in rows])),
             "groups": groups.tolist(), "below_marginals": int(np.sum(groups < marg)),
-            "tvd2": _mean(rows, "tvd2"), "tvd3": _mean(rows, "tvd3"), "seconds": _mean(rows, "seconds"),
+            "tvd2": _mean(rows, "tvd2"), "tvd3": _mean([r for r in rows if "tvd3" in r], "tvd3"),
+            "seconds": _mean(rows, "seconds"),
             "marginals": {"groups": marg.tolist(), "tvd2": _mean(rows, "marginals_tvd2"),
                           "tvd3": _mean(rows, "marginals_tvd3"), "seconds": _mean(rows, "marginals_seconds")},
             "peers": {p: compare(ours, by[setting_of(first)]) for p, by in peers.items()
@@ -97,9 +111,9 @@ def _order(c: dict[str, Any]) -> tuple[float, int, float]:
 
 def sweep(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
     """Every setting the shipped rules ran on, with the peers beside them."""
-    ours = most_seeds([files[f] for f in shipped if f in files], "default")
-    peers = {p: most_seeds(files.values(), p) for p in PEERS}
-    return sorted((cell(by_seed, peers) for by_seed in ours.values()), key=_order)
+    ours = by_seed({f: files[f] for f in shipped if f in files}, "default")
+    peers = {p: by_seed(files, p) for p in PEERS}
+    return sorted((cell(seeds, peers) for seeds in ours.values()), key=_order)
 
 
 def worst(cells: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -130,7 +144,7 @@ def targets(cells: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                                               if x["tvd2"] is not None and x["dpgm_tvd2"] is not None),
                       "tvd3_at_or_below": sum(x["dpgm_tvd3"] <= x["tvd3"] for x in run
                                               if x["tvd3"] is not None and x["dpgm_tvd3"] is not None),
-                      "tvd3_settings": sum(x["tvd3"] is not None and x["dpgm_tvd3"] is not None for x in run)}
+                      "tvd3_settings": sum(x["tvd3"] is not None for x in run)}
         out[format(eps, "g")] = row
     return out
 
@@ -146,10 +160,11 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
     head = (f"{'setting':<26}{'seeds':>6}{'score':>8}{'<marg':>7}"
             + "".join(f"{'<=' + names[p]:>8}" for p in PEERS)
             + f"{'TVD2':>9}" + "".join(f"{names[p]:>9}" for p in PEERS)
+            + f"{'TVD3':>9}" + "".join(f"{names[p]:>9}" for p in PEERS)
             + f"{'s dpgm':>8}" + "".join(f"{'s ' + names[p]:>9}" for p in PEERS) + f"{'AIM rounds':>11}")
     lines = [("score: mean log(error / marginals' error) over the 5 length groups; <marg: groups below the "
              "marginals; <=PEER: groups at or below the peer on the seeds both ran (peer's seeds in brackets); "
-             "TVD2: 2-way marginal TVD; s: seconds of one fit with its sampling and scoring, one thread; AIM rounds: "
+             "TVD2, TVD3: 2-way and 3-way marginal TVD (a peer's 3-way on the seeds where both rows hold it); s: seconds of one fit with its sampling and scoring, one thread; AIM rounds: "
              "the rounds AIM made under its public cap of 40"), head]
     for c in cells:
         ps = [c["peers"].get(p, {"seeds": 0}) for p in PEERS]
@@ -158,6 +173,7 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
             f"{c['score']:>+8.3f}{c['below_marginals']:>5}/5"
             + "".join(f"{(str(x['at_or_below']) + '/5(' + str(x['seeds']) + ')') if x['seeds'] else '-':>8}" for x in ps)
             + f"{_num(c['tvd2'], '.4f'):>9}" + "".join(f"{_num(x.get('tvd2'), '.4f'):>9}" for x in ps)
+            + f"{_num(c['tvd3'], '.4f'):>9}" + "".join(f"{_num(x.get('tvd3'), '.4f'):>9}" for x in ps)
             + f"{_num(c['seconds'], '.0f'):>8}" + "".join(f"{_num(x.get('seconds'), '.0f'):>9}" for x in ps)
             + f"{_num(c['peers'].get('aim', {}).get('rounds'), '.0f'):>11}")
     for eps, w in worst(cells).items():
@@ -168,11 +184,10 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
 
 
 def plot_rows(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
-    """The rows the plots draw: the shipped rules' and each peer's, each from its chosen file, on the
-    settings the shipped rules ran on."""
-    ours = most_seeds([files[f] for f in shipped if f in files], "default")
-    chosen = [ours, *(most_seeds(files.values(), p) for p in PEERS)]
-    return [r for by in chosen for s, by_seed in by.items() if s in ours for r in by_seed.values()]
+    """The rows the plots draw: the shipped rules' and each peer's, on the settings the shipped rules ran on."""
+    ours = by_seed({f: files[f] for f in shipped if f in files}, "default")
+    chosen = [ours, *(by_seed(files, p) for p in PEERS)]
+    return [r for by in chosen for s, seeds in by.items() if s in ours for r in seeds.values()]
 
 
 def read(names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:

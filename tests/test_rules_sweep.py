@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests._benchmarks import load_benchmark
 
 sweep = load_benchmark("rules_sweep")
@@ -29,18 +31,29 @@ def test_a_peer_is_compared_on_the_seeds_both_ran_only():
     assert sweep.compare(ours, {5: theirs[2]}) == {"seeds": 0}
 
 
-def test_the_shipped_rows_come_from_the_file_with_the_most_seeds_and_old_rules_are_ignored():
+def test_every_seed_of_the_shipped_files_counts_once_and_other_files_rules_are_ignored():
     old = [row(s, [0.2] * 5) for s in range(3)] + [row(s, [0.09] * 5, who="mst") for s in range(3)]
-    shipped = [row(s, [0.05] * 5) for s in range(2)]
-    more = [row(s, [0.07] * 5) for s in range(4)]
-    files = {"old.json": old, "a.json": shipped, "b.json": more}
-    cells = sweep.sweep(files, ["a.json", "b.json"])
+    a = [row(s, [0.05] * 5) for s in range(2)]
+    b = [row(s, [0.05] * 5) for s in range(1, 4)]
+    cells = sweep.sweep({"old.json": old, "a.json": a, "b.json": b}, ["a.json", "b.json"])
     assert len(cells) == 1
     c = cells[0]
-    assert c["seeds"] == 4 and c["groups"] == [0.07] * 5  # b.json: more seeds; old.json's default rows unused
+    assert c["seeds"] == 4 and c["groups"] == pytest.approx([0.05] * 5)  # seeds 0..3; old.json's rules unused
     assert c["below_marginals"] == 5
     assert c["peers"]["mst"]["seeds"] == 3 and c["peers"]["mst"]["at_or_below"] == 5
     assert sweep.targets(cells)["1"]["mst"]["at_or_below_4_of_5"] == 1
+
+
+def test_two_files_that_disagree_on_one_seed_are_refused():
+    with pytest.raises(ValueError, match="disagree"):
+        sweep.sweep({"a.json": [row(0, [0.05] * 5)], "b.json": [row(0, [0.06] * 5)]}, ["a.json", "b.json"])
+
+
+def test_the_3way_tvd_is_compared_where_both_rows_hold_it():
+    ours = {0: {**row(0, [0.05] * 5), "tvd3": 0.02}, 1: row(1, [0.05] * 5)}
+    theirs = {0: {**row(0, [0.06] * 5, who="mst"), "tvd3": 0.03}, 1: {**row(1, [0.06] * 5, who="mst"), "tvd3": 0.5}}
+    got = sweep.compare(ours, theirs)
+    assert (got["dpgm_tvd3"], got["tvd3"], got["tvd3_seeds"]) == (0.02, 0.03, 1)
 
 
 def test_the_worst_dataset_is_the_largest_mean_over_its_sizes():
