@@ -439,6 +439,8 @@ def rules_sweep_section() -> str:
         peers = "; ".join(f"{METHODS.get(p, p)} at or below in 4 of 5 groups on {t[p]['at_or_below_4_of_5']} of "
                           f"{t[p]['settings']}, 2-way TVD at or below on {t[p]['tvd2_at_or_below']}, 3-way on "
                           f"{t[p]['tvd3_at_or_below']} of the {t[p]['tvd3_settings']} where both measured it"
+                          + (f", single-item TVD within {rules_sweep.TVD1_RATIO:g}x on {t[p]['tvd1_within']} of the "
+                             f"{t[p]['tvd1_settings']} where both measured it" if p == "mst" else "")
                           for p in rules_sweep.PEERS if t[p]["settings"])
         lines.append(f"- Epsilon {eps}: below the marginals in every group on {t['below_marginals_5_of_5']} of "
                      f"{t['settings']} settings; {peers}.")

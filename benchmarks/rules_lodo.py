@@ -14,8 +14,8 @@ seeds (below 0: better than marginals).
 LODO, per epsilon: for each dataset X, the candidate with the best mean score over the settings
 of the OTHER datasets is chosen, and its score on X (the mean over X's sizes) is reported beside
 the default's and the best one's on X; then the mean and the worst (largest) held-out score over
-the datasets, for the LODO choice and for the default. Each row also keeps the 2-way marginal TVD
-to the held-out half (``tvd2``, marginals' beside it); ``--score tvd2`` runs the same LODO on
+the datasets, for the LODO choice and for the default. Each row also keeps the 1-, 2- and 3-way
+marginal TVDs to the held-out half (``tvd1``, ``tvd2``, ``tvd3``, marginals' beside them); ``--score tvd2`` runs the same LODO on
 log(tvd2 / marginals' tvd2). The summary ends with every setting's per-group errors of the
 default and of the marginals.
 
@@ -228,7 +228,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
         marginals_seconds = time.perf_counter() - start
         common = {"dataset": name, "size": label, "n_fit": fit.n_records, "n_items": fit.n_items, "epsilon": epsilon,
                   "seed": seed, "marginals": marginals, "marginals_tvd2": marginals_tvd.twoway,
-                  "marginals_tvd3": marginals_tvd.threeway,
+                  "marginals_tvd3": marginals_tvd.threeway, "marginals_tvd1": marginals_tvd.oneway,
                   "marginals_seconds": marginals_seconds}
         for peer in peers:
             start = time.perf_counter()
@@ -240,7 +240,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             tvd = marginal_tvd(held.held_out, syn)
             rows.append({**common, "candidate": f"peer:{peer}", "peer": peer,
                          "score": float(np.mean([np.log(groups[g] / marginals[g]) for g in marginals])),
-                         "groups": groups, "tvd2": tvd.twoway, "tvd3": tvd.threeway,
+                         "groups": groups, "tvd2": tvd.twoway, "tvd3": tvd.threeway, "tvd1": tvd.oneway,
                          "seconds": time.perf_counter() - start, "options": peer_options(args, peer),
                          "rounds": report.get("rounds")})
             print(f"  {name}/{label} eps {epsilon:g} {peer}#{seed}: score {rows[-1]['score']:+.3f} "
@@ -266,7 +266,8 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             seconds = time.perf_counter() - start
             ratio = [np.log(groups[g] / marginals[g]) for g in marginals]
             rows.append({**common, "candidate": cand, "score": float(np.mean(ratio)), "groups": groups,
-                         "tvd2": tvd.twoway, "tvd3": tvd.threeway, "seconds": seconds, "train_seconds": train_seconds})
+                         "tvd2": tvd.twoway, "tvd3": tvd.threeway, "tvd1": tvd.oneway, "seconds": seconds,
+                         "train_seconds": train_seconds})
             print(f"  {name}/{label} eps {epsilon:g} {cand}#{seed}: score {rows[-1]['score']:+.3f} "
                   f"({seconds:.0f} s)", flush=True)
             save(args, rows)

@@ -29,6 +29,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 SHIPPED = ("rules_lodo_seven_tables.json", "rules_lodo_tree3e4.json", "rules_lodo_shrink_means.json",
            "rules_lodo_tables_seeds10.json", "rules_lodo_t10_seeds10.json", "rules_lodo_sweep_fill.json",
            "rules_lodo_sweep_tvd3.json")
+#: Metrics the older files' rows lack: of two rows of one run, the one holding more of them is kept.
+OPTIONAL = ("tvd3", "tvd1")
+#: The issue's bound on the single-item TVD: at most this multiple of MST's.
+TVD1_RATIO = 1.2
 #: The peers, in the order the tables show them.
 PEERS = ("mst", "mwem_pgm", "aim")
 Setting = tuple[str, str, float]
@@ -41,7 +45,7 @@ def setting_of(row: dict[str, Any]) -> Setting:
 def by_seed(files: dict[str, list[dict[str, Any]]], who: str) -> dict[Setting, dict[int, dict[str, Any]]]:
     """Per setting, the rows of ``who`` (``default`` or a peer's name) by seed, over every file: a seed
     fixes the records, the queries and the method's noise, so two files' rows of one seed are the same
-    run (checked: rows that disagree are an error); the row that also holds the 3-way TVD is kept."""
+    run (checked: rows that disagree are an error); the row holding more of OPTIONAL is kept."""
     chosen: dict[Setting, dict[int, dict[str, Any]]] = {}
     where: dict[tuple[Setting, int], str] = {}
     for name, rows in files.items():
@@ -52,7 +56,7 @@ def by_seed(files: dict[str, list[dict[str, Any]]], who: str) -> dict[Setting, d
             old = chosen.setdefault(s, {}).get(seed)
             if old is not None and not np.allclose(rules_lodo._groups(old, "groups"), rules_lodo._groups(r, "groups")):
                 raise ValueError(f"{who} on {s} seed {seed}: {where[s, seed]} and {name} disagree")
-            if old is None or ("tvd3" in r and "tvd3" not in old):
+            if old is None or sum(k in r for k in OPTIONAL) > sum(k in old for k in OPTIONAL):
                 chosen[s][seed], where[s, seed] = r, name
     return chosen
 
@@ -74,16 +78,17 @@ def compare(ours: dict[int, dict[str, Any]], theirs: dict[int, dict[str, Any]]) 
     return {"seeds": len(seeds), "groups": b.tolist(), "dpgm_groups": a.tolist(),
             "at_or_below": int(np.sum(a <= b)),
             "tvd2": _mean(peer, "tvd2"), "dpgm_tvd2": _mean(mine, "tvd2"),
-            **_tvd3([(o, p) for o, p in zip(mine, peer, strict=True) if "tvd3" in o and "tvd3" in p]),
+            **_both("tvd3", mine, peer), **_both("tvd1", mine, peer),
             "seconds": _mean(peer, "seconds"), "rounds": _mean(peer, "rounds")}
 
 
-def _tvd3(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
-    """Both 3-way TVDs, means over the seeds where both rows hold one (None where none does)."""
+def _both(key: str, mine: list[dict[str, Any]], peer: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rules' and the peer's ``key`` (a TVD), means over the seeds where both rows hold it (None where none does)."""
+    pairs = [(o, p) for o, p in zip(mine, peer, strict=True) if key in o and key in p]
     if not pairs:
-        return {"tvd3": None, "dpgm_tvd3": None, "tvd3_seeds": 0}
-    return {"tvd3": float(np.mean([p["tvd3"] for _, p in pairs])),
-            "dpgm_tvd3": float(np.mean([o["tvd3"] for o, _ in pairs])), "tvd3_seeds": len(pairs)}
+        return {key: None, f"dpgm_{key}": None, f"{key}_seeds": 0}
+    return {key: float(np.mean([p[key] for _, p in pairs])),
+            f"dpgm_{key}": float(np.mean([o[key] for o, _ in pairs])), f"{key}_seeds": len(pairs)}
 
 
 def cell(ours: dict[int, dict[str, Any]], peers: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -144,13 +149,20 @@ def targets(cells: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                                               if x["tvd2"] is not None and x["dpgm_tvd2"] is not None),
                       "tvd3_at_or_below": sum(x["dpgm_tvd3"] <= x["tvd3"] for x in run
                                               if x["tvd3"] is not None and x["dpgm_tvd3"] is not None),
-                      "tvd3_settings": sum(x["tvd3"] is not None for x in run)}
+                      "tvd3_settings": sum(x["tvd3"] is not None for x in run),
+                      "tvd1_within": sum(x["dpgm_tvd1"] <= TVD1_RATIO * x["tvd1"] for x in run if x["tvd1"] is not None),
+                      "tvd1_settings": sum(x["tvd1"] is not None for x in run)}
         out[format(eps, "g")] = row
     return out
 
 
 def _num(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
+
+
+def _ratio(peer: dict[str, Any], key: str) -> float | None:
+    """The rules' ``key`` over the peer's, on the seeds where both hold it."""
+    return None if peer.get(key) is None else peer[f"dpgm_{key}"] / peer[key]
 
 
 def text(cells: Sequence[dict[str, Any]]) -> str:
@@ -160,11 +172,12 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
     head = (f"{'setting':<26}{'seeds':>6}{'score':>8}{'<marg':>7}"
             + "".join(f"{'<=' + names[p]:>8}" for p in PEERS)
             + f"{'TVD2':>9}" + "".join(f"{names[p]:>9}" for p in PEERS)
-            + f"{'TVD3':>9}" + "".join(f"{names[p]:>9}" for p in PEERS)
+            + f"{'TVD3':>9}" + "".join(f"{names[p]:>9}" for p in PEERS) + f"{'TVD1/MST':>9}"
             + f"{'s dpgm':>8}" + "".join(f"{'s ' + names[p]:>9}" for p in PEERS) + f"{'AIM rounds':>11}")
     lines = [("score: mean log(error / marginals' error) over the 5 length groups; <marg: groups below the "
              "marginals; <=PEER: groups at or below the peer on the seeds both ran (peer's seeds in brackets); "
-             "TVD2, TVD3: 2-way and 3-way marginal TVD (a peer's 3-way on the seeds where both rows hold it); s: seconds of one fit with its sampling and scoring, one thread; AIM rounds: "
+             "TVD2, TVD3: 2-way and 3-way marginal TVD (a peer's 3-way on the seeds where both rows hold it); "
+             "TVD1/MST: the single-item TVD over MST's; s: seconds of one fit with its sampling and scoring, one thread; AIM rounds: "
              "the rounds AIM made under its public cap of 40"), head]
     for c in cells:
         ps = [c["peers"].get(p, {"seeds": 0}) for p in PEERS]
@@ -174,6 +187,7 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
             + "".join(f"{(str(x['at_or_below']) + '/5(' + str(x['seeds']) + ')') if x['seeds'] else '-':>8}" for x in ps)
             + f"{_num(c['tvd2'], '.4f'):>9}" + "".join(f"{_num(x.get('tvd2'), '.4f'):>9}" for x in ps)
             + f"{_num(c['tvd3'], '.4f'):>9}" + "".join(f"{_num(x.get('tvd3'), '.4f'):>9}" for x in ps)
+            + f"{_num(_ratio(c['peers'].get('mst', {}), 'tvd1'), '.2f'):>9}"
             + f"{_num(c['seconds'], '.0f'):>8}" + "".join(f"{_num(x.get('seconds'), '.0f'):>9}" for x in ps)
             + f"{_num(c['peers'].get('aim', {}).get('rounds'), '.0f'):>11}")
     for eps, w in worst(cells).items():

@@ -75,3 +75,12 @@ def test_the_command_writes_the_summary_and_refuses_a_missing_file(tmp_path, cap
     assert "provenance" in summary
     assert sweep.main([str(tmp_path / "absent.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_single_item_tvd_target_is_counted_against_mst_within_its_ratio():
+    ours = [{**row(0, [0.05] * 5, dataset=d), "tvd1": t} for d, t in (("msnbc", 0.0119), ("retail", 0.0121))]
+    mst = [{**row(0, [0.05] * 5, who="mst", dataset=d), "tvd1": 0.01} for d in ("msnbc", "retail")]
+    cells = sweep.sweep({"f.json": ours + mst}, ["f.json"])
+    t = sweep.targets(cells)["1"]["mst"]
+    assert (t["tvd1_within"], t["tvd1_settings"]) == (1, 2)
+    assert "1.19" in sweep.text(cells)
