@@ -357,7 +357,8 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: b
     return "\n".join(lines)
 
 
-def _groups(r: dict[str, Any], key: str) -> list[float]:
+def group_errors(r: dict[str, Any], key: str) -> list[float]:
+    """A row's mean relative error per length group 1..GROUPS, of ``key`` (``groups``: the row's method; ``marginals``)."""
     return [r[key][str(g)] if str(g) in r[key] else r[key][g] for g in range(1, GROUPS + 1)]
 
 
@@ -381,9 +382,9 @@ def peer_table(rows: list[dict[str, Any]], peer_rows: list[dict[str, Any]], cand
             settings.setdefault((*key[:3], p["peer"]), []).append((ours[key], p))
     for s in sorted(settings, key=lambda s: (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]), s[3])):
         pairs = settings[s]
-        mine = np.mean([_groups(o, "groups") for o, _ in pairs], axis=0)
-        theirs = np.mean([_groups(p, "groups") for _, p in pairs], axis=0)
-        marg = np.mean([_groups(o, "marginals") for o, _ in pairs], axis=0)
+        mine = np.mean([group_errors(o, "groups") for o, _ in pairs], axis=0)
+        theirs = np.mean([group_errors(p, "groups") for _, p in pairs], axis=0)
+        marg = np.mean([group_errors(o, "marginals") for o, _ in pairs], axis=0)
         lines.append(f"{s[0] + '/' + s[1] + ' eps ' + format(s[2], 'g'):<26}{s[3]:<10}"
                      + "".join(f"{v:>9.3g}" for v in mine) + "".join(f"{v:>9.3g}" for v in theirs)
                      + f"{int(np.sum(mine <= theirs)):>7}/5{int(np.sum(mine < marg)):>7}/5"
@@ -406,10 +407,8 @@ def group_table(rows: list[dict[str, Any]], candidate: str = "default") -> str:
     for r in rows:
         s = (r["dataset"], size_label(r["size"]), float(r["epsilon"]))
         by = cells.setdefault(s, {})
-        groups = [r["groups"][str(g)] if str(g) in r["groups"] else r["groups"][g] for g in range(1, GROUPS + 1)]
-        marg = [r["marginals"][str(g)] if str(g) in r["marginals"] else r["marginals"][g] for g in range(1, GROUPS + 1)]
-        by.setdefault(r["candidate"], []).append(groups)
-        by.setdefault("marginals", []).append(marg)
+        by.setdefault(r["candidate"], []).append(group_errors(r, "groups"))
+        by.setdefault("marginals", []).append(group_errors(r, "marginals"))
     head = (f"{'setting':<26}{candidate + ' (groups 1..5)':>45}{'marginals (groups 1..5)':>45}"
             f"  groups where every candidate loses to marginals")
     lines = ["mean relative error per length group (1: shortest queries ... 5: longest)", head]
@@ -439,9 +438,9 @@ def plot_peers(rows: list[dict[str, Any]], folder: Path, candidate: str = "defau
         if who != candidate and not r.get("peer"):
             continue
         cell = lines.setdefault((r["dataset"], size_label(r["size"]), float(r["epsilon"])), {})
-        cell.setdefault(who, []).append(_groups(r, "groups"))
+        cell.setdefault(who, []).append(group_errors(r, "groups"))
         if not r.get("peer"):
-            cell.setdefault("marginals", []).append(_groups(r, "marginals"))
+            cell.setdefault("marginals", []).append(group_errors(r, "marginals"))
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for dataset in sorted({k[0] for k in lines}, key=lambda d: DATASETS.index(d) if d in DATASETS else 99):

@@ -5,7 +5,7 @@ peer (MST, AIM, MWEM+PGM) is its rows in any file; every seed found in any of th
 seed fixes the records, the held-out queries and the noise, so two files' rows of one seed are
 one run, and the sweep checks that they agree). A peer is compared with the rules on the seeds
 both ran. Per setting the summary keeps the errors per length group, the groups
-at or below each peer and below the marginals, the 2-way and 3-way marginal TVDs and the seconds
+at or below each peer and below the marginals, the 1-, 2- and 3-way marginal TVDs and the seconds
 of every method; per epsilon, each dataset's score (mean over its sizes) and the worst dataset.
 
     python benchmarks/rules_sweep.py --json benchmarks/results/rules_sweep.json --plot benchmarks/results/sweep_seven
@@ -28,7 +28,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: scored as MST scores them), with the settings each one covers.
 SHIPPED = ("rules_lodo_seven_tables.json", "rules_lodo_tree3e4.json", "rules_lodo_shrink_means.json",
            "rules_lodo_tables_seeds10.json", "rules_lodo_t10_seeds10.json", "rules_lodo_sweep_fill.json",
-           "rules_lodo_sweep_tvd3.json")
+           "rules_lodo_sweep_tvd3.json", "rules_lodo_sweep_tvd1.json")
 #: Metrics the older files' rows lack: of two rows of one run, the one holding more of them is kept.
 OPTIONAL = ("tvd3", "tvd1")
 #: The issue's bound on the single-item TVD: at most this multiple of MST's.
@@ -54,7 +54,7 @@ def by_seed(files: dict[str, list[dict[str, Any]]], who: str) -> dict[Setting, d
                 continue
             s, seed = setting_of(r), r["seed"]
             old = chosen.setdefault(s, {}).get(seed)
-            if old is not None and not np.allclose(rules_lodo._groups(old, "groups"), rules_lodo._groups(r, "groups")):
+            if old is not None and not np.allclose(rules_lodo.group_errors(old, "groups"), rules_lodo.group_errors(r, "groups")):
                 raise ValueError(f"{who} on {s} seed {seed}: {where[s, seed]} and {name} disagree")
             if old is None or sum(k in r for k in OPTIONAL) > sum(k in old for k in OPTIONAL):
                 chosen[s][seed], where[s, seed] = r, name
@@ -68,13 +68,14 @@ def _mean(rows: Sequence[dict[str, Any]], key: str) -> float | None:
 
 def compare(ours: dict[int, dict[str, Any]], theirs: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """A peer beside the rules on the seeds both ran: both errors per group (means), the groups where
-    the rules are at or below the peer, and both TVDs (the 3-way on the seeds where both rows hold it)."""
+    the rules are at or below the peer, and both TVDs (the 3-way and single-item ones on the seeds where
+    both rows hold them)."""
     seeds = sorted(set(ours) & set(theirs))
     mine, peer = [ours[s] for s in seeds], [theirs[s] for s in seeds]
     if not seeds:
         return {"seeds": 0}
-    a = np.mean([rules_lodo._groups(r, "groups") for r in mine], axis=0)
-    b = np.mean([rules_lodo._groups(r, "groups") for r in peer], axis=0)
+    a = np.mean([rules_lodo.group_errors(r, "groups") for r in mine], axis=0)
+    b = np.mean([rules_lodo.group_errors(r, "groups") for r in peer], axis=0)
     return {"seeds": len(seeds), "groups": b.tolist(), "dpgm_groups": a.tolist(),
             "at_or_below": int(np.sum(a <= b)),
             "tvd2": _mean(peer, "tvd2"), "dpgm_tvd2": _mean(mine, "tvd2"),
@@ -94,8 +95,8 @@ def _both(key: str, mine: list[dict[str, Any]], peer: list[dict[str, Any]]) -> d
 def cell(ours: dict[int, dict[str, Any]], peers: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     """One setting: the rules' and the marginals' means over the rules' seeds, and each peer beside them."""
     rows = list(ours.values())
-    groups = np.mean([rules_lodo._groups(r, "groups") for r in rows], axis=0)
-    marg = np.mean([rules_lodo._groups(r, "marginals") for r in rows], axis=0)
+    groups = np.mean([rules_lodo.group_errors(r, "groups") for r in rows], axis=0)
+    marg = np.mean([rules_lodo.group_errors(r, "marginals") for r in rows], axis=0)
     first = rows[0]
     return {"dataset": first["dataset"], "size": rules_lodo.size_label(first["size"]),
             "epsilon": float(first["epsilon"]), "n_fit": first["n_fit"], "n_items": first["n_items"],
