@@ -36,17 +36,18 @@ TVD1_RATIO = 1.2
 #: The peers, in the order the tables show them.
 PEERS = ("mst", "mwem_pgm", "aim")
 Setting = tuple[str, str, float]
+Runs = dict[Setting, dict[int, dict[str, Any]]]  # a method's rows by setting and seed
 
 
 def setting_of(row: dict[str, Any]) -> Setting:
     return row["dataset"], rules_lodo.size_label(row["size"]), float(row["epsilon"])
 
 
-def by_seed(files: dict[str, list[dict[str, Any]]], who: str) -> dict[Setting, dict[int, dict[str, Any]]]:
+def by_seed(files: dict[str, list[dict[str, Any]]], who: str) -> Runs:
     """Per setting, the rows of ``who`` (``default`` or a peer's name) by seed, over every file: a seed
     fixes the records, the queries and the method's noise, so two files' rows of one seed are the same
     run (checked: rows that disagree are an error); the row holding more of OPTIONAL is kept."""
-    chosen: dict[Setting, dict[int, dict[str, Any]]] = {}
+    chosen: Runs = {}
     where: dict[tuple[Setting, int], str] = {}
     for name, rows in files.items():
         for r in rows:
@@ -115,10 +116,18 @@ def _order(c: dict[str, Any]) -> tuple[float, int, float]:
     return c["epsilon"], d, float("inf") if c["size"] == "full" else float(c["size"])
 
 
+def gather(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> tuple[Runs, dict[str, Runs]]:
+    """The shipped rules' rows (from the ``shipped`` files) and each peer's (from any file), by setting and seed."""
+    return by_seed({f: files[f] for f in shipped if f in files}, "default"), {p: by_seed(files, p) for p in PEERS}
+
+
 def sweep(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
     """Every setting the shipped rules ran on, with the peers beside them."""
-    ours = by_seed({f: files[f] for f in shipped if f in files}, "default")
-    peers = {p: by_seed(files, p) for p in PEERS}
+    return cells_of(*gather(files, shipped))
+
+
+def cells_of(ours: Runs, peers: dict[str, Runs]) -> list[dict[str, Any]]:
+    """One ``cell`` per setting of ``ours``, in the tables' order."""
     return sorted((cell(seeds, peers) for seeds in ours.values()), key=_order)
 
 
@@ -198,11 +207,9 @@ def text(cells: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot_rows(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
+def plot_rows(ours: Runs, peers: dict[str, Runs]) -> list[dict[str, Any]]:
     """The rows the plots draw: the shipped rules' and each peer's, on the settings the shipped rules ran on."""
-    ours = by_seed({f: files[f] for f in shipped if f in files}, "default")
-    chosen = [ours, *(by_seed(files, p) for p in PEERS)]
-    return [r for by in chosen for s, seeds in by.items() if s in ours for r in seeds.values()]
+    return [r for by in (ours, *peers.values()) for s, seeds in by.items() if s in ours for r in seeds.values()]
 
 
 def read(names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -225,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no such file: {missing[0]}", file=sys.stderr)
         return 2
     files = read(names)
-    cells = sweep(files, args.shipped)
+    ours, peers = gather(files, args.shipped)
+    cells = cells_of(ours, peers)
     if not cells:
         print("error: no default rows in the shipped files", file=sys.stderr)
         return 2
@@ -234,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(args.json, {"files": sorted(files), "shipped": list(args.shipped), "cells": cells,
                                "worst": worst(cells), "targets": targets(cells)})
     if args.plot:
-        for path in rules_lodo.plot_peers(plot_rows(files, args.shipped), Path(args.plot)):
+        for path in rules_lodo.plot_peers(plot_rows(ours, peers), Path(args.plot)):
             print(f"wrote {path}")
     return 0
 
