@@ -234,6 +234,9 @@ class ReleasedMixture:
     part_labels: PartLabels | None = None  # each part's label when the run partitioned by label
     length_shares: np.ndarray | None = None  # noisy shares of records of each length 0..m (drawn to follow)
     empty_size: float | None = None  # noisy count of empty records, a part of their own (after the k models)
+    pair_edges: np.ndarray | None = None  # [e, 2] item pairs whose frequencies the release follows
+    pair_targets: np.ndarray | None = None  # [m + e] item then pair frequencies (``dpgm.stages.release_pairs``)
+    pairs_pool: int = 1  # draws per released record among which it picks by weight (``model.pairs_pool``)
 
     @property
     def n_items(self) -> int:
@@ -253,12 +256,14 @@ def save_models(
     part_labels: PartLabels | None = None,
     length_shares: np.ndarray | None = None,
     empty_size: float | None = None,
+    pairs: dict[str, np.ndarray] | None = None,
 ) -> None:
     """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data,
     ``min_items`` is the declared least number of items per record (``data.min_items``),
     ``part_labels`` each part's label when the parts are labels, ``length_shares`` the noisy
     record-length histogram the release follows (``model.length_noise_multiplier``), ``empty_size``
-    the noisy count of empty records (``partition.empty_part_noise_multiplier``)."""
+    the noisy count of empty records (``partition.empty_part_noise_multiplier``), ``pairs`` the edges and
+    target frequencies the release follows (``model.pairs_noise_multiplier``)."""
     import torch
 
     payload = {
@@ -274,6 +279,9 @@ def save_models(
         "empty_size": None if empty_size is None else float(empty_size),
         "length_shares": (None if length_shares is None
                           else torch.as_tensor(np.asarray(length_shares, dtype=np.float64))),
+        "pairs": None if pairs is None else {"edges": torch.as_tensor(np.asarray(pairs["edges"], dtype=np.int64)),
+                                             "targets": torch.as_tensor(np.asarray(pairs["targets"], dtype=np.float64)),
+                                             "pool": int(model_cfg.pairs_pool)},
         "part_labels": None if part_labels is None else {"labels": [int(x) for x in part_labels.labels],
                                                          "column": part_labels.column},
     }
@@ -316,7 +324,15 @@ def load_release(path: str | Path) -> ReleasedMixture:
         part_labels=_part_labels(payload.get("part_labels")),
         length_shares=None if payload.get("length_shares") is None else payload["length_shares"].numpy(),
         empty_size=payload.get("empty_size"),
+        **_pairs(payload.get("pairs")),
     )
+
+
+def _pairs(saved: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``pairs`` entry of models.pt as ReleasedMixture fields (absent: the release follows no pairs)."""
+    if saved is None:
+        return {}
+    return {"pair_edges": saved["edges"].numpy(), "pair_targets": saved["targets"].numpy(), "pairs_pool": saved["pool"]}
 
 
 def _part_labels(saved: dict[str, Any] | None) -> PartLabels | None:

@@ -200,6 +200,12 @@ class ModelConfig:
                                                 "minimising the item mass the clip removes, squared, plus this "
                                                 "weight times the means' noise, squared (dpgm/stages/length_bound.py); "
                                                 "null: off")
+    mean_debias: Literal["off", "mass", "records"] = opt(
+        "off", "with mean_clip_quantile: divide the part means by the share the clip keeps, read off the same noisy "
+               "length histogram (post-processing; dpgm/stages/length_bound.py): of item mass (mass: exact when an "
+               "item is as much likelier in a longer record as the record is longer) or of records (records: exact "
+               "when its presence does not depend on the length); the clip shrinks every long record, and at large n "
+               "that bias outweighs the noise; off: no division")
     length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
                                                      "length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "
@@ -210,6 +216,16 @@ class ModelConfig:
                                                       f"{released('1', 'record_lengths')} and "
                                                       "draw synthetic records so that their lengths follow it "
                                                       "(post-processing); null: off")
+    pairs_noise_multiplier: float | None = opt(None, "noisy_mean: also grow one tree of item pairs over all records "
+                                                     "(n_items - 1 exponential-mechanism selections of epsilon "
+                                                     "pairs_select_epsilon) and release its pairs' counts "
+                                                     f"{released('mean_clip', 'release_pairs')}; the release then "
+                                                     "reweights the models' draws so that its item and pair "
+                                                     "frequencies equal the measured ones (post-processing; "
+                                                     "dpgm/stages/release_pairs.py); null: off")
+    pairs_select_epsilon: float = opt(0.1, "with pairs_noise_multiplier: epsilon of each edge selection")
+    pairs_pool: int = opt(3, "with pairs_noise_multiplier: models' draws per released record, among which the "
+                             "release picks by weight (more: closer to the measured frequencies, slower)")
     calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that "
                                                     "its model's expected item frequencies equal the part's noisy mean "
                                                     "(true; post-processing, no privacy cost; good for sparse records, "
@@ -242,6 +258,15 @@ class ModelConfig:
                  "totals_noise_multiplier", "must be > 0")
         _require(self.length_noise_multiplier is None or self.length_noise_multiplier > 0, "model",
                  "length_noise_multiplier", "must be > 0")
+        _require(self.pairs_noise_multiplier is None or self.pairs_noise_multiplier > 0, "model",
+                 "pairs_noise_multiplier", "must be > 0")
+        _require(self.pairs_noise_multiplier is None or self.output_bias == "noisy_mean", "model",
+                 "pairs_noise_multiplier", "needs output_bias: noisy_mean (the item frequencies are the noisy means')")
+        _require(self.pairs_noise_multiplier is None or self.length_noise_multiplier is None, "model",
+                 "pairs_noise_multiplier", "does not go with length_noise_multiplier (the release follows one or the "
+                 "other)")
+        _require(self.pairs_select_epsilon > 0, "model", "pairs_select_epsilon", "must be > 0")
+        _require(self.pairs_pool >= 1, "model", "pairs_pool", "must be >= 1")
         _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
         _require(self.kind != "tree" or (self.output_bias == "noisy_mean" and not self.calibrate), "model", "kind",
@@ -341,6 +366,9 @@ class Config:
         _require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
                  "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
                  "how many empty records the release holds)")
+        _require(self.model.pairs_noise_multiplier is None or self.partition.method != "label", "model",
+                 "pairs_noise_multiplier", "does not go with partition.method: label (a release drawn per label "
+                 "would lose its label counts to the reweighting)")
         _require(self.model.kind != "tree" or self.data.min_items <= 1, "model", "kind",
                  "tree supports data.min_items 0 or 1 (it keeps its frequencies among non-empty records only)")
         _require(self.model.calibrate != "total"

@@ -13,6 +13,7 @@ changes which parts are drawn: still post-processing.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,89 +29,19 @@ from dpgm.artifact import (
     check_record_limit,
     load_release,
 )
-from dpgm.clustering.base import size_shares
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_output
+from dpgm.mixture_draws import check_acceptance, draw_records, mixture_shares
+from dpgm.models.tilt import tilted_picks
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
-
-#: A release gives up when, after at least MIN_DRAWS draws, fewer than MIN_ACCEPTANCE of them held
-#: ``data.min_items`` items: the draws stay within max(MIN_DRAWS, n / MIN_ACCEPTANCE) plus one chunk.
-MIN_DRAWS = 10_000
-MIN_ACCEPTANCE = 0.01
 
 #: Rounds of draws, at most, to fill each length's share when the release follows a record-length histogram.
 LENGTH_ROUNDS = 5
 
 #: One step of a release: (shares over the parts, number of records drawn with them).
 Draw = tuple[np.ndarray, int]
-
-
-def _draw(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
-          threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-    """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy
-    size, then the part's model, redrawing from the same part every record of fewer than
-    ``min_items`` items (``_part_records``; a part that almost never draws one gives fewer)."""
-    parts = torch.multinomial(probs, c, replacement=True, generator=generator)
-    out = torch.zeros(c, mixture.n_items, dtype=torch.uint8)
-    keep = torch.ones(c, dtype=torch.bool)
-    drawn = 0
-    for j in torch.unique(parts).tolist():
-        where = (parts == j).nonzero(as_tuple=True)[0]
-        if j == len(mixture.models):  # the part of empty records (``mixture_shares``): all zeros
-            drawn += len(where)
-            continue
-        records, tried = _part_records(mixture.models[j], len(where), generator, threshold, min_items)
-        out[where[: len(records)]] = records
-        keep[where[len(records):]] = False
-        drawn += tried
-    return out[keep].numpy(), parts[keep].numpy(), drawn
-
-
-def _part_records(model: torch.nn.Module, count: int, generator: torch.Generator, threshold: float | None,
-                  min_items: int) -> tuple[torch.Tensor, int]:
-    """Up to ``count`` records of one part's model holding >= ``min_items`` items, and how many were drawn.
-
-    Rejected records are redrawn from the SAME part: each part's model is conditioned on the public
-    fact, and its share stays its noisy size, which counts real records that all hold the fact. A
-    part stops after max(MIN_DRAWS, count / MIN_ACCEPTANCE) draws (a model that almost never draws
-    such a record, say a near-empty part's); the release then fills its slots from new draws of
-    every part (``sample_chunks``), so only that part's share shrinks.
-    """
-    kept: list[torch.Tensor] = []
-    have = drawn = 0
-    limit = max(MIN_DRAWS, count / MIN_ACCEPTANCE)
-    while have < count and drawn < limit:
-        want = count - have
-        if threshold is None:
-            records = model.sample(want, generator).to(torch.uint8)
-        else:
-            records = (model.sample_probs(want, generator) >= threshold).to(torch.uint8)
-        drawn += want
-        if min_items > 0:
-            records = records[records.sum(dim=1) >= min_items]
-        kept.append(records)
-        have += len(records)
-    return torch.cat(kept)[:count], drawn
-
-
-def mixture_shares(mixture: ReleasedMixture) -> np.ndarray:
-    """Each part's share of the release: the noisy part sizes, then the noisy count of empty records
-    as part k when the run set them aside (``partition.empty_part_noise_multiplier``), projected
-    together onto non-negative shares (``size_shares``: no mass added)."""
-    if mixture.empty_size is None:
-        return size_shares(mixture.noisy_sizes)
-    return size_shares(np.append(np.asarray(mixture.noisy_sizes, dtype=np.float64), mixture.empty_size))
-
-
-def _check_acceptance(accepted: int, drawn: int, min_items: int) -> None:
-    """Refuse to go on drawing when the models almost never give a record of ``min_items`` items."""
-    if drawn >= MIN_DRAWS and accepted < MIN_ACCEPTANCE * drawn:
-        raise DpgmError(
-            f"only {accepted} of {drawn} synthetic records held at least data.min_items = {min_items} items "
-            f"(fewer than {MIN_ACCEPTANCE:.0%}): the models almost never draw such records; "
-            f"lower data.min_items or train longer")
 
 
 @torch.no_grad()
@@ -130,22 +61,25 @@ def sample_chunks(
     that part's model: Bernoulli draws, or probabilities >= ``threshold`` when one is given.
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
     drawn again from its part: each part's model conditioned on that public fact (post-processing,
-    ``_part_records``); see ``_check_acceptance`` for the bound. When the run released a record-length histogram
-    (``model.length_noise_multiplier``), the kept records follow it (``_draw_following``).
+    ``part_records``); see ``check_acceptance`` for the bound. When the run released a record-length histogram
+    (``model.length_noise_multiplier``), the kept records follow it (``_draw_following``); when it measured
+    global item pairs, a plain release (no ``shares`` or ``threshold``) follows them (``_Tilt.draw``).
     """
     probs = torch.as_tensor(mixture_shares(mixture) if shares is None else shares, dtype=torch.float64)
     lengths = _length_targets(mixture)
+    tilt = _tilt_of(mixture) if shares is None and threshold is None else None
     done = drawn = 0
     while done < n:
         c = min(chunk_size, n - done)
-        if lengths is None:
-            records, parts, tried = _draw(mixture, c, probs, generator, threshold, mixture.min_items)
-            drawn += tried
-        else:
+        if lengths is not None:
             records, parts, tried = _draw_following(mixture, c, probs, generator, threshold, lengths)
-            drawn += tried
+        elif tilt is not None:
+            records, parts, tried = tilt.draw(mixture, c, probs, generator)
+        else:
+            records, parts, tried = draw_records(mixture, c, probs, generator, threshold, mixture.min_items)
+        drawn += tried
         if mixture.min_items > 0:
-            _check_acceptance(done + len(records), drawn, mixture.min_items)
+            check_acceptance(done + len(records), drawn, mixture.min_items)
         done += len(records)
         if len(records):
             yield records, parts
@@ -158,6 +92,39 @@ def _length_targets(mixture: ReleasedMixture) -> torch.Tensor | None:
     shares = torch.as_tensor(mixture.length_shares, dtype=torch.float64).clone()
     shares[: mixture.min_items] = 0.0
     return shares / shares.sum() if float(shares.sum()) > 0 else None
+
+
+@dataclass
+class _Tilt:
+    """The targets a release follows (``_tilt_of``; post-processing) and the last chunk's tilt, the next one's start."""
+
+    edges: np.ndarray
+    targets: np.ndarray
+    empty: bool
+    theta: np.ndarray | None = None
+
+    def draw(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor,
+             generator: torch.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+        """``c`` records picked by weight among ``pairs_pool`` x c draws (``tilted_picks``), in random order; the
+        draws counted are the c records' share (``check_acceptance`` bounds rejections, not the pool)."""
+        pool, parts, drawn = draw_records(mixture, c * mixture.pairs_pool, probs, generator, None, mixture.min_items)
+        if len(pool) == 0:
+            return pool, parts, drawn
+        offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
+        picks, self.theta = tilted_picks(pool, self.edges, self.targets, count=c, offset=offset, empty=self.empty,
+                                         start=self.theta)
+        picks = picks[torch.randperm(c, generator=generator).numpy()]
+        return pool[picks], parts[picks], drawn * c // len(pool)
+
+
+def _tilt_of(mixture: ReleasedMixture) -> _Tilt | None:
+    """The item and pair frequencies the release follows, or None. Measured over non-empty records, they are
+    scaled by the non-empty share when empty records are a part, and that share is a target too."""
+    if mixture.pair_edges is None or mixture.pair_targets is None:
+        return None
+    empty = None if mixture.empty_size is None else float(mixture_shares(mixture)[-1])
+    targets = mixture.pair_targets if empty is None else np.append(mixture.pair_targets * (1.0 - empty), empty)
+    return _Tilt(mixture.pair_edges, targets, empty=empty is not None)
 
 
 def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
@@ -176,7 +143,7 @@ def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, gener
     rounds = 0
     while rounds < LENGTH_ROUNDS and want.any():
         rounds += 1
-        records, parts, _ = _draw(mixture, c, probs, generator, threshold)
+        records, parts, _ = draw_records(mixture, c, probs, generator, threshold)
         lengths = records.sum(axis=1, dtype=np.int64)
         pick = take_lengths(lengths, want)
         want -= np.bincount(lengths[pick], minlength=len(want))

@@ -46,6 +46,9 @@ LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.02, 0.9
 #: (``model.mean_clip_balance``; None: off): with little noise, a clip at the quantile costs more in
 #: bias than it saves.
 LENGTH_BALANCE: float | None = 16.0
+#: What share the length bound's clip keeps the part means are divided by (``model.mean_debias``: off,
+#: mass or records; read off the same noisy histogram).
+MEAN_DEBIAS = "off"
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 LLOYD_ITERATIONS = 10
@@ -70,6 +73,10 @@ TABLE_TREE_SCALE = 10_000
 #: Whether a tree leaves the empty records to a part of their own (its draws holding no item are then
 #: dropped, ``item_pairs.fit_tree``) or draws them itself.
 TREE_EMPTY_PART = True
+#: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs):
+#: its edge selections and its pair counts (0: off), from N * epsilon = PAIRS_SCALE up, for a model that is not
+#: a tree of items already.
+PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.0, 0.0, 0
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
@@ -140,12 +147,23 @@ def family(facts: PublicFacts) -> str:
     return "tree" if scale < tree_scale(facts) else "independent" if scale < MIN_TRAINING_SCALE else "vae"
 
 
+def select_epsilon(rho: float, share: float, n_items: int) -> float:
+    """Epsilon of each of a tree's n_items - 1 edge selections that together cost ``share`` of rho (an
+    epsilon exponential mechanism costs epsilon^2 / 8 in zCDP)."""
+    return math.sqrt(8.0 * share * rho / max(1, n_items - 1))
+
+
 def tree_options(rho: float, n_items: int) -> dict[str, float]:
-    """The tree's ``model.options``: n_items - 1 selections sharing TREE_SELECT_SHARE of rho (an
-    epsilon exponential mechanism costs epsilon^2 / 8 in zCDP), the pair counts TREE_PAIRS_SHARE."""
-    rounds = max(1, n_items - 1)
-    return {"select_epsilon": math.sqrt(8.0 * TREE_SELECT_SHARE * rho / rounds),
+    """The tree's ``model.options``: its selections take TREE_SELECT_SHARE of rho, the pair counts TREE_PAIRS_SHARE."""
+    return {"select_epsilon": select_epsilon(rho, TREE_SELECT_SHARE, n_items),
             "pair_noise_multiplier": sigma_for_share(rho, TREE_PAIRS_SHARE)}
+
+
+def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
+    """Whether the release follows one tree of item pairs measured over all records: from N * epsilon =
+    PAIRS_SCALE up, when its shares are set, there are pairs, and each part's model is not a tree already."""
+    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0
+    return shares and items > 1 and kind != "tree" and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
@@ -165,7 +183,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
-    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share
+    pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if measures_pairs(facts, kind, items) else 0.0
+    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
     # a kind without DP-SGD leaves the means its share too
     means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE
     out: dict[str, Any] = {
@@ -180,8 +199,11 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
         "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
+        "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
+        "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,
         "model.mean_clip_quantile": LENGTH_QUANTILE if bound_share > 0 else None,
         "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
+        "model.mean_debias": MEAN_DEBIAS if bound_share > 0 else "off",
         "model.length_bound_noise_multiplier": sigma_for_share(rho, bound_share) if bound_share > 0 else 20.0,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "training.clipping": "fixed", "training.clip_norm": CLIP_NORM, "training.optimizer": "adam",
@@ -218,10 +240,13 @@ def regime(facts: PublicFacts) -> str:
         family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
                       f"{max(MIN_TRAINING_SCALE, tree_scale(facts)):,}, enough for DP-SGD to learn correlations "
                       "between items")
-    totals = " Every item's total over all records is measured once and the groups' means agree with it." \
+    extras = " Every item's total over all records is measured once and the groups' means agree with it." \
         if TOTALS_SHARE > 0 else ""
+    extras += (" One tree of item pairs is measured over all records, and the release's item and pair frequencies "
+               f"follow it (N x epsilon is at least {PAIRS_SCALE:,})." if measures_pairs(facts, kind, facts.n_items)
+               else "")
     inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
-    return f"The rules chose {family_why}, in {split}, from {inputs}.{totals}"
+    return f"The rules chose {family_why}, in {split}, from {inputs}.{extras}"
 
 
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:

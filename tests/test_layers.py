@@ -28,6 +28,7 @@ LAYER = {
     "training": 6,
     "quality": 6,  # the HTML quality report: evaluation statistics drawn with imaging's grids
     "stages": 7,  # the run's stages (dpgm/stages/): statistics releases and DP-SGD
+    "mixture_draws": 6,  # mixture_draws.py: a part by its noisy share, then a record of its model (below release)
     "release_writers": 6,  # release_writers.py: the release's file formats (CSV, transactions, PNG), below release
     "release": 7,
     "pipeline": 8,  # a run: its plan and the loop over its stages

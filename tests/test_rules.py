@@ -320,3 +320,43 @@ def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_decl
     assert cfg.model.kind == "tree" and run.accountant.ledger.count("length_bound") == 0
     assert any(p["quantity"] == "attributes of the table" for p in run.public)
     assert 0.95 < run.planned_epsilon() <= 1.0
+
+
+def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(monkeypatch, tmp_path) -> None:
+    """PAIRS_* > 0: one global tree of pairs, its selections and counts priced in zCDP from their shares,
+    charged under release_pairs, and the run still ends at the target."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.1)
+    monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.2)
+    monkeypatch.setattr(rules, "MEANS_SHARE", 0.28)
+    f = facts(3_000)
+    small = public_defaults(f, top_items=None)
+    rho = zcdp_rho(f.epsilon, f.delta)
+    assert (f.n_items - 1) * small["model.pairs_select_epsilon"] ** 2 / 8 == pytest.approx(0.1 * rho)
+    assert 1 / (2 * small["model.pairs_noise_multiplier"] ** 2) == pytest.approx(0.2 * rho)
+    assert "One tree of item pairs is measured over all records" in regime(f)
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run.start()
+    assert run.accountant.ledger.count("release_pairs") == 17  # 16 selections, one release
+    assert 0.95 < run.planned_epsilon() <= 1.0
+    # none below PAIRS_SCALE, none where each part's model is a tree of items already, none when off
+    monkeypatch.setattr(rules, "PAIRS_SCALE", 10_000)
+    assert public_defaults(f, top_items=None)["model.pairs_noise_multiplier"] is None
+    assert public_defaults(facts(30_000), top_items=None)["model.pairs_noise_multiplier"] is not None
+    assert public_defaults(facts(30_000), top_items=None, kind="tree")["model.pairs_noise_multiplier"] is None
+    monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.0)
+    monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.0)
+    assert public_defaults(facts(30_000), top_items=None)["model.pairs_noise_multiplier"] is None  # off
+
+
+def test_the_means_debias_follows_its_rule_only_where_the_length_bound_is_measured(monkeypatch) -> None:
+    from dpgm import rules
+
+    assert public_defaults(facts(30_000), top_items=None)["model.mean_debias"] == rules.MEAN_DEBIAS
+    monkeypatch.setattr(rules, "MEAN_DEBIAS", "mass")
+    assert public_defaults(facts(30_000), top_items=None)["model.mean_debias"] == "mass"
+    table = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0, delta=1e-6, attributes=5)
+    assert public_defaults(table, top_items=None)["model.mean_debias"] == "off"  # a table's clip never bites

@@ -3,8 +3,9 @@
 items (noisy top-item choice) -> empty_records (noisy count, set aside) -> length_bound (a
 noisy quantile of record lengths, the clip of the means) -> item_totals (noisy
 global item totals the part means agree with) -> partition (the
-registered partitioner) -> part_means (noisy mean record per part) -> record_lengths (noisy
-length histogram) -> training (DP-SGD per part). A stage from outside the package registers
+registered partitioner) -> part_means (noisy mean record per part) -> item_pairs (a tree per
+part) -> release_pairs (one tree of pairs over all records, which the release follows) ->
+record_lengths (noisy length histogram) -> training (DP-SGD per part). A stage from outside the package registers
 with ``register_stage(cls, before=...)``.
 """
 
@@ -26,10 +27,11 @@ from dpgm.stages.length_bound import LengthBoundStage
 from dpgm.stages.part_means import PartMeansStage
 from dpgm.stages.partition import PartitionStage
 from dpgm.stages.record_lengths import RecordLengthsStage
+from dpgm.stages.release_pairs import ReleasePairsStage
 from dpgm.stages.training import TrainingStage
 
 for _stage in (ItemsStage, EmptyRecordsStage, LengthBoundStage, ItemTotalsStage, PartitionStage, PartMeansStage,
-               ItemPairsStage, RecordLengthsStage, TrainingStage):
+               ItemPairsStage, ReleasePairsStage, RecordLengthsStage, TrainingStage):
     register_stage(_stage)
 
 __all__ = ["STAGES", "Stage", "StageContext", "planned_stages", "register_stage", "unregister_stage"]

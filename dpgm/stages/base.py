@@ -122,6 +122,16 @@ class ArrayStage(Stage):
         self.output = state["output"].numpy()
 
 
+class DictStage(Stage):
+    """A stage whose output is a dict of arrays (a tree's parents and logits, edges and targets): saved as tensors."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"output": {key: torch.as_tensor(value) for key, value in self.output.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output = {key: value.numpy() for key, value in state["output"].items()}
+
+
 #: Registered stage classes in pipeline order (``register_stage``).
 STAGES: dict[str, type[Stage]] = {}
 

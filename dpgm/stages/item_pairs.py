@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from dpgm.clustering.base import Partition
 from dpgm.data.chunks import summed
@@ -37,7 +36,7 @@ from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
-from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.length_bound import mean_bound
 from dpgm.stages.part_means import FLOOR
 from dpgm.stages.training import release_min_items
@@ -98,10 +97,10 @@ def table_distances(plain: np.ndarray, size: float, means: np.ndarray) -> np.nda
 
 
 def grow_trees(plain: Sequence[np.ndarray], sizes: np.ndarray, means: np.ndarray, *, epsilon: float,
-               accountant: Accountant, rng: np.random.Generator) -> list[list[tuple[int, int]]]:
+               accountant: Accountant, rng: np.random.Generator, stage: str = STAGE) -> list[list[tuple[int, int]]]:
     """Per part, the n_items - 1 edges of a spanning tree, each picked by an ``epsilon`` exponential
     mechanism (``table_distances``, sensitivity 1) among the pairs joining two components; ``plain``:
-    each part's ``plain_counts``."""
+    each part's ``plain_counts``; ``stage``: the ledger's name for the selections."""
     k, m = means.shape
     a, b = np.triu_indices(m, 1)
     components = [np.arange(m) for _ in range(k)]
@@ -110,7 +109,7 @@ def grow_trees(plain: Sequence[np.ndarray], sizes: np.ndarray, means: np.ndarray
     for _ in range(m - 1):
         open_pairs = [np.flatnonzero(comp[a] != comp[b]) for comp in components]
         picks = exponential_mechanisms([u[o] for u, o in zip(scores, open_pairs)], epsilon=epsilon, sensitivity=1.0,
-                                       accountant=accountant, stage=STAGE, rng=rng)  # one round, every part
+                                       accountant=accountant, stage=stage, rng=rng)  # one round, every part
         for j, (pick, open_j) in enumerate(zip(picks, open_pairs)):
             pair = open_j[pick]
             edges[j].append((int(a[pair]), int(b[pair])))
@@ -174,7 +173,7 @@ def _fit(edges: list[tuple[int, int]], joints: np.ndarray, means: np.ndarray) ->
     return parent, cond
 
 
-class ItemPairsStage(Stage):
+class ItemPairsStage(DictStage):
     """Each part's tree; output: {"parent": [k, m] ints, "logits": [k, m, 2]} (see ``fit_tree``)."""
 
     name = STAGE
@@ -200,9 +199,3 @@ class ItemPairsStage(Stage):
         fits = [fit_tree(part, y, s, p, nonempty=nonempty)
                 for part, y, s, p in zip(edges, noisy.reshape(len(edges), -1), sizes, means)]
         return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits])}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"output": {key: torch.as_tensor(value) for key, value in self.output.items()}}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = {key: value.numpy() for key, value in state["output"].items()}

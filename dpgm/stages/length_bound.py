@@ -10,12 +10,15 @@ records with at most L items reaches the quantile q, raised (``model.mean_clip_b
 length that balances what the clip takes from the means against the noise it saves
 (``balanced_length``) when that is longer: with little noise, a clip at the quantile would cost
 more in bias than it saves. Post-processing of the released histogram; ``model.mean_clip``, when
-stated, is not used.
+stated, is not used. With ``model.mean_debias`` the part means are then divided by the share of item
+mass (or of records) the clip keeps, read off the same histogram (``kept_share``): at large n the clip's bias, not
+the noise, is what the means' error is made of.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +47,25 @@ def mean_bound(cfg: Config, ctx: StageContext) -> float:
     return math.sqrt(ctx.data.n_items) if cfg.model.mean_clip is None else float(cfg.model.mean_clip)
 
 
+def tail_cut(shares: np.ndarray, *, records: float, count_noise: float) -> np.ndarray:
+    """The noisy length shares with every length whose noisy count is below TAIL_NOISE x ``count_noise``
+    (the histogram's noise std) read as empty."""
+    return np.where(shares * records >= TAIL_NOISE * count_noise, shares, 0.0)
+
+
+def kept_share(shares: np.ndarray, length: int, *, records: float, count_noise: float, by: str = "mass") -> float:
+    """The share the clip sqrt(L) keeps, from the noisy length shares h (``tail_cut``): of item mass,
+    sum_l h_l l min(1, sqrt(L / l)) / sum_l h_l l (``by`` mass), or of non-empty records, the same
+    without the factor l (``by`` records). The part means divided by it are unbiased on average over
+    items when an item's presence grows with the length as the length does (mass) or not at all (records)."""
+    lengths = np.arange(shares.size, dtype=np.float64)
+    h = tail_cut(shares, records=records, count_noise=count_noise)
+    weight = h * (lengths if by == "mass" else lengths > 0)
+    if weight.sum() <= 0:
+        return 1.0
+    return float(weight @ np.minimum(1.0, np.sqrt(length / np.maximum(lengths, 1.0))) / weight.sum())
+
+
 def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: float, parts: int, n_items: int,
                     count_noise: float = 0.0, weight: float = 1.0) -> int:
     """The L minimising lost(L)^2 + weight noise(L)^2, both relative to the item mass T = n sum_l h_l l:
@@ -54,7 +76,7 @@ def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: flo
     records the noise alone would put mass in the long tail and call for a clip no record needs.
     All from released shares h and public numbers."""
     lengths = np.arange(shares.size, dtype=np.float64)
-    h = np.where(shares * records >= TAIL_NOISE * count_noise, shares, 0.0)
+    h = tail_cut(shares, records=records, count_noise=count_noise)
     mass = float(h @ lengths)
     if mass <= 0:
         return 1
@@ -73,14 +95,35 @@ class LengthBoundStage(Stage):
     line = "bound the records' lengths from a noisy length histogram (the clip of the groups' means)"
     switch = "model.mean_clip_quantile"
 
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg)
+        self.kept: dict[str, float] = {}  # the shares the clip keeps (``kept_share``), read by ``mass_kept``
+
     def run(self, ctx: StageContext) -> int:
-        shares, records = noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_bound_noise_multiplier,
-                                              accountant=ctx.accountant, rng=ctx.rng, stage=STAGE, with_total=True)
+        noise = self.cfg.model.length_bound_noise_multiplier
+        shares, records = noisy_length_shares(ctx.data, noise_multiplier=noise, accountant=ctx.accountant,
+                                              rng=ctx.rng, stage=STAGE, with_total=True)
         length = quantile_length(shares, self.cfg.model.mean_clip_quantile)
-        if self.cfg.model.mean_clip_balance is None:
-            return length
-        balanced = balanced_length(shares, records=records, noise_multiplier=self.cfg.model.mean_noise_multiplier,
-                                   parts=self.cfg.partition.k, n_items=ctx.data.n_items,
-                                   count_noise=self.cfg.model.length_bound_noise_multiplier,
-                                   weight=self.cfg.model.mean_clip_balance)
-        return max(length, balanced)
+        if self.cfg.model.mean_clip_balance is not None:
+            length = max(length, balanced_length(shares, records=records,
+                                                 noise_multiplier=self.cfg.model.mean_noise_multiplier,
+                                                 parts=self.cfg.partition.k, n_items=ctx.data.n_items,
+                                                 count_noise=noise, weight=self.cfg.model.mean_clip_balance))
+        self.kept = {by: kept_share(shares, length, records=records, count_noise=noise, by=by)
+                     for by in ("mass", "records")}
+        return length
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "kept": self.kept}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.output, self.kept = state["output"], state.get("kept", {})
+
+
+def mass_kept(cfg: Config, ctx: StageContext) -> float:
+    """What the part means are divided by: the share the private length bound's clip keeps, as
+    ``model.mean_debias`` reads it, when that is not off and the bound was measured; else 1."""
+    stage = ctx.stages.get(STAGE)
+    if cfg.model.mean_debias == "off" or not isinstance(stage, LengthBoundStage):
+        return 1.0
+    return stage.kept.get(cfg.model.mean_debias, 1.0)

@@ -36,7 +36,7 @@ from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
 from dpgm.stages.base import ArrayStage, StageContext
 from dpgm.stages.item_totals import consistent_sums
-from dpgm.stages.length_bound import mean_bound
+from dpgm.stages.length_bound import mass_kept, mean_bound
 
 #: Ledger stage of this release.
 STAGE = "part_means"
@@ -62,6 +62,7 @@ def noisy_part_means(
     rng: np.random.Generator,
     totals: np.ndarray | None = None,
     totals_noise_multiplier: float | None = None,
+    kept: float = 1.0,
 ) -> np.ndarray:
     """[k, n_items] noisy per-part item frequencies in [FLOOR, 1 - FLOOR] (charged to ``accountant``).
 
@@ -69,6 +70,7 @@ def noisy_part_means(
     the part sums are made consistent with (``item_totals.consistent_sums``).
     ``records`` may be ``ChunkedRecords`` (one pass), with ``assignments`` the partition's rule for a
     chunk's records (``Partition.rule``) in place of the array.
+    ``kept``: the sums are divided by it, the share of item mass the clip keeps (``length_bound.mass_kept``).
     ``clip`` None means sqrt(n_items): no binary record is scaled down (one holding every item, by
     the 1e-6 rounding margin of ``clip_rows``), so the means are unbiased, at the price of more
     noise than a tighter public bound would need.
@@ -84,6 +86,7 @@ def noisy_part_means(
                             accountant=accountant, stage=STAGE, rng=rng)
     if totals is not None:  # agree with the global item totals (post-processing, item_totals.py)
         sums = consistent_sums(sums, totals, part_sigma=noise_multiplier, total_sigma=totals_noise_multiplier)
+    sums = sums / kept
     sizes = floor_counts(noisy_sizes)
     # per item, across parts: no part below 0 or above its size, the item's noisy total kept
     means = project_to_total(sums, sums.sum(axis=0), caps=sizes) / sizes[:, None]
@@ -239,4 +242,5 @@ class PartMeansStage(ArrayStage):
         return noisy_part_means(records, assignments, partition.noisy_sizes,
                                 clip=mean_bound(self.cfg, ctx), noise_multiplier=self.cfg.model.mean_noise_multiplier,
                                 accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
-                                totals_noise_multiplier=self.cfg.model.totals_noise_multiplier)
+                                totals_noise_multiplier=self.cfg.model.totals_noise_multiplier,
+                                kept=mass_kept(self.cfg, ctx))

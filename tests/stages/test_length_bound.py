@@ -10,7 +10,7 @@ from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.events import DiscreteGaussianEvent
-from dpgm.stages.length_bound import STAGE, balanced_length, quantile_length
+from dpgm.stages.length_bound import STAGE, balanced_length, kept_share, quantile_length
 
 
 def test_quantile_length_is_the_smallest_length_reaching_the_share() -> None:
@@ -28,15 +28,20 @@ def one_item_per_attribute(n: int, attributes: int, values: int, seed: int = 0) 
     return BinaryDataset(records=records, item_names=[str(i) for i in range(attributes * values)])
 
 
+def independent_run(folder, data: BinaryDataset, **model) -> TrainingRun:
+    """The stages of one run of independent items in one part with these model options (no DP-SGD)."""
+    over = {"model": {"kind": "independent", **model}, "partition": {"method": "none", "noise_multiplier": 5.0}}
+    cfg = config_from_dict({"runs_dir": str(folder.parent), "privacy": {"delta": 1e-6}, "seed": 1, **over})
+    run = TrainingRun(cfg, folder, data=data, progress=False)
+    run.start()
+    return run
+
+
 @pytest.mark.parametrize("quantile", [None, 0.9])
 def test_long_records_keep_unbiased_means_with_the_private_bound(tmp_path, quantile) -> None:
     data = one_item_per_attribute(4_000, attributes=20, values=2)
-    over = {"model": {"kind": "independent", "mean_clip": 3.0, "mean_noise_multiplier": 1.0,
-                      "mean_clip_quantile": quantile, "length_bound_noise_multiplier": 2.0},
-            "partition": {"method": "none", "noise_multiplier": 5.0}}
-    cfg = config_from_dict({"runs_dir": str(tmp_path), "privacy": {"delta": 1e-6}, "seed": 1, **over})
-    run = TrainingRun(cfg, tmp_path / "r", data=data, progress=False)
-    run.start()
+    run = independent_run(tmp_path / "r", data, mean_clip=3.0, mean_noise_multiplier=1.0, mean_clip_quantile=quantile,
+                          length_bound_noise_multiplier=2.0)
     means = run.output("part_means")[0]
     if quantile is None:  # a clip of 3 for records of norm sqrt(20): every mean shrinks to 3 / sqrt(20) of it
         assert means.mean() == pytest.approx(0.5 * 3 / np.sqrt(20), abs=0.02)
@@ -89,12 +94,8 @@ def test_the_balance_raises_the_quantile_where_the_noise_is_small(tmp_path) -> N
     data = BinaryDataset(records=records, item_names=[str(i) for i in range(m)])
     bounds = {}
     for balance, sigma in ((None, 1.0), (1.0, 1.0), (1.0, 2000.0)):
-        over = {"model": {"kind": "independent", "mean_noise_multiplier": sigma, "mean_clip_quantile": 0.5,
-                          "mean_clip_balance": balance, "length_bound_noise_multiplier": 1.0},
-                "partition": {"method": "none", "noise_multiplier": 5.0}}
-        cfg = config_from_dict({"runs_dir": str(tmp_path), "privacy": {"delta": 1e-6}, "seed": 1, **over})
-        run = TrainingRun(cfg, tmp_path / f"r{balance}{sigma}", data=data, progress=False)
-        run.start()
+        run = independent_run(tmp_path / f"r{balance}{sigma}", data, mean_noise_multiplier=sigma,
+                              mean_clip_quantile=0.5, mean_clip_balance=balance, length_bound_noise_multiplier=1.0)
         bounds[balance, sigma] = run.output(STAGE)
     assert bounds[None, 1.0] == 2  # the median length
     assert bounds[1.0, 1.0] > bounds[None, 1.0]
@@ -110,3 +111,31 @@ def test_the_balanced_length_ignores_a_tail_below_the_histogram_noise() -> None:
     assert balanced_length(shares, **args, count_noise=10.0) == 4
     heavier = balanced_length(shares, **args, weight=400.0)
     assert heavier < balanced_length(shares, **args)  # weighing the noise more keeps a shorter clip
+
+
+def test_the_kept_share_is_the_clipped_share_of_item_mass_or_of_records() -> None:
+    """Half the records of 1 item, half of 4; the clip sqrt(1) keeps 1 of 1 and 4 x sqrt(1/4) = 2 of 4:
+    of the item mass (1 + 2) / 5, of the records (1 + 1/2) / 2."""
+    shares = np.array([0.0, 0.5, 0.0, 0.0, 0.5])
+    assert kept_share(shares, 1, records=1_000, count_noise=1.0) == pytest.approx((0.5 + 1.0) / 2.5)
+    assert kept_share(shares, 1, records=1_000, count_noise=1.0, by="records") == pytest.approx(0.75)
+    assert kept_share(shares, 4, records=1_000, count_noise=1.0) == 1.0
+    assert kept_share(np.array([1.0, 0.0]), 1, records=1_000, count_noise=1.0) == 1.0  # no mass: nothing to undo
+
+
+@pytest.mark.parametrize("debias, mean", [("off", 0.3), ("mass", 0.5), ("records", 0.4)])
+def test_debiased_means_undo_the_clip_on_average(tmp_path, debias, mean) -> None:
+    """Half the records hold 4 of 20 items, half 16: the bound sqrt(4) (40% quantile) halves the long ones and
+    the means fall to 0.3 of the true 0.5; divided by the kept mass 0.6 they come back to 0.5, by the kept
+    share of records 0.75 to 0.4 (items here are four times likelier in a record four times longer)."""
+    rng = np.random.default_rng(5)
+    n, m = 8_000, 20
+    lengths = np.where(np.arange(n) % 2 == 0, 4, 16)
+    rows = [rng.choice(m, size=k, replace=False) for k in lengths]
+    records = sp.csr_matrix((np.ones(lengths.sum(), dtype=np.uint8), np.concatenate(rows),
+                             np.r_[0, np.cumsum(lengths)]), shape=(n, m))
+    data = BinaryDataset(records=records, item_names=[str(i) for i in range(m)])
+    run = independent_run(tmp_path / "r", data, mean_noise_multiplier=1.0, mean_clip_quantile=0.4,
+                          mean_debias=debias, length_bound_noise_multiplier=1.0)
+    assert run.output(STAGE) == 4
+    assert run.output("part_means")[0].mean() == pytest.approx(mean, abs=0.01)

@@ -1,0 +1,76 @@
+"""Global item pairs the release is made consistent with (``model.pairs_noise_multiplier``).
+
+Each part's model learns correlations from its part alone, under DP-SGD's noise, so a pair of
+items the whole data couples can come out weaker or stronger in the release. This stage measures,
+over all records, a spanning tree of item pairs as MST does (McKenna, Miklau, Sheldon 2021):
+n_items - 1 rounds of an exponential mechanism pick the edges (``item_pairs.grow_trees`` with one
+part, scored against independence at the noisy item frequencies), then the chosen pairs'
+co-occurrence counts are released with Gaussian noise, each record scaled to the bound of the part
+sums (the sensitivity argument of ``item_pairs``). The release then draws records whose item and
+pair frequencies equal these (``dpgm.models.tilt``: a maximum-entropy reweighting of the models'
+draws, post-processing).
+
+Output: {"edges": [e, 2] item pairs, "targets": [m + e] frequencies over the records this stage
+sees}: the item frequencies of the noisy part means weighted by the noisy part sizes, then each
+pair's noisy count over the noisy number of records, projected onto what the items allow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpgm.config import Config
+from dpgm.data.chunks import summed
+from dpgm.data.dataset import BinaryDataset
+from dpgm.models.tilt import tilt_targets
+from dpgm.privacy.mechanisms import floor_counts, gaussian_release
+from dpgm.stages.base import DictStage, StageContext
+from dpgm.stages.item_pairs import PairCounts, grow_trees, plain_counts, weighted_pair_counts
+from dpgm.stages.length_bound import mass_kept, mean_bound
+
+#: Ledger stage of the selections and the pair counts.
+STAGE = "release_pairs"
+
+
+def all_pair_counts(chunk: BinaryDataset, bound: float) -> PairCounts:
+    """``PairCounts`` of every record in ``chunk`` as one part."""
+    return PairCounts(weighted_pair_counts(chunk.records, bound)[None], plain_counts(chunk.records)[None])
+
+
+def global_means(means: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """[m] item frequencies over all parts: the part means [k, m] weighted by the (non-negative) part sizes."""
+    weights = np.maximum(np.asarray(sizes, dtype=np.float64), 0.0)
+    total = weights.sum()
+    return means.mean(axis=0) if total <= 0 else weights @ means / total
+
+
+class ReleasePairsStage(DictStage):
+    """The global tree of item pairs the release follows; output: {"edges", "targets"} (module docstring)."""
+
+    name = STAGE
+    streams = True
+    line = ("grow one tree of item pairs over all records, each edge chosen privately, and measure its noisy "
+            "pair counts (the release's item and pair frequencies follow them)")
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.model.pairs_noise_multiplier is not None
+
+    def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
+        partition, means = ctx.output("partition"), ctx.output("part_means")
+        sizes = floor_counts(partition.noisy_sizes)
+        items = global_means(np.asarray(means, dtype=np.float64), sizes)
+        if items.size < 2:  # one item: no pair to measure
+            return {"edges": np.zeros((0, 2), dtype=np.int64), "targets": tilt_targets(items, np.zeros(0), [])}
+        bound = mean_bound(self.cfg, ctx)
+        total = float(max(sizes.sum(), 1.0))
+        counts = summed(ctx.data, lambda chunk: all_pair_counts(chunk, bound))  # this rank's
+        (edges,) = grow_trees(counts.over_ranks().plain, np.array([total]), items[None],
+                              epsilon=self.cfg.model.pairs_select_epsilon, accountant=ctx.accountant, rng=ctx.rng,
+                              stage=STAGE)
+        pairs = np.array(edges, dtype=np.int64)
+        chosen = counts.weighted[0][pairs[:, 0], pairs[:, 1]]
+        noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=self.cfg.model.pairs_noise_multiplier,
+                                 accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
+        joints = np.asarray(noisy) / (total * mass_kept(self.cfg, ctx))  # the part means' debias, if any
+        return {"edges": pairs, "targets": tilt_targets(items, joints, pairs)}

@@ -1,0 +1,100 @@
+"""One tree of item pairs over all records: private edges, one charged release of pair counts, and a
+release whose item and pair frequencies follow them (post-processing of the models' draws)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpgm.artifact import load_release
+from dpgm.config import config_from_dict
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.models.tilt import feature_means
+from dpgm.pipeline.run import train
+from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.release import sample_dataset
+from dpgm.stages.release_pairs import STAGE, ReleasePairsStage, global_means
+from tests.stages.test_item_pairs import _chain_records
+
+
+def _config(tmp_path, name: str, **model):
+    over = {"model": {"kind": "independent", "mean_noise_multiplier": 2.0, "pairs_select_epsilon": 2.0, **model},
+            "partition": {"method": "none", "noise_multiplier": 5.0}}
+    return config_from_dict({"runs_dir": str(tmp_path), "name": name, "privacy": {"delta": 1e-6}, "seed": 2, **over})
+
+
+def _chain(n: int = 20_000, m: int = 6, empty: int = 0) -> BinaryDataset:
+    x = _chain_records(n, m, np.random.default_rng(3))
+    x = x[x.sum(axis=1) > 0]  # no empty record but those added below
+    x = np.vstack([x, np.zeros((empty, m), dtype=np.uint8)])
+    return BinaryDataset(records=x, item_names=[f"i{j}" for j in range(m)])
+
+
+def test_a_run_charges_the_selections_and_one_release_and_draws_the_measured_pairs(tmp_path) -> None:
+    """Independent items per part know no pair; with the global tree the release holds the chain's pairs."""
+    data, m = _chain(), 6
+    run_dir, report = train(_config(tmp_path, "pairs", pairs_noise_multiplier=1.0), data=data, progress=False)
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
+    entries = [e for e in ledger.entries if e.stage == STAGE]
+    assert [(e.event, e.count) for e in entries[:-1]] == [(ExponentialEvent(epsilon=2.0), m - 1)]
+    assert isinstance(entries[-1].event, DiscreteGaussianEvent) and entries[-1].event.noise_multiplier == 1.0
+    assert entries[-1].event.dim == m - 1 and entries[-1].count == 1
+    assert STAGE in report["stage_lines"]
+    mixture = load_release(run_dir)
+    edges, targets = mixture.pair_edges, mixture.pair_targets
+    assert sorted(map(tuple, np.sort(edges, axis=1).tolist())) == [(j, j + 1) for j in range(m - 1)]  # the chain
+    real = feature_means(data.records, edges)
+    assert targets == pytest.approx(real, abs=0.01)  # noisy, but close at this noise
+    n = 30_000
+    drawn = sample_dataset(run_dir, n, seed=0)
+    assert drawn.n_records == n  # no record added or lost
+    freqs = feature_means(drawn.records, edges)
+    assert np.abs(freqs - targets).max() < 5 * np.sqrt(0.25 / n)  # within sampling error
+    # the same run without the tree: independent items, pairs far below the chain's
+    plain_dir, _ = train(_config(tmp_path, "plain"), data=data, progress=False)
+    plain = feature_means(sample_dataset(plain_dir, n, seed=0).records, edges)
+    assert np.all(plain[m:] < real[m:] - 0.05)
+
+
+def test_with_empty_records_apart_the_targets_hold_over_every_record_drawn(tmp_path) -> None:
+    data = _chain(n=12_000, empty=4_000)
+    cfg = _config(tmp_path, "empty", pairs_noise_multiplier=1.0)
+    cfg.partition.empty_part_noise_multiplier = 1.0
+    run_dir, _ = train(cfg, data=data, progress=False)
+    mixture = load_release(run_dir)
+    nonempty = data.records[data.records.sum(axis=1) > 0]
+    assert mixture.pair_targets == pytest.approx(feature_means(nonempty, mixture.pair_edges), abs=0.01)
+    n = 30_000
+    drawn = sample_dataset(run_dir, n, seed=1).records.toarray()
+    share = 1 - 4_000 / data.n_records
+    assert (drawn.sum(axis=1) == 0).mean() == pytest.approx(1 - share, abs=0.02)
+    real = feature_means(data.records, mixture.pair_edges)
+    assert feature_means(drawn, mixture.pair_edges) == pytest.approx(real, abs=0.02)
+
+
+def test_global_means_weigh_the_parts_by_their_noisy_sizes() -> None:
+    means = np.array([[0.1, 0.5], [0.3, 0.9]])
+    assert global_means(means, np.array([100.0, 300.0])) == pytest.approx([0.25, 0.8])
+    assert global_means(means, np.array([100.0, -5.0])) == pytest.approx([0.1, 0.5])  # a negative size counts 0
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"pairs_noise_multiplier": 0.0}, "must be > 0"),
+    ({"pairs_noise_multiplier": 1.0, "length_noise_multiplier": 1.0}, "does not go with length_noise_multiplier"),
+    ({"pairs_noise_multiplier": 1.0, "output_bias": "default", "kind": "vae"}, "needs output_bias: noisy_mean"),
+    ({"pairs_select_epsilon": 0.0}, "must be > 0"),
+    ({"pairs_pool": 0}, "must be >= 1"),
+])
+def test_bad_pair_options_are_one_line_errors(tmp_path, over, words) -> None:
+    with pytest.raises(ConfigError, match=words):
+        _config(tmp_path, "bad", **over)
+
+
+def test_the_stage_state_round_trips() -> None:
+    stage = ReleasePairsStage(config_from_dict({}))
+    stage.output = {"edges": np.array([[0, 1], [1, 2]]), "targets": np.array([0.1, 0.2, 0.3, 0.05, 0.1])}
+    again = ReleasePairsStage(config_from_dict({}))
+    again.load_state_dict(stage.state_dict())
+    assert all(np.array_equal(again.output[k], stage.output[k]) for k in stage.output)
