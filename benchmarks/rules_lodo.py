@@ -129,6 +129,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # one tree of item pairs over all records that the release follows (its shares from the means')
     "pairs10": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "MEANS_SHARE": 0.43},
     "pairs20": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28},
+    "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28, "PAIRS_SCALE": 10_000},
+    "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28, "PAIRS_SCALE": 10_000,
+                     "PAIRS_CLIP": "balanced"},
+    "pairs10_1e4": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "MEANS_SHARE": 0.43, "PAIRS_SCALE": 10_000},
     # the part means divided by the share of item mass (or of records) the length bound's clip keeps
     "debias": {"MEAN_DEBIAS": "mass"},
     "debias_rec": {"MEAN_DEBIAS": "records"},

@@ -1,6 +1,7 @@
 """The sweep: the shipped generic rules beside every peer on every dataset, size and epsilon.
 
-Reads ``rules_lodo.py`` JSON files. The shipped rules are the ``default`` rows of SHIPPED; each
+Reads ``rules_lodo.py`` JSON files. The shipped rules are the ``default`` rows of SHIPPED (or, for an
+entry ``FILE:CANDIDATE``, the rows of the candidate that became them); each
 peer (MST, AIM, MWEM+PGM) is its rows in any file; every seed found in any of them counts once (a
 seed fixes the records, the held-out queries and the noise, so two files' rows of one seed are
 one run, and the sweep checks that they agree). A peer is compared with the rules on the seeds
@@ -116,9 +117,20 @@ def _order(c: dict[str, Any]) -> tuple[float, int, float]:
     return c["epsilon"], d, float("inf") if c["size"] == "full" else float(c["size"])
 
 
+def shipped_rows(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each ``shipped`` entry's rows of the shipped rules, as ``default`` rows: ``FILE`` names a file's
+    ``default`` rows, ``FILE:CANDIDATE`` the rows of the candidate that became the shipped rules."""
+    out = {}
+    for entry in shipped:
+        name, _, candidate = entry.partition(":")
+        if name in files:
+            out[entry] = [{**r, "candidate": "default"} for r in files[name] if r["candidate"] == (candidate or "default")]
+    return out
+
+
 def gather(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> tuple[Runs, dict[str, Runs]]:
-    """The shipped rules' rows (from the ``shipped`` files) and each peer's (from any file), by setting and seed."""
-    return by_seed({f: files[f] for f in shipped if f in files}, "default"), {p: by_seed(files, p) for p in PEERS}
+    """The shipped rules' rows (``shipped_rows``) and each peer's (from any file), by setting and seed."""
+    return by_seed(shipped_rows(files, shipped), "default"), {p: by_seed(files, p) for p in PEERS}
 
 
 def sweep(files: dict[str, list[dict[str, Any]]], shipped: Sequence[str]) -> list[dict[str, Any]]:
@@ -222,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="*", help="rules_lodo.py JSON files (default: results/rules_lodo*.json)")
     p.add_argument("--shipped", nargs="+", default=list(SHIPPED),
-                   help="the files (names) whose default rows are the shipped rules")
+                   help="the files (names) whose default rows are the shipped rules; FILE:CANDIDATE: that "
+                        "candidate's rows, when it became the shipped rules")
     p.add_argument("--json", metavar="PATH", help="write the summary here")
     p.add_argument("--plot", metavar="DIR", help="one PNG per dataset in DIR: the rules, the peers, the marginals")
     args = p.parse_args(argv)

@@ -224,6 +224,12 @@ class ModelConfig:
                                                      "frequencies equal the measured ones (post-processing; "
                                                      "dpgm/stages/release_pairs.py); null: off")
     pairs_select_epsilon: float = opt(0.1, "with pairs_noise_multiplier: epsilon of each edge selection")
+    pairs_clip: Literal["means", "balanced"] = opt(
+        "means", "with pairs_noise_multiplier: the clip of the records in the pair counts: the part means' (means; "
+                 "the items from the part means), or the length that balances the clip's bias against this one "
+                 "release's noise, read off the noisy length histogram with mean_clip_balance (balanced; every "
+                 "item's clipped total is then released beside the pairs, L2 sensitivity sqrt(2) x that clip, "
+                 "and is the release's item frequency; needs mean_clip_quantile and mean_clip_balance)")
     pairs_pool: int = opt(3, "with pairs_noise_multiplier: models' draws per released record, among which the "
                              "release picks by weight (more: closer to the measured frequencies, slower)")
     calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that "
@@ -266,6 +272,8 @@ class ModelConfig:
                  "pairs_noise_multiplier", "does not go with length_noise_multiplier (the release follows one or the "
                  "other)")
         _require(self.pairs_select_epsilon > 0, "model", "pairs_select_epsilon", "must be > 0")
+        _require(self.pairs_clip == "means" or self.mean_clip_balance is not None, "model", "pairs_clip",
+                 "balanced needs mean_clip_quantile and mean_clip_balance (it reads the noisy length histogram)")
         _require(self.pairs_pool >= 1, "model", "pairs_pool", "must be >= 1")
         _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")

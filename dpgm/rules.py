@@ -77,6 +77,9 @@ TREE_EMPTY_PART = True
 #: its edge selections and its pair counts (0: off), from N * epsilon = PAIRS_SCALE up, for a model that is not
 #: a tree of items already.
 PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.0, 0.0, 0
+#: The clip of the pair counts (``model.pairs_clip``): the means' (``means``), or ``balanced`` for this one
+#: release (the counts then carry the item totals too).
+PAIRS_CLIP = "means"
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
@@ -201,6 +204,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
         "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
         "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,
+        "model.pairs_clip": PAIRS_CLIP if pairs_share > 0 and bound_share > 0 else "means",
         "model.mean_clip_quantile": LENGTH_QUANTILE if bound_share > 0 else None,
         "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
         "model.mean_debias": MEAN_DEBIAS if bound_share > 0 else "off",

@@ -347,6 +347,10 @@ def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(monkey
     assert public_defaults(f, top_items=None)["model.pairs_noise_multiplier"] is None
     assert public_defaults(facts(30_000), top_items=None)["model.pairs_noise_multiplier"] is not None
     assert public_defaults(facts(30_000), top_items=None, kind="tree")["model.pairs_noise_multiplier"] is None
+    monkeypatch.setattr(rules, "PAIRS_CLIP", "balanced")  # the pairs' own clip, where the length bound is measured
+    assert public_defaults(facts(30_000), top_items=None)["model.pairs_clip"] == "balanced"
+    table = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=4.0, delta=1e-6, attributes=5)
+    assert public_defaults(table, top_items=None, kind="vae")["model.pairs_clip"] == "means"
     monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.0)
     monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.0)
     assert public_defaults(facts(30_000), top_items=None)["model.pairs_noise_multiplier"] is None  # off

@@ -84,3 +84,12 @@ def test_the_single_item_tvd_target_is_counted_against_mst_within_its_ratio():
     t = sweep.targets(cells)["1"]["mst"]
     assert (t["tvd1_within"], t["tvd1_settings"]) == (1, 2)
     assert "1.19" in sweep.text(cells)
+
+
+def test_a_shipped_entry_may_name_the_candidate_that_became_the_rules():
+    rows = [row(0, [0.05] * 5), {**row(0, [0.03] * 5), "candidate": "better"}]
+    ours, _ = sweep.gather({"f.json": rows}, ["f.json:better"])
+    [runs] = ours.values()
+    assert runs[0]["groups"]["1"] == 0.03
+    ours, _ = sweep.gather({"f.json": rows}, ["f.json"])
+    assert next(iter(ours.values()))[0]["groups"]["1"] == 0.05

@@ -98,6 +98,8 @@ class LengthBoundStage(Stage):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         self.kept: dict[str, float] = {}  # the shares the clip keeps (``kept_share``), read by ``mass_kept``
+        self.shares: np.ndarray | None = None  # the noisy length shares and records (``balanced_bound``)
+        self.records = 0.0
 
     def run(self, ctx: StageContext) -> int:
         noise = self.cfg.model.length_bound_noise_multiplier
@@ -109,15 +111,17 @@ class LengthBoundStage(Stage):
                                                  noise_multiplier=self.cfg.model.mean_noise_multiplier,
                                                  parts=self.cfg.partition.k, n_items=ctx.data.n_items,
                                                  count_noise=noise, weight=self.cfg.model.mean_clip_balance))
+        self.shares, self.records = shares, records
         self.kept = {by: kept_share(shares, length, records=records, count_noise=noise, by=by)
                      for by in ("mass", "records")}
         return length
 
     def state_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "kept": self.kept}
+        return {"output": self.output, "kept": self.kept, "shares": self.shares, "records": self.records}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.output, self.kept = state["output"], state.get("kept", {})
+        self.shares, self.records = state.get("shares"), state.get("records", 0.0)
 
 
 def mass_kept(cfg: Config, ctx: StageContext) -> float:
@@ -127,3 +131,18 @@ def mass_kept(cfg: Config, ctx: StageContext) -> float:
     if cfg.model.mean_debias == "off" or not isinstance(stage, LengthBoundStage):
         return 1.0
     return stage.kept.get(cfg.model.mean_debias, 1.0)
+
+
+def balanced_bound(cfg: Config, ctx: StageContext, *, noise_multiplier: float) -> float:
+    """sqrt of the length that balances what the clip takes against the noise of ONE release over all records
+    of multiplier ``noise_multiplier`` (``balanced_length`` with one part and ``model.mean_clip_balance``), at
+    least the means' bound: a statistic measured once can afford a longer clip than the k part means. The
+    means' bound when the length bound was not measured or not balanced. Post-processing of the histogram."""
+    stage, weight = ctx.stages.get(STAGE), cfg.model.mean_clip_balance
+    if not isinstance(stage, LengthBoundStage) or stage.shares is None or weight is None:
+        return mean_bound(cfg, ctx)
+    records = stage.records
+    length = balanced_length(stage.shares, records=records, noise_multiplier=noise_multiplier, parts=1,
+                             n_items=ctx.data.n_items, count_noise=cfg.model.length_bound_noise_multiplier,
+                             weight=weight)
+    return math.sqrt(max(length, ctx.output(STAGE)))

@@ -12,10 +12,18 @@ draws, post-processing).
 
 Output: {"edges": [e, 2] item pairs, "targets": [m + e] frequencies over the records this stage
 sees}: the item frequencies of the noisy part means weighted by the noisy part sizes, then each
-pair's noisy count over the noisy number of records, projected onto what the items allow.
+pair's noisy count over the noisy number of records, projected onto what the items allow. With
+``model.pairs_clip: balanced`` the records are clipped at the length that balances the clip's bias
+against this one release's noise (``length_bound.balanced_bound``: measured once, the counts can
+afford a longer clip than the k part means), and the items' clipped sums are released beside the
+pairs' and are the item targets:
+a record holds |x| items and at most |x| - 1 tree edges, so scaled to that bound it moves the two
+together by less than sqrt(2) times it.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -26,7 +34,7 @@ from dpgm.models.tilt import tilt_targets
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.item_pairs import PairCounts, grow_trees, plain_counts, weighted_pair_counts
-from dpgm.stages.length_bound import mass_kept, mean_bound
+from dpgm.stages.length_bound import balanced_bound, mass_kept, mean_bound
 
 #: Ledger stage of the selections and the pair counts.
 STAGE = "release_pairs"
@@ -62,7 +70,10 @@ class ReleasePairsStage(DictStage):
         items = global_means(np.asarray(means, dtype=np.float64), sizes)
         if items.size < 2:  # one item: no pair to measure
             return {"edges": np.zeros((0, 2), dtype=np.int64), "targets": tilt_targets(items, np.zeros(0), [])}
-        bound = mean_bound(self.cfg, ctx)
+        own = self.cfg.model.pairs_clip == "balanced"  # the items measured here too, at this clip
+        sigma = self.cfg.model.pairs_noise_multiplier
+        bound = (balanced_bound(self.cfg, ctx, noise_multiplier=sigma * math.sqrt(2.0)) if own
+                 else mean_bound(self.cfg, ctx))
         total = float(max(sizes.sum(), 1.0))
         counts = summed(ctx.data, lambda chunk: all_pair_counts(chunk, bound))  # this rank's
         (edges,) = grow_trees(counts.over_ranks().plain, np.array([total]), items[None],
@@ -70,7 +81,12 @@ class ReleasePairsStage(DictStage):
                               stage=STAGE)
         pairs = np.array(edges, dtype=np.int64)
         chosen = counts.weighted[0][pairs[:, 0], pairs[:, 1]]
-        noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=self.cfg.model.pairs_noise_multiplier,
+        if own:  # the items' clipped sums (the diagonal) beside the pairs: a record moves both by < sqrt(2) bound
+            chosen = np.concatenate([np.diag(counts.weighted[0]), chosen])
+        noisy = gaussian_release(chosen, sensitivity=bound * (math.sqrt(2.0) if own else 1.0), noise_multiplier=sigma,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
+        if own:
+            items, noisy = np.clip(noisy[:items.size] / total, 0.0, 1.0), noisy[items.size:]
+            return {"edges": pairs, "targets": tilt_targets(items, np.asarray(noisy) / total, pairs)}
         joints = np.asarray(noisy) / (total * mass_kept(self.cfg, ctx))  # the part means' debias, if any
         return {"edges": pairs, "targets": tilt_targets(items, joints, pairs)}

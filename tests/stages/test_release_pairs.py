@@ -11,7 +11,7 @@ from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.models.tilt import feature_means
-from dpgm.pipeline.run import train
+from dpgm.pipeline.run import TrainingRun, train
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import sample_dataset
@@ -98,3 +98,29 @@ def test_the_stage_state_round_trips() -> None:
     again = ReleasePairsStage(config_from_dict({}))
     again.load_state_dict(stage.state_dict())
     assert all(np.array_equal(again.output[k], stage.output[k]) for k in stage.output)
+
+
+def test_with_a_balanced_clip_the_stage_measures_the_items_too_and_keeps_their_frequencies(tmp_path) -> None:
+    """Half the records hold items 0 and 1, half all 6. The part means, very noisy, keep the 40% quantile of the
+    noisy lengths (2 items) as their clip, which would shrink items 2-5 to 0.5 sqrt(2 / 6) = 0.29; the one
+    global release, at little noise, balances to the whole length 6, and the items measured beside the pairs
+    keep the data's frequencies."""
+    m = 6
+    records = np.zeros((10_000, m), dtype=np.uint8)
+    records[:, :2] = 1
+    records[5_000:] = 1
+    data = BinaryDataset(records=records, item_names=[f"i{j}" for j in range(m)])
+    cfg = _config(tmp_path, "own", pairs_clip="balanced", pairs_noise_multiplier=1.0, mean_noise_multiplier=2_000.0,
+                  mean_clip_quantile=0.4, mean_clip_balance=1.0, length_bound_noise_multiplier=1.0)
+    run = TrainingRun(cfg, tmp_path / "own", data=data, progress=False)
+    run.start()
+    assert run.output("length_bound") == 2
+    release = [e for e in run.accountant.ledger.entries if e.stage == STAGE][-1]
+    assert release.event.dim == m + m - 1  # the items and the tree's pairs, one release
+    out = run.output(STAGE)
+    assert out["targets"] == pytest.approx(feature_means(data.records, out["edges"]), abs=0.01)
+
+
+def test_a_balanced_clip_needs_the_balanced_length_bound(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="balanced needs mean_clip_quantile and mean_clip_balance"):
+        _config(tmp_path, "bad", pairs_noise_multiplier=1.0, pairs_clip="balanced")
