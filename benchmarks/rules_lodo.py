@@ -126,18 +126,17 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # another partitioner of the parts at the same share of rho
     "part_lsh": {"PARTITIONER": "lsh_tree"},
     "part_kernel": {"PARTITIONER": "kernel_kmeans"},
-    # one tree of item pairs over all records that the release follows (its shares from the means')
-    "pairs10": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "MEANS_SHARE": 0.43},
-    "pairs20": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28},
-    "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28, "PAIRS_SCALE": 10_000},
-    "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28, "PAIRS_SCALE": 10_000,
-                     "PAIRS_CLIP": "balanced"},
-    "pairs10_1e4": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "MEANS_SHARE": 0.43, "PAIRS_SCALE": 10_000},
+    # one tree of item pairs over all records that the release follows (its shares from the means' by the rules)
+    "pairs10": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1},
+    "pairs20": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
+    "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000},
+    "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000, "PAIRS_CLIP": "balanced"},
+    "pairs10_1e4": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "PAIRS_SCALE": 10_000},
     # the part means divided by the share of item mass (or of records) the length bound's clip keeps
     "debias": {"MEAN_DEBIAS": "mass"},
     "debias_rec": {"MEAN_DEBIAS": "records"},
-    "debias_pairs10": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "MEANS_SHARE": 0.43},
-    "debias_pairs20": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "MEANS_SHARE": 0.28},
+    "debias_pairs10": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1},
+    "debias_pairs20": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
@@ -145,7 +144,8 @@ ATTRIBUTES = {"mushroom": 23, "chess": 37}
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
 FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",
-                "LENGTH_BOUND_SHARE", "PAIRS_SELECT_SHARE", "PAIRS_COUNTS_SHARE")
+                "LENGTH_BOUND_SHARE")  # the global pairs' shares come out of the means'
+
 #: The marginals' generator is seeded with this integer plus the seed: only a generator built from an
 #: integer seed draws reproducible noise (dpgm.privacy.discrete.is_secure; any other is the OS CSPRNG's).
 MARGINALS_SEED = 2_000

@@ -74,8 +74,8 @@ TABLE_TREE_SCALE = 10_000
 #: dropped, ``item_pairs.fit_tree``) or draws them itself.
 TREE_EMPTY_PART = True
 #: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs):
-#: its edge selections and its pair counts (0: off), from N * epsilon = PAIRS_SCALE up, for a model that is not
-#: a tree of items already.
+#: its edge selections and its pair counts (0: off), taken from the means' share, from N * epsilon = PAIRS_SCALE
+#: up, for a model that is not a tree of items already.
 PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.0, 0.0, 0
 #: The clip of the pair counts (``model.pairs_clip``): the means' (``means``), or ``balanced`` for this one
 #: release (the counts then carry the item totals too).
@@ -189,7 +189,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if measures_pairs(facts, kind, items) else 0.0
     fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
     # a kind without DP-SGD leaves the means its share too
-    means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE
+    means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE - pairs_share
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,

@@ -329,7 +329,6 @@ def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(monkey
 
     monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.1)
     monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.2)
-    monkeypatch.setattr(rules, "MEANS_SHARE", 0.28)
     f = facts(3_000)
     small = public_defaults(f, top_items=None)
     rho = zcdp_rho(f.epsilon, f.delta)
@@ -342,6 +341,9 @@ def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(monkey
     run.start()
     assert run.accountant.ledger.count("release_pairs") == 17  # 16 selections, one release
     assert 0.95 < run.planned_epsilon() <= 1.0
+    # with DP-SGD the pairs' share comes out of the means'
+    large = public_defaults(facts(30_000), top_items=None)
+    assert 1 / (2 * large["model.mean_noise_multiplier"] ** 2) == pytest.approx((rules.MEANS_SHARE - 0.3) * rho)
     # none below PAIRS_SCALE, none where each part's model is a tree of items already, none when off
     monkeypatch.setattr(rules, "PAIRS_SCALE", 10_000)
     assert public_defaults(f, top_items=None)["model.pairs_noise_multiplier"] is None
