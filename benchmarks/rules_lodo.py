@@ -131,6 +131,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "pairs20": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
     "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000},
     "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000, "PAIRS_CLIP": "balanced"},
+    "bpairs20_3e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 30_000, "PAIRS_CLIP": "balanced"},
     "pairs10_1e4": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "PAIRS_SCALE": 10_000},
     # the part means divided by the share of item mass (or of records) the length bound's clip keeps
     "debias": {"MEAN_DEBIAS": "mass"},

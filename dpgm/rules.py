@@ -76,10 +76,10 @@ TREE_EMPTY_PART = True
 #: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs):
 #: its edge selections and its pair counts (0: off), taken from the means' share, from N * epsilon = PAIRS_SCALE
 #: up, for a model that is not a tree of items already.
-PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.0, 0.0, 0
+PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.1, 0.2, 30_000
 #: The clip of the pair counts (``model.pairs_clip``): the means' (``means``), or ``balanced`` for this one
 #: release (the counts then carry the item totals too).
-PAIRS_CLIP = "means"
+PAIRS_CLIP = "balanced"
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
@@ -164,16 +164,18 @@ def tree_options(rho: float, n_items: int) -> dict[str, float]:
 
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     """Whether the release follows one tree of item pairs measured over all records: from N * epsilon =
-    PAIRS_SCALE up, when its shares are set, there are pairs, and each part's model is not a tree already."""
-    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0
+    PAIRS_SCALE up, when its shares are set, there are pairs, each part's model is not a tree already,
+    and the release follows no length histogram (LENGTHS_SHARE: it follows one or the other)."""
+    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and LENGTHS_SHARE == 0
     return shares and items > 1 and kind != "tree" and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
-                    partitioner: str | None = None) -> dict[str, Any]:
+                    partitioner: str | None = None, pairs: bool = True) -> dict[str, Any]:
     """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
     the model family the config states (default: ``family``); ``partitioner``: the partitioner it
-    states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER)."""
+    states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER); ``pairs``: False when a
+    stated option rules out a release that follows global pairs (``measures_pairs``)."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
@@ -186,7 +188,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
-    pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if measures_pairs(facts, kind, items) else 0.0
+    pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
     # a kind without DP-SGD leaves the means its share too
     means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE - pairs_share
@@ -255,14 +257,15 @@ def regime(facts: PublicFacts) -> str:
 
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
     """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
+    # stated options an empty part and global pairs do not go with (a label per part, a length histogram)
     no_empty_part = cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None
-    if no_empty_part:  # stated options an empty part does not go with: plan as if no record could be
+    if no_empty_part:  # plan as if no record could be
         facts = dataclasses.replace(facts, min_items=max(facts.min_items, 1))  # empty (its share goes to the rest)
     kind = cfg.model.kind if "model.kind" in stated else None
     method = cfg.partition.method
     partitioner = method if "partition.method" in stated and method in PARTITIONER_RULES else None
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
-                                                           partitioner=partitioner).items()
+                                                           partitioner=partitioner, pairs=not no_empty_part).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

@@ -40,8 +40,9 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
 
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
-    """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58%
-    (no record-length histogram for the release): a Gaussian of multiplier s costs 1/(2 s^2)."""
+    """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58% of which the
+    global pairs take 30% at N epsilon = 100,000 (no record-length histogram for the release): a Gaussian of
+    multiplier s costs 1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
     f = facts(300_000)
     rho = zcdp_rho(f.epsilon, f.delta)
     rules = public_defaults(f, top_items=100)
@@ -49,8 +50,11 @@ def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
             + 21 / (2 * rules["partition.noise_multiplier"] ** 2)
             + 1 / (2 * rules["partition.empty_part_noise_multiplier"] ** 2)
             + 1 / (2 * rules["model.length_bound_noise_multiplier"] ** 2)
-            + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2))
+            + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2)
+            + (f.n_items - 1) * rules["model.pairs_select_epsilon"] ** 2 / 8  # the global pairs, from the means'
+            + 1 / (2 * rules["model.pairs_noise_multiplier"] ** 2))
     assert cost == pytest.approx(0.81 * rho) and rules["model.length_noise_multiplier"] is None
+    assert 1 / (2 * rules["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.28 * rho)
     assert rules["model.mean_clip_quantile"] == 0.9
     acc = Accountant(delta=f.delta)  # rho is the largest zCDP budget the accountant fits in epsilon
     acc.spend("x", GaussianEvent(noise_multiplier=1 / math.sqrt(2 * rho)))
@@ -285,6 +289,9 @@ def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -
     options = plan.get("model.options", {})
     if options:
         spent += (f.n_items - 1) * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
+    if plan["model.pairs_noise_multiplier"] is not None:  # the global pairs (not for a tree)
+        spent += ((f.n_items - 1) * plan["model.pairs_select_epsilon"] ** 2 / 8
+                  + 1 / (2 * plan["model.pairs_noise_multiplier"] ** 2))
     if trains:  # DP-SGD calibrates itself on what is left
         assert spent / rho < 1 - rules.MARGIN - 0.1
     else:  # nothing is left to a later stage
@@ -329,6 +336,7 @@ def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(monkey
 
     monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.1)
     monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.2)
+    monkeypatch.setattr(rules, "PAIRS_SCALE", 0)
     f = facts(3_000)
     small = public_defaults(f, top_items=None)
     rho = zcdp_rho(f.epsilon, f.delta)
