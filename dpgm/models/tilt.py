@@ -5,9 +5,10 @@ product x_a x_b of each measured pair), the distribution closest to q in KL dive
 feature means are t is q(x) exp(theta . f(x)) / Z (Csiszar 1975; the raking of survey weights).
 ``fit_tilt`` finds theta on a pool of draws by minimising the convex dual
 log mean exp(F theta) - theta . t + ridge |theta|^2 / 2 (the ridge keeps theta finite when noisy
-targets lie outside what the pool can reach); ``tilt_weights`` gives each new draw its weight, and
-the release resamples by them (dpgm/release.py). Post-processing of the model and of the measured
-frequencies: nothing here reads the records.
+targets lie outside what the pool can reach); ``tilt_weights`` gives each draw of the pool its
+weight, and ``tilted_picks`` resamples the pool by them (the release fits each chunk's own pool,
+dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). Post-processing of
+the model and of the measured frequencies: nothing here reads the records.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-#: L2 penalty on theta in the dual: the tilt gives up matching targets that would need theta ~ 1 / RIDGE.
+#: L2 penalty on theta in the dual, small beside the frequencies' noise (a larger one biased every target).
 RIDGE = 1e-5
 #: L-BFGS iterations at most, and the gradient size (largest feature-mean gap) that ends them.
 MAX_ITERATIONS, TOLERANCE = 500, 1e-7

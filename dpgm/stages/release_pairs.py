@@ -5,20 +5,20 @@ items the whole data couples can come out weaker or stronger in the release. Thi
 over all records, a spanning tree of item pairs as MST does (McKenna, Miklau, Sheldon 2021):
 n_items - 1 rounds of an exponential mechanism pick the edges (``item_pairs.grow_trees`` with one
 part, scored against independence at the noisy item frequencies), then the chosen pairs'
-co-occurrence counts are released with Gaussian noise, each record scaled to the bound of the part
-sums (the sensitivity argument of ``item_pairs``). The release then draws records whose item and
-pair frequencies equal these (``dpgm.models.tilt``: a maximum-entropy reweighting of the models'
-draws, post-processing).
+co-occurrence counts are released with Gaussian noise. The release then draws records whose item
+and pair frequencies equal these (``dpgm.models.tilt``: a maximum-entropy reweighting of the
+models' draws, post-processing).
 
-Output: {"edges": [e, 2] item pairs, "targets": [m + e] frequencies over the records this stage
-sees}: the item frequencies of the noisy part means weighted by the noisy part sizes, then each
-pair's noisy count over the noisy number of records, projected onto what the items allow. With
-``model.pairs_clip: balanced`` the records are clipped at the length that balances the clip's bias
-against this one release's noise (``length_bound.balanced_bound``: measured once, the counts can
-afford a longer clip than the k part means), and the items' clipped sums are released beside the
-pairs' and are the item targets:
-a record holds |x| items and at most |x| - 1 tree edges, so scaled to that bound it moves the two
-together by less than sqrt(2) times it.
+The clip (``model.pairs_clip``): ``means`` scales each record to the bound of the part sums (the
+sensitivity argument of ``item_pairs``), and the item frequencies are those of the noisy part
+means weighted by the noisy part sizes. ``balanced`` clips at the length that balances the clip's
+bias against this one release's noise (``length_bound.balanced_bound``: measured once, the counts
+afford a longer clip than the k part means), and releases every item's clipped total in the same
+vector as the item frequencies: a record holds |x| items and at most |x| - 1 tree edges, so,
+scaled to the bound B, it moves the vector by less than sqrt(2) B.
+
+Output: {"edges": [e, 2] item pairs, "targets": [m + e] item then pair frequencies over the records
+this stage sees (counts over the noisy number of records), projected onto what the items allow}.
 """
 
 from __future__ import annotations
