@@ -53,6 +53,11 @@ def tail_cut(shares: np.ndarray, *, records: float, count_noise: float) -> np.nd
     return np.where(shares * records >= TAIL_NOISE * count_noise, shares, 0.0)
 
 
+def clip_scale(clip_length: np.ndarray | int, lengths: np.ndarray) -> np.ndarray:
+    """min(1, sqrt(L / l)): the scale the clip sqrt(L) puts on a record of l items (broadcast)."""
+    return np.minimum(1.0, np.sqrt(np.asarray(clip_length, dtype=np.float64) / np.maximum(lengths, 1.0)))
+
+
 def kept_share(shares: np.ndarray, length: int, *, records: float, count_noise: float, by: str = "mass") -> float:
     """The share the clip sqrt(L) keeps, from the noisy length shares h (``tail_cut``): of item mass,
     sum_l h_l l min(1, sqrt(L / l)) / sum_l h_l l (``by`` mass), or of non-empty records, the same
@@ -63,7 +68,7 @@ def kept_share(shares: np.ndarray, length: int, *, records: float, count_noise: 
     weight = h * (lengths if by == "mass" else lengths > 0)
     if weight.sum() <= 0:
         return 1.0
-    return float(weight @ np.minimum(1.0, np.sqrt(length / np.maximum(lengths, 1.0))) / weight.sum())
+    return float(weight @ clip_scale(length, lengths) / weight.sum())
 
 
 def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: float, parts: int, n_items: int,
@@ -81,7 +86,7 @@ def balanced_length(shares: np.ndarray, *, records: float, noise_multiplier: flo
     if mass <= 0:
         return 1
     candidates = np.arange(1, shares.size)
-    kept = np.minimum(1.0, np.sqrt(candidates[:, None] / np.maximum(lengths[None, :], 1.0)))
+    kept = clip_scale(candidates[:, None], lengths[None, :])
     lost = ((1.0 - kept) * h * lengths).sum(axis=1) / mass
     noise = noise_multiplier * np.sqrt(parts * candidates) * n_items / (max(records, 1.0) * mass)
     return int(candidates[np.argmin(lost**2 + weight * noise**2)])
