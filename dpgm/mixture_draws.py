@@ -21,7 +21,7 @@ MIN_ACCEPTANCE = 0.01
 
 
 def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
-          threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+                 threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
     """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy
     size, then the part's model, redrawing from the same part every record of fewer than
     ``min_items`` items (``part_records``; a part that almost never draws one gives fewer)."""
@@ -42,7 +42,7 @@ def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generato
 
 
 def part_records(model: torch.nn.Module, count: int, generator: torch.Generator, threshold: float | None,
-                  min_items: int) -> tuple[torch.Tensor, int]:
+                 min_items: int) -> tuple[torch.Tensor, int]:
     """Up to ``count`` records of one part's model holding >= ``min_items`` items, and how many were drawn.
 
     Rejected records are redrawn from the SAME part: each part's model is conditioned on the public
