@@ -264,8 +264,11 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     kind = cfg.model.kind if "model.kind" in stated else None
     method = cfg.partition.method
     partitioner = method if "partition.method" in stated and method in PARTITIONER_RULES else None
+    # no global pairs where those options rule them out or the config turns them off: their share stays
+    off = "model.pairs_noise_multiplier" in stated and cfg.model.pairs_noise_multiplier is None
+    pairs = not no_empty_part and not off
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
-                                                           partitioner=partitioner, pairs=not no_empty_part).items()
+                                                           partitioner=partitioner, pairs=pairs).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

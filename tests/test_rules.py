@@ -374,3 +374,16 @@ def test_the_means_debias_follows_its_rule_only_where_the_length_bound_is_measur
     assert public_defaults(facts(30_000), top_items=None)["model.mean_debias"] == "mass"
     table = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0, delta=1e-6, attributes=5)
     assert public_defaults(table, top_items=None)["model.mean_debias"] == "off"  # a table's clip never bites
+
+
+def test_a_config_that_turns_the_global_pairs_off_keeps_their_share_for_the_rest() -> None:
+    """model.pairs_noise_multiplier: null stated at N epsilon = 100,000: no pairs, and a stated model without
+    DP-SGD gets the whole budget in its means (none left unspent)."""
+    from dpgm.rules import apply_public_rules
+
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "model": {"kind": "independent", "pairs_noise_multiplier": None}})
+    apply_public_rules(cfg, facts(300_000), cfg.stated)
+    off = cfg.model.mean_noise_multiplier
+    on = public_defaults(facts(300_000), top_items=None, kind="independent")["model.mean_noise_multiplier"]
+    assert cfg.model.pairs_noise_multiplier is None and off < on  # the means took the pairs' 30% back
