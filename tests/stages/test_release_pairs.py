@@ -124,3 +124,19 @@ def test_with_a_balanced_clip_the_stage_measures_the_items_too_and_keeps_their_f
 def test_a_balanced_clip_needs_the_balanced_length_bound(tmp_path) -> None:
     with pytest.raises(ConfigError, match="balanced needs mean_clip_quantile and mean_clip_balance"):
         _config(tmp_path, "bad", pairs_noise_multiplier=1.0, pairs_clip="balanced")
+
+
+def test_one_record_moves_the_items_and_a_tree_s_pairs_by_less_than_sqrt2_times_the_bound() -> None:
+    """The sensitivity the balanced release is charged: any record, any spanning tree, any bound."""
+    from dpgm.stages.item_pairs import weighted_pair_counts
+
+    rng = np.random.default_rng(7)
+    m = 12
+    for _ in range(300):
+        record = (rng.random((1, m)) < rng.random()).astype(np.uint8)
+        order = rng.permutation(m)
+        edges = np.array([(order[j], order[rng.integers(j)]) for j in range(1, m)])  # a random spanning tree
+        bound = float(rng.uniform(0.5, 4.0))
+        counts = weighted_pair_counts(record, bound)
+        vector = np.concatenate([np.diag(counts), counts[edges[:, 0], edges[:, 1]]])
+        assert np.linalg.norm(vector) < np.sqrt(2.0) * bound
