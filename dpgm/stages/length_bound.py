@@ -102,8 +102,8 @@ class LengthBoundStage(Stage):
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
-        self.kept: dict[str, float] = {}  # the shares the clip keeps (``kept_share``), read by ``mass_kept``
-        self.shares: np.ndarray | None = None  # the noisy length shares and records (``balanced_bound``)
+        # the released histogram (its shares and noisy total), which ``mass_kept`` and ``balanced_bound`` read
+        self.shares: np.ndarray | None = None
         self.records = 0.0
 
     def run(self, ctx: StageContext) -> int:
@@ -117,25 +117,23 @@ class LengthBoundStage(Stage):
                                                  parts=self.cfg.partition.k, n_items=ctx.data.n_items,
                                                  count_noise=noise, weight=self.cfg.model.mean_clip_balance))
         self.shares, self.records = shares, records
-        self.kept = {by: kept_share(shares, length, records=records, count_noise=noise, by=by)
-                     for by in ("mass", "records")}
         return length
 
     def state_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "kept": self.kept, "shares": self.shares, "records": self.records}
+        return {"output": self.output, "shares": self.shares, "records": self.records}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output, self.kept = state["output"], state.get("kept", {})
-        self.shares, self.records = state.get("shares"), state.get("records", 0.0)
+        self.output, self.shares, self.records = state["output"], state.get("shares"), state.get("records", 0.0)
 
 
 def mass_kept(cfg: Config, ctx: StageContext) -> float:
     """What the part means are divided by: the share the private length bound's clip keeps, as
     ``model.mean_debias`` reads it, when that is not off and the bound was measured; else 1."""
     stage = ctx.stages.get(STAGE)
-    if cfg.model.mean_debias == "off" or not isinstance(stage, LengthBoundStage):
+    if cfg.model.mean_debias == "off" or not isinstance(stage, LengthBoundStage) or stage.shares is None:
         return 1.0
-    return stage.kept.get(cfg.model.mean_debias, 1.0)
+    return kept_share(stage.shares, stage.output, records=stage.records,
+                      count_noise=cfg.model.length_bound_noise_multiplier, by=cfg.model.mean_debias)
 
 
 def balanced_bound(cfg: Config, ctx: StageContext, *, noise_multiplier: float) -> float:
