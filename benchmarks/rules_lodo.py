@@ -127,16 +127,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "part_lsh": {"PARTITIONER": "lsh_tree"},
     "part_kernel": {"PARTITIONER": "kernel_kmeans"},
     # one tree of item pairs over all records that the release follows (its shares from the means' by the rules)
-    "pairs10": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1},
     "pairs20": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
     "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000},
     "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000, "PAIRS_CLIP": "balanced"},
     "bpairs20_3e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 30_000, "PAIRS_CLIP": "balanced"},
-    "pairs10_1e4": {"PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1, "PAIRS_SCALE": 10_000},
     # the part means divided by the share of item mass (or of records) the length bound's clip keeps
     "debias": {"MEAN_DEBIAS": "mass"},
     "debias_rec": {"MEAN_DEBIAS": "records"},
-    "debias_pairs10": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.05, "PAIRS_COUNTS_SHARE": 0.1},
     "debias_pairs20": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
