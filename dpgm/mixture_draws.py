@@ -13,6 +13,7 @@ import torch
 from dpgm.artifact import ReleasedMixture
 from dpgm.clustering.base import size_shares
 from dpgm.errors import DpgmError
+from dpgm.models.draws import systematic_choice
 
 #: A release gives up when, after at least MIN_DRAWS draws, fewer than MIN_ACCEPTANCE of them held
 #: ``data.min_items`` items: the draws stay within max(MIN_DRAWS, n / MIN_ACCEPTANCE) plus one chunk.
@@ -22,10 +23,10 @@ MIN_ACCEPTANCE = 0.01
 
 def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
                  threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-    """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy
-    size, then the part's model, redrawing from the same part every record of fewer than
-    ``min_items`` items (``part_records``; a part that almost never draws one gives fewer)."""
-    parts = torch.multinomial(probs, c, replacement=True, generator=generator)
+    """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy size
+    (systematic, ``dpgm.models.draws``), then the part's model, redrawing from the same part every record
+    of fewer than ``min_items`` items (``part_records``; a part that almost never draws one gives fewer)."""
+    parts = systematic_choice(probs, c, generator)
     out = torch.zeros(c, mixture.n_items, dtype=torch.uint8)
     keep = torch.ones(c, dtype=torch.bool)
     drawn = 0

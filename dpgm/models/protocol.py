@@ -26,6 +26,8 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
+from dpgm.models.draws import bernoulli_draws
+
 
 @runtime_checkable
 class DPSGDModel(Protocol):
@@ -74,5 +76,5 @@ class BernoulliSampling:
 
     @torch.no_grad()
     def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
-        """0/1 records [n, n_items] (float), Bernoulli draws at ``sample_probs``."""
-        return torch.bernoulli(self.sample_probs(n, generator), generator=generator)
+        """0/1 records [n, n_items] (float), Bernoulli draws at ``sample_probs`` (stratified: dpgm.models.draws)."""
+        return bernoulli_draws(self.sample_probs(n, generator), generator)

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dpgm.models.draws import bernoulli_draws
 from dpgm.models.protocol import BernoulliSampling
 
 
@@ -86,7 +87,7 @@ class Tree(BernoulliSampling, nn.Module):
         for j in order_of(self.parent).tolist():
             p = int(self.parent[j])
             given = x[:, p].long() if p >= 0 else torch.zeros(n, dtype=torch.long, device=x.device)
-            x[:, j] = torch.bernoulli(torch.sigmoid(self.logits[j, given]), generator=generator)
+            x[:, j] = bernoulli_draws(torch.sigmoid(self.logits[j, given])[:, None], generator)[:, 0]
         return x
 
     def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:
