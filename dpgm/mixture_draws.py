@@ -13,7 +13,7 @@ import torch
 from dpgm.artifact import ReleasedMixture
 from dpgm.clustering.base import size_shares
 from dpgm.errors import DpgmError
-from dpgm.models.draws import systematic_choice
+from dpgm.models.draws import choose
 
 #: A release gives up when, after at least MIN_DRAWS draws, fewer than MIN_ACCEPTANCE of them held
 #: ``data.min_items`` items: the draws stay within max(MIN_DRAWS, n / MIN_ACCEPTANCE) plus one chunk.
@@ -22,11 +22,13 @@ MIN_ACCEPTANCE = 0.01
 
 
 def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
-                 threshold: float | None, min_items: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-    """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy size
-    (systematic, ``dpgm.models.draws``), then the part's model, redrawing from the same part every record
-    of fewer than ``min_items`` items (``part_records``; a part that almost never draws one gives fewer)."""
-    parts = systematic_choice(probs, c, generator)
+                 threshold: float | None, min_items: int = 0, *,
+                 systematic: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
+    """Up to ``c`` records (uint8 [<= c, m]), their parts and how many were drawn: part by noisy size, then
+    the part's model, redrawing from the same part every record of fewer than ``min_items`` items
+    (``part_records``; a part that almost never draws one gives fewer); ``systematic``: the parts and the
+    records drawn systematically (``dpgm.models.draws``), else independently."""
+    parts = choose(probs, c, generator, systematic=systematic)
     out = torch.zeros(c, mixture.n_items, dtype=torch.uint8)
     keep = torch.ones(c, dtype=torch.bool)
     drawn = 0
@@ -35,7 +37,7 @@ def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generato
         if j == len(mixture.models):  # the part of empty records (``mixture_shares``): all zeros
             drawn += len(where)
             continue
-        records, tried = part_records(mixture.models[j], len(where), generator, threshold, min_items)
+        records, tried = part_records(mixture.models[j], len(where), generator, threshold, min_items, systematic)
         out[where[: len(records)]] = records
         keep[where[len(records):]] = False
         drawn += tried
@@ -43,7 +45,7 @@ def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generato
 
 
 def part_records(model: torch.nn.Module, count: int, generator: torch.Generator, threshold: float | None,
-                 min_items: int) -> tuple[torch.Tensor, int]:
+                 min_items: int, systematic: bool = True) -> tuple[torch.Tensor, int]:
     """Up to ``count`` records of one part's model holding >= ``min_items`` items, and how many were drawn.
 
     Rejected records are redrawn from the SAME part: each part's model is conditioned on the public
@@ -58,7 +60,7 @@ def part_records(model: torch.nn.Module, count: int, generator: torch.Generator,
     while have < count and drawn < limit:
         want = count - have
         if threshold is None:
-            records = model.sample(want, generator).to(torch.uint8)
+            records = model.sample(want, generator, systematic=systematic).to(torch.uint8)
         else:
             records = (model.sample_probs(want, generator) >= threshold).to(torch.uint8)
         drawn += want

@@ -106,8 +106,11 @@ class _Tilt:
     def draw(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor,
              generator: torch.Generator) -> tuple[np.ndarray, np.ndarray, int]:
         """``c`` records picked by weight among ``pairs_pool`` x c draws (``tilted_picks``), in random order; the
-        draws counted are the c records' share (``check_acceptance`` bounds rejections, not the pool)."""
-        pool, parts, drawn = draw_records(mixture, c * mixture.pairs_pool, probs, generator, None, mixture.min_items)
+        draws counted are the c records' share (``check_acceptance`` bounds rejections, not the pool). The pool is
+        drawn independently: the tilt sets the followed frequencies itself and its resample draws the rest anew,
+        so systematic draws bought nothing here (docs/results.md) and cost time."""
+        pool, parts, drawn = draw_records(mixture, c * mixture.pairs_pool, probs, generator, None, mixture.min_items,
+                                          systematic=False)
         if len(pool) == 0:
             return pool, parts, drawn
         offset = float(torch.rand(1, generator=generator, dtype=torch.float64))

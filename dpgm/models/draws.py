@@ -8,8 +8,8 @@ probabilities are summed in that order, and an item is drawn where the running s
 the points v, v + 1, v + 2, ... (v uniform in [0, 1)). Each record holds the item with probability
 exactly its p, whatever the others' are, and the column holds it sum(p) times, rounded up or down.
 Columns draw independently, so a record's items given its probabilities are independent, as the
-model's. The parts of a release are chosen the same way (``systematic_choice``). Post-processing
-randomness only.
+model's. The parts of a release are chosen the same way (``choose``). Post-processing randomness
+only.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import torch
 from torch import Tensor
 
 
-def bernoulli_draws(probs: Tensor, generator: torch.Generator | None) -> Tensor:
-    """0/1 draws at ``probs`` [n, m] (in [0, 1]), in probs' dtype: systematic within each column (module docstring).
-    Worked on item by item ([m, n]); the running sums in float64, so that no record's chance moves by rounding."""
+def bernoulli_draws(probs: Tensor, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:
+    """0/1 draws at ``probs`` [n, m] (in [0, 1]), in probs' dtype: systematic within each column (module docstring),
+    or independent. Worked on item by item ([m, n]); the running sums in float64, so that no record's chance moves
+    by rounding."""
     n, m = probs.shape
-    if n == 0:
-        return probs.clone()
+    if not systematic or n == 0:
+        return torch.bernoulli(probs, generator=generator)
     order = torch.stack([torch.randperm(n, generator=generator) for _ in range(m)])  # each item's order of records
     running = torch.gather(probs.detach().T.float().cpu().clamp(0.0, 1.0).contiguous(), 1, order)
     running = torch.cumsum(running, 1, dtype=torch.float64)
@@ -33,10 +34,12 @@ def bernoulli_draws(probs: Tensor, generator: torch.Generator | None) -> Tensor:
     return x.T.to(device=probs.device, dtype=probs.dtype)
 
 
-def systematic_choice(probs: Tensor, count: int, generator: torch.Generator | None) -> Tensor:
+def choose(probs: Tensor, count: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:
     """``count`` indices [count] drawn by ``probs`` (non-negative, not all zero): systematic sampling from one
-    uniform offset, so index j comes count p_j times rounded up or down, then shuffled; each draw alone has
-    law ``probs``."""
+    uniform offset, so index j comes count p_j times rounded up or down, then shuffled (each draw alone has
+    law ``probs``); or independent draws."""
+    if not systematic:
+        return torch.multinomial(probs, count, replacement=True, generator=generator)
     cumulative = torch.cumsum(probs.to(torch.float64), 0)
     points = (torch.arange(count, dtype=torch.float64) + torch.rand(1, generator=generator, dtype=torch.float64))
     picks = torch.searchsorted(cumulative, points / count * cumulative[-1], right=True)

@@ -60,7 +60,7 @@ class GenerativeModel(DPSGDModel, Protocol):
 
     def output_bias(self) -> Tensor: ...
 
-    def sample(self, n: int, generator: torch.Generator | None) -> Tensor: ...
+    def sample(self, n: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor: ...
 
 
 class BernoulliSampling:
@@ -75,6 +75,7 @@ class BernoulliSampling:
         return torch.sigmoid(self.sample_logits(n, generator))
 
     @torch.no_grad()
-    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
-        """0/1 records [n, n_items] (float), Bernoulli draws at ``sample_probs`` (stratified: dpgm.models.draws)."""
-        return bernoulli_draws(self.sample_probs(n, generator), generator)
+    def sample(self, n: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:
+        """0/1 records [n, n_items] (float), Bernoulli draws at ``sample_probs``: systematic (dpgm.models.draws)
+        or independent."""
+        return bernoulli_draws(self.sample_probs(n, generator), generator, systematic=systematic)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
+from dpgm.models.draws import bernoulli_draws
 
 
 class RBM(nn.Module):
@@ -133,6 +134,7 @@ class RBM(nn.Module):
         return torch.sigmoid(self.sample_logits(n, generator, steps))
 
     @torch.no_grad()
-    def sample(self, n: int, generator: torch.Generator | None, steps: int | None = None) -> Tensor:
-        """0/1 records [n, n_items] (float) drawn at the end of the Gibbs chains."""
-        return torch.bernoulli(self.sample_probs(n, generator, steps), generator=generator)
+    def sample(self, n: int, generator: torch.Generator | None, steps: int | None = None, *,
+               systematic: bool = True) -> Tensor:
+        """0/1 records [n, n_items] (float) drawn at the end of the Gibbs chains (systematic: dpgm.models.draws)."""
+        return bernoulli_draws(self.sample_probs(n, generator, steps), generator, systematic=systematic)

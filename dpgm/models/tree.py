@@ -81,13 +81,14 @@ class Tree(BernoulliSampling, nn.Module):
         return self.logits[:, 0]
 
     @torch.no_grad()
-    def sample(self, n: int, generator: torch.Generator | None) -> Tensor:
-        """0/1 records [n, n_items] (float), drawn item by item, parents first."""
+    def sample(self, n: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:
+        """0/1 records [n, n_items] (float), drawn item by item, parents first (systematic: dpgm.models.draws)."""
         x = torch.zeros(n, self.n_items, dtype=self.logits.dtype, device=self.logits.device)
         for j in order_of(self.parent).tolist():
             p = int(self.parent[j])
             given = x[:, p].long() if p >= 0 else torch.zeros(n, dtype=torch.long, device=x.device)
-            x[:, j] = bernoulli_draws(torch.sigmoid(self.logits[j, given])[:, None], generator)[:, 0]
+            x[:, j] = bernoulli_draws(torch.sigmoid(self.logits[j, given])[:, None], generator,
+                                      systematic=systematic)[:, 0]
         return x
 
     def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from dpgm.models.draws import bernoulli_draws, systematic_choice
+from dpgm.models.draws import bernoulli_draws, choose
 from dpgm.models.independent import Independent
 from dpgm.models.tree import Tree
 
@@ -28,14 +28,14 @@ def test_bernoulli_draws_hold_each_item_sum_p_times_rounded_and_each_draw_has_la
     assert float((iid - 1000 * p).abs().max()) > 1
 
 
-def test_systematic_choice_gives_each_index_count_p_times_rounded_and_each_draw_has_law_p() -> None:
+def test_choose_gives_each_index_count_p_times_rounded_and_each_draw_has_law_p() -> None:
     probs = torch.tensor([0.2, 0.0, 0.5, 0.3], dtype=torch.float64) * 7  # not normalised
     g = torch.Generator().manual_seed(2)
-    picks = systematic_choice(probs, 999, g)
+    picks = choose(probs, 999, g)
     counts = torch.bincount(picks, minlength=4).double()
     want = 999 * probs / probs.sum()
     assert torch.all((counts >= torch.floor(want)) & (counts <= torch.ceil(want))) and counts[1] == 0
-    first = torch.bincount(torch.stack([systematic_choice(probs, 2, g)[0] for _ in range(4000)]), minlength=4)
+    first = torch.bincount(torch.stack([choose(probs, 2, g)[0] for _ in range(4000)]), minlength=4)
     assert (first / 4000).numpy() == pytest.approx((probs / probs.sum()).numpy(), abs=4 * np.sqrt(0.25 / 4000))
 
 
@@ -53,3 +53,13 @@ def test_a_model_s_item_counts_in_one_draw_are_its_frequencies_times_n_rounded()
                                                                          [0.6, 0.05]])))
     gap = (tree.sample(n, g).sum(dim=0) / n - tree.marginals()).abs().max()
     assert float(gap) < 0.2 * np.sqrt(0.25 / n)
+
+
+def test_independent_draws_are_torch_s_own() -> None:
+    """``systematic=False`` draws exactly what torch.bernoulli and torch.multinomial draw from the same stream."""
+    p = torch.rand(50, 4, generator=torch.Generator().manual_seed(5))
+    a, b = torch.Generator().manual_seed(6), torch.Generator().manual_seed(6)
+    assert torch.equal(bernoulli_draws(p, a, systematic=False), torch.bernoulli(p, generator=b))
+    shares = torch.tensor([0.5, 0.2, 0.3])
+    assert torch.equal(choose(shares, 40, a, systematic=False),
+                       torch.multinomial(shares, 40, replacement=True, generator=b))
