@@ -434,11 +434,14 @@ TRIED = (
       "before the rules left the tables' trees out of the pairs: on mushroom and chess its rows measure pairs on "
       "top of the trees.")),
     ("Systematic draws in the release (shipped)", "rules_lodo_draws.json",
-     ("`default`: the shipped rules, whose release draws systematically (`dpgm/models/draws.py`: each record keeps "
-      "the law of an independent draw, each item's count over a part's draws in a chunk is its expected count "
-      "rounded up or down, and the parts are chosen the same way); `iid_draws`: the same fits with independent "
-      "draws (the `bpairs20_3e4` rows of `rules_lodo_pairs.json`: training is seeded and unchanged, only the "
-      "release differs). Every setting, three seeds. The marginals baseline keeps its independent draws.")),
+     ("`default`: the shipped rules, whose plain release draws systematically (`dpgm/models/draws.py`: each record "
+      "keeps the law of an independent draw, each item's count over a part's draws in a chunk is its expected count "
+      "rounded up or down, and the parts are chosen the same way) and whose release that follows measured pairs "
+      "draws its pool independently; `systematic_pool`: that pool drawn systematically too (equal to `default` "
+      "wherever no pairs are measured); `iid_draws`: every draw independent (the `bpairs20_3e4` rows of "
+      "`rules_lodo_pairs.json`; equal to `default` wherever pairs are measured). Training is seeded and the same in "
+      "all three: only the release differs. Every setting, three seeds. The marginals baseline keeps its "
+      "independent draws.")),
     ("Ten seeds on the tables, undeclared", "rules_lodo_tables_seeds10_undeclared.json",
      ("The same settings without the declaration (`--no-attributes`): `default` is then independent items "
       "(epsilon 1) or one VAE (epsilon 4); `tree1e4_noempty` a tree below N epsilon = 10,000 whose "
