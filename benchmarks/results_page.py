@@ -469,8 +469,10 @@ def rules_sweep_section() -> str:
                      f"{t['settings']} settings; {peers}.")
     return "\n".join([
         "## The sweep: the shipped rules beside every peer", "",
-        ("The shipped rules (the `default` rows of `rules_lodo_draws.json`: the `bpairs20_3e4` rules of "
-         "`rules_lodo_pairs.json` with systematic draws in the release; every setting, three seeds) "
+        ("The shipped rules (the `default` rows of `rules_lodo_fit_n.json`: the `bpairs20_3e4` rules of "
+         "`rules_lodo_pairs.json` with systematic draws in the release, each run releasing as many records as it "
+         "was fitted on, as the peers and the marginals do; every setting, three seeds; in the older files dpgm "
+         "released the held-out half's number of records, more than the peers at the subsampled sizes) "
          "beside MST, MWEM+PGM and AIM (40-round cap), each peer compared on the seeds both ran: the "
          "same records, the same 500 held-out counting queries. Seconds are one fit with its sampling and scoring, on one "
          "thread. Plots, one per dataset (per size and epsilon, the error per length group of the rules, each "
