@@ -17,6 +17,11 @@ CPU-second, which a busy shared machine disturbs less, are also given).
 
     nice python benchmarks/dpsgd_throughput.py --epochs 0.3 --json benchmarks/results/dpsgd_throughput.json
     python benchmarks/dpsgd_throughput.py --variants plain --batch-sizes 102 --mixture-parts 10
+    python benchmarks/dpsgd_throughput.py --device cuda --json benchmarks/results/dpsgd_throughput_cuda.json
+
+With ``--device cuda`` the records and the models live on the GPU (Opacus then draws its noise from a
+generator there; dpgm draws from its CPU streams, ``dpgm.streams``) and each round's clock stops after
+the GPU has finished.
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ def load_records(data_dir: str | None, limit: int) -> tuple[torch.Tensor, str]:
 
 
 def make_stepper(variant: str, model: VAE, q: float, expected: float, gen: torch.Generator) -> Callable[[torch.Tensor], None]:
-    """A function doing one training step of ``variant`` on a batch."""
+    """A function doing one training step of ``variant`` on a batch (``model`` on the device of the batches)."""
+    device = next(model.parameters()).device
     if variant == "plain":
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
@@ -80,7 +86,8 @@ def make_stepper(variant: str, model: VAE, q: float, expected: float, gen: torch
 
         gsm = GradSampleModule(model, loss_reduction="mean")  # hooks mode (default)
         dp_opt = DPOptimizer(torch.optim.Adam(gsm.parameters(), lr=1e-3), noise_multiplier=1.0, max_grad_norm=1.0,
-                             expected_batch_size=round(expected), loss_reduction="mean", generator=gen)
+                             expected_batch_size=round(expected), loss_reduction="mean",
+                             generator=gen if device.type == "cpu" else torch.Generator(device).manual_seed(2))
 
         def opacus(batch: torch.Tensor) -> None:
             dp_opt.zero_grad(set_to_none=True)
@@ -102,6 +109,8 @@ def run_round(step: Callable[[torch.Tensor], None], data: torch.Tensor, q: float
     start, cpu = time.perf_counter(), time.process_time()
     for batch in batches:
         step(batch)
+    if data.is_cuda:
+        torch.cuda.synchronize()
     return sum(b.shape[0] for b in batches), time.perf_counter() - start, time.process_time() - cpu
 
 
@@ -112,7 +121,7 @@ def measure(data: torch.Tensor, batch_size: float, epochs: float, rounds: int, v
     steps = max(1, round(epochs / q / rounds))
     steppers = {}
     for v in variants:
-        model = VAE(784, hidden=[200], latent=2, generator=torch.Generator().manual_seed(1))
+        model = VAE(784, hidden=[200], latent=2, generator=torch.Generator().manual_seed(1)).to(data.device)
         steppers[v] = make_stepper(v, model, q, batch_size, torch.Generator().manual_seed(2))
         run_round(steppers[v], data, q, 2, seed=99)  # warm-up
     rates: dict[str, list[float]] = {v: [] for v in variants}
@@ -195,13 +204,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=None, help="folder holding mnist/ (default: $DPGM_DATA_DIR or ./data)")
     ap.add_argument("--mixture-parts", type=int, default=0, help="also time mixture steps of K models (0: no)")
     ap.add_argument("--mixture-steps", type=int, default=20, help="mixture steps per path and round")
+    ap.add_argument("--device", default="cpu", help="torch device of the records and models, e.g. cuda")
     ap.add_argument("--json", type=Path, default=None, help="write results here")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*Full backward hook.*")
     data, source = load_records(args.data_dir, args.records)
+    if args.device != "cpu" and args.mixture_parts:
+        ap.error("--mixture-parts times CPU seconds: leave it out with --device")
+    data = data.to(args.device)
+    device = torch.cuda.get_device_name(data.device) if data.is_cuda else "cpu"
     print(f"data: {source}, {data.shape[0]} x {data.shape[1]}; threads {args.threads}"
-          f" (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}); epochs {args.epochs}; rounds {args.rounds}")
+          f" (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}); device {device}; epochs {args.epochs};"
+          f" rounds {args.rounds}")
     all_results = [measure(data, b, args.epochs, args.rounds, args.variants) for b in args.batch_sizes]
     for results in all_results:
         print_table(results)
@@ -213,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, {
             "model": "VAE 784-200-2 (Adam, lr 1e-3)", "data": source, "n": int(data.shape[0]),
             "threads": args.threads, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "epochs": args.epochs, "rounds": args.rounds,
-            "torch": torch.__version__, "results": all_results[0], "extra_results": [r for res in all_results[1:] for r in res],
+            "torch": torch.__version__, "device": device, "results": all_results[0], "extra_results": [r for res in all_results[1:] for r in res],
             "mixture_results": mixture,
         })
     return 0

@@ -16,6 +16,7 @@ _spec.loader.exec_module(module_graph)
 
 LAYER = {
     "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
+    "streams": 0,  # draws from a torch generator on its own device (a GPU run keeps the CPU stream)
     "registry": 1,
     "config_sections": 1,  # the typed sections of a run's config (dataclasses, their docs and checks)  # components by name (partitioners, models) and their typed options
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)

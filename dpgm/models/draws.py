@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from dpgm.streams import draw_device
+
 
 def bernoulli_draws(probs: Tensor, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:
     """0/1 draws at ``probs`` [n, m] (in [0, 1]), in probs' dtype: systematic within each column (module docstring),
@@ -24,7 +26,7 @@ def bernoulli_draws(probs: Tensor, generator: torch.Generator | None, *, systema
     by rounding."""
     n, m = probs.shape
     if not systematic or n == 0:
-        return torch.bernoulli(probs, generator=generator)
+        return torch.bernoulli(probs.to(draw_device(generator, probs.device)), generator=generator).to(probs.device)
     order = torch.stack([torch.randperm(n, generator=generator) for _ in range(m)])  # each item's order of records
     running = torch.gather(probs.detach().T.float().cpu().clamp(0.0, 1.0).contiguous(), 1, order)
     running = torch.cumsum(running, 1, dtype=torch.float64)

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
 from dpgm.models.draws import bernoulli_draws
+from dpgm.streams import draw_device
 
 
 class RBM(nn.Module):
@@ -93,7 +94,8 @@ class RBM(nn.Module):
     def gibbs_uniforms(self, n: int, generator: torch.Generator | None) -> Tensor:
         """U(0, 1) draws [n, n_hidden + n_items] for one Gibbs step of n chains."""
         p, width = self.hidden.weight, self.n_hidden + self.n_items
-        return torch.rand(n, width, generator=generator, device=p.device, dtype=p.dtype)
+        drawn = torch.rand(n, width, generator=generator, device=draw_device(generator, p.device), dtype=p.dtype)
+        return drawn.to(p.device)
 
     @torch.no_grad()
     def gibbs(self, v: Tensor, uniforms: Iterable[Tensor]) -> tuple[Tensor, Tensor]:
@@ -122,10 +124,11 @@ class RBM(nn.Module):
     def sample_logits(self, n: int, generator: torch.Generator | None, steps: int | None = None) -> Tensor:
         """Logits [n, n_items] of p(v | h) after ``steps`` (default sample_steps) Gibbs steps from fresh chains."""
         start = torch.sigmoid(self.output_bias()).expand(n, self.n_items)
-        v = torch.bernoulli(start.contiguous(), generator=generator)
+        at = draw_device(generator, start.device)
+        v = torch.bernoulli(start.to(at).contiguous(), generator=generator).to(start.device)
         steps = max((steps or self.sample_steps) - 1, 0)
         v, _ = self.gibbs(v, (self.gibbs_uniforms(n, generator) for _ in range(steps)))
-        h = torch.bernoulli(self.hidden_probs(v), generator=generator)
+        h = torch.bernoulli(self.hidden_probs(v).to(at), generator=generator).to(v.device)
         return self.visible_logits(h)
 
     @torch.no_grad()

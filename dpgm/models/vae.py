@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
 from dpgm.models.protocol import BernoulliSampling
+from dpgm.streams import draw_device
 
 
 def init_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:
@@ -83,7 +84,7 @@ class GaussianVAE(BernoulliSampling, nn.Module):
         """N(0, I) draws for n records, from ``generator``: [n, latent], or [n, K, latent] for K draws."""
         device, dtype = self._device_dtype()
         shape = (n, self.latent) if self.draws == 1 else (n, self.draws, self.latent)
-        return torch.randn(*shape, generator=generator, device=device, dtype=dtype)
+        return torch.randn(*shape, generator=generator, device=draw_device(generator, device), dtype=dtype).to(device)
 
     def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
         """A DP-SGD step's randomness for n records: the reparameterisation noise [n, (K,) latent]."""
@@ -115,8 +116,8 @@ class GaussianVAE(BernoulliSampling, nn.Module):
     def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:
         """Bernoulli logits [n, n_items] of records decoded from z ~ N(0, I)."""
         device, dtype = self._device_dtype()
-        z = torch.randn(n, self.latent, generator=generator, device=device, dtype=dtype)
-        return self.decoder(z)
+        z = torch.randn(n, self.latent, generator=generator, device=draw_device(generator, device), dtype=dtype)
+        return self.decoder(z.to(device))
 
 
 class VAE(GaussianVAE):

@@ -323,7 +323,12 @@ def standard_normal_(
     ``secure``: the floating-point defence of Holohan and Braghin (2021, section 5.1): a sum of
     several draws leaves no low-order-bit pattern that reveals the noise (an attack needs ~2^159
     work for n = 2, against ~2^53 for one draw); one draw is thrown away first, as in Opacus.
+    A buffer on another device than ``generator`` (a GPU's gradients, a CPU stream) is filled from
+    the generator's device (``dpgm.streams``).
     """
+    if generator is not None and out.device != generator.device:
+        drawn = out.new_empty(out.shape, device=generator.device)
+        return out.copy_(standard_normal_(drawn, generator, secure=secure))
     if not secure:
         return out.normal_(generator=generator)
     out.new_empty(1).normal_(generator=generator)  # thrown away

@@ -210,7 +210,7 @@ def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed
     """
     bias = model.output_bias()
     target = torch.as_tensor(probs, dtype=bias.dtype, device=bias.device)
-    generator = torch.Generator(device=bias.device)
+    generator = torch.Generator()  # the CPU run's draws on any device (dpgm.streams)
     largest = math.inf
     for _ in range(CALIBRATION_ROUNDS):
         generator.manual_seed(seed)
