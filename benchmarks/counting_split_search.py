@@ -68,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cfg = config_from_dict(cfg_dict, [f"runs_dir={tmp}", "name=split", f"seed={seed}",
                                                   f"privacy.delta={delta}", f"privacy.target_epsilon={args.epsilon}"])
                 run_dir, _ = train(cfg, data=fit, progress=False)
-                evaluation.add(f"dpgm{i}/{seed}", sample_dataset(run_dir, held_out.n_records, seed=seed))
+                # as many records as it was fitted on, as the baselines release (their noisy n)
+                evaluation.add(f"dpgm{i}/{seed}", sample_dataset(run_dir, fit.n_records, seed=seed))
         configs[f"dpgm{i}"] = cfg_dict
         print(f"dpgm{i}: {time.perf_counter() - start:.0f} s, {json.dumps(cfg_dict)}", flush=True)
     means = seed_means(evaluation.group_means())
