@@ -38,7 +38,7 @@ from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.length_bound import mean_bound
-from dpgm.stages.part_means import FLOOR
+from dpgm.stages.part_means import FLOOR, table_parts
 from dpgm.stages.training import release_min_items
 
 #: Ledger stage of the selections and the pair counts.
@@ -184,7 +184,7 @@ class ItemPairsStage(DictStage):
     def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
         options: TreeOptions = MODELS.options(self.cfg.model.kind, self.cfg.model.options)
         partition, means = ctx.output("partition"), ctx.output("part_means")
-        sizes = floor_counts(partition.noisy_sizes)
+        sizes, means = table_parts(floor_counts(partition.noisy_sizes), means, self.cfg.data.attributes)
         bound = mean_bound(self.cfg, ctx)
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)

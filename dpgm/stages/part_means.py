@@ -93,6 +93,18 @@ def noisy_part_means(
     return np.clip(means, FLOOR, 1.0 - FLOOR)
 
 
+def table_parts(sizes: np.ndarray, means: np.ndarray, attributes: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes [k], means [k, m]) of a declared table (``data.attributes``: every record holds one item per
+    attribute) read off the part's noisy item sums: they add up to ``attributes`` x its size, so their
+    total over ``attributes`` estimates the size with far less noise than the partition's own noisy count,
+    which every mean shares (on chess at epsilon 1: about 8 records against about 30). The means then sum
+    to ``attributes``. Post-processing; anything else passes through."""
+    if attributes is None:
+        return sizes, means
+    scale = attributes / np.maximum(means.sum(axis=1), FLOOR)  # means = sums / size: size / scale = sum / attributes
+    return sizes / scale, np.clip(means * scale[:, None], FLOOR, 1.0 - FLOOR)
+
+
 @torch.no_grad()
 def start_at_means(model: nn.Module, probs: Any) -> None:
     """Set the model's output bias to logit(``probs``) [n_items] (Hinton 2010, section 8.1)."""

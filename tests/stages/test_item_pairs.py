@@ -10,6 +10,7 @@ import torch
 from dpgm.artifact import load_release
 from dpgm.clustering.base import size_shares
 from dpgm.config import Config
+from dpgm.data.dataset import BinaryDataset
 from dpgm.models.tree import Tree
 from dpgm.pipeline.run import train
 from dpgm.privacy.accountant import Accountant
@@ -160,3 +161,27 @@ def test_the_stage_state_round_trips():
     assert np.array_equal(again.output["parent"], stage.output["parent"])
     assert np.array_equal(again.output["logits"], stage.output["logits"])
 
+
+
+def test_a_declared_tables_tree_reads_its_size_off_the_item_sums(tmp_path):
+    """With ``data.attributes`` the tree's item frequencies sum to the attributes (the size read off the item sums,
+    ``part_means.table_parts``) and the ledger is the undeclared run's: post-processing only."""
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 2, 800)
+    second = np.where(rng.random(800) < 0.8, first, rng.integers(0, 2, 800))  # a dependent attribute
+    x = np.concatenate([np.eye(2)[first], np.eye(2)[second], np.eye(3)[rng.integers(0, 3, 800)]], axis=1)
+    data = BinaryDataset(records=x.astype(np.uint8), item_names=[f"v{j}" for j in range(7)], name="table")
+    runs = {}
+    for name, declared in (("plain", None), ("table", 3)):
+        cfg = tiny_config(tmp_path, **{"name": name, "model.kind": "tree", "partition.method": "none",
+                                       "partition.k": 1, "partition.noise_multiplier": 30.0,
+                                       "model.mean_noise_multiplier": 2.0, "model.calibrate": False})
+        cfg.data.attributes = declared
+        cfg.model.options = {"select_epsilon": 1.0, "pair_noise_multiplier": 2.0}
+        run_dir, _ = train(cfg, data=data, progress=False)
+        runs[name] = run_dir
+    ledgers = [PrivacyLedger.load(runs[name] / "release" / "ledger.json").entries for name in ("plain", "table")]
+    assert ledgers[0] == ledgers[1]
+    totals = {name: float(load_release(run).models[0].marginals().sum()) for name, run in runs.items()}
+    assert totals["table"] == pytest.approx(3.0, abs=1e-4)
+    assert abs(totals["plain"] - 3.0) > 1e-3  # the partition's noisy count (noise 30) shifts every mean

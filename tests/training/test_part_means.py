@@ -26,6 +26,7 @@ from dpgm.stages.part_means import (
     calibrate_to_means,
     noisy_part_means,
     start_at_means,
+    table_parts,
     total_shift,
 )
 from dpgm.training.mixture import STAGE as TRAINING_STAGE
@@ -235,3 +236,19 @@ def test_a_run_with_calibrate_total_releases_models_drawing_the_noisy_means_tota
         assert abs(float(moved[0])) > 0.05  # an untrained decoder's total is not the means' total
         total = torch.sigmoid(after.sample_logits(20_000, torch.Generator().manual_seed(5))).sum(1).mean()
         assert float(total) == pytest.approx(float(np.sum(probs)), rel=0.01)
+
+
+def test_a_tables_size_is_read_off_its_item_sums():
+    """Every record of a declared table holds one item per attribute, so the item sums over the attributes give
+    the size: a part's means divided by a wrong noisy count come back exact, and then sum to the attributes."""
+    rng = np.random.default_rng(0)
+    values = [2, 2, 3]  # three attributes, seven items
+    x = np.concatenate([np.eye(v)[rng.integers(0, v, 500)] for v in values], axis=1)
+    sums = x.sum(axis=0)
+    sizes, means = table_parts(np.array([530.0]), (sums / 530.0)[None], attributes=3)
+    np.testing.assert_allclose(sizes, [500.0])
+    np.testing.assert_allclose(means[0], sums / 500.0)
+    assert means.sum() == pytest.approx(3.0)
+    given = (np.array([530.0]), (sums / 530.0)[None])
+    out = table_parts(*given, attributes=None)  # not a declared table: as they came
+    assert out[0] is given[0] and out[1] is given[1]
