@@ -31,11 +31,10 @@ def test_a_peer_is_compared_on_the_seeds_both_ran_only():
     assert sweep.compare(ours, {5: theirs[2]}) == {"seeds": 0}
 
 
-def test_every_seed_of_the_shipped_files_counts_once_and_other_files_rules_are_ignored():
+def test_every_seed_of_a_shipped_file_counts_once_and_other_files_rules_are_ignored():
     old = [row(s, [0.2] * 5) for s in range(3)] + [row(s, [0.09] * 5, who="mst") for s in range(3)]
-    a = [row(s, [0.05] * 5) for s in range(2)]
-    b = [row(s, [0.05] * 5) for s in range(1, 4)]
-    cells = sweep.sweep({"old.json": old, "a.json": a, "b.json": b}, ["a.json", "b.json"])
+    a = [row(s, [0.05] * 5) for s in range(4)]
+    cells = sweep.sweep({"old.json": old, "a.json": a}, ["a.json"])
     assert len(cells) == 1
     c = cells[0]
     assert c["seeds"] == 4 and c["groups"] == pytest.approx([0.05] * 5)  # seeds 0..3; old.json's rules unused
@@ -44,9 +43,18 @@ def test_every_seed_of_the_shipped_files_counts_once_and_other_files_rules_are_i
     assert sweep.targets(cells)["1"]["mst"]["at_or_below_4_of_5"] == 1
 
 
+def test_a_later_shipped_file_replaces_the_settings_it_reran():
+    a = [row(s, [0.05] * 5) for s in range(3)] + [row(s, [0.07] * 5, dataset="retail") for s in range(3)]
+    b = [row(s, [0.04] * 5) for s in range(10)]  # msnbc re-ran with ten seeds under a change of the rules
+    cells = {c["dataset"]: c for c in sweep.sweep({"a.json": a, "b.json": b}, ["a.json", "b.json"])}
+    assert cells["msnbc"]["seeds"] == 10 and cells["msnbc"]["groups"] == pytest.approx([0.04] * 5)
+    assert cells["retail"]["seeds"] == 3 and cells["retail"]["groups"] == pytest.approx([0.07] * 5)
+
+
 def test_two_files_that_disagree_on_one_seed_are_refused():
     with pytest.raises(ValueError, match="disagree"):
-        sweep.sweep({"a.json": [row(0, [0.05] * 5)], "b.json": [row(0, [0.06] * 5)]}, ["a.json", "b.json"])
+        sweep.sweep({"a.json": [row(0, [0.05] * 5)], "b.json": [row(0, [0.06] * 5, who="mst")],
+                     "c.json": [row(0, [0.07] * 5, who="mst")]}, ["a.json"])
 
 
 def test_the_3way_tvd_is_compared_where_both_rows_hold_it():

@@ -97,7 +97,7 @@ def table_parts(sizes: np.ndarray, means: np.ndarray, attributes: int | None) ->
     """(sizes [k], means [k, m]) of a declared table (``data.attributes``: every record holds one item per
     attribute) read off the part's noisy item sums: they add up to ``attributes`` x its size, so their
     total over ``attributes`` estimates the size with far less noise than the partition's own noisy count,
-    which every mean shares (on chess at epsilon 1: about 8 records against about 30). The means then sum
+    which every mean shares (on chess at epsilon 1: about 8 records against about 29). The means then sum
     to ``attributes``. Post-processing; anything else passes through."""
     if attributes is None:
         return sizes, means
