@@ -15,9 +15,7 @@ means weighted by the noisy part sizes. ``balanced`` clips at the length that ba
 bias against this one release's noise (``length_bound.balanced_bound``: measured once, the counts
 afford a longer clip than the k part means), and releases every item's clipped total in the same
 vector as the item frequencies: a record holds |x| items and at most |x| - 1 tree edges, so,
-scaled to the bound B, it moves the vector by less than sqrt(2) B. Each item's frequency is then
-measured twice, here and in the k part means, with known noise scales; the release follows their
-inverse-variance combination (``precision_weighted``), never noisier than either alone.
+scaled to the bound B, it moves the vector by less than sqrt(2) B.
 
 Output: {"edges": [e, 2] item pairs, "targets": [m + e] item then pair frequencies over the records
 this stage sees (counts over the noisy number of records), projected onto what the items allow}.
@@ -54,13 +52,6 @@ def global_means(means: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return means.mean(axis=0) if total <= 0 else weights @ means / total
 
 
-def precision_weighted(first: np.ndarray, second: np.ndarray, first_sd: float, second_sd: float) -> np.ndarray:
-    """Two unbiased noisy measurements of the same frequencies, of noise std ``first_sd`` and ``second_sd`` (in the
-    same units), combined with inverse-variance weights (the least-variance unbiased combination), in [0, 1]."""
-    w = second_sd**2 / (first_sd**2 + second_sd**2)
-    return np.clip(w * np.asarray(first) + (1.0 - w) * np.asarray(second), 0.0, 1.0)
-
-
 class ReleasePairsStage(DictStage):
     """The global tree of item pairs the release follows; output: {"edges", "targets"} (module docstring)."""
 
@@ -94,10 +85,8 @@ class ReleasePairsStage(DictStage):
             chosen = np.concatenate([np.diag(counts.weighted[0]), chosen])
         noisy = gaussian_release(chosen, sensitivity=bound * (math.sqrt(2.0) if own else 1.0), noise_multiplier=sigma,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
-        if own:  # each item measured twice: here and in the k part means; the release follows both, weighed
-            means_sd = math.sqrt(len(sizes)) * self.cfg.model.mean_noise_multiplier * mean_bound(self.cfg, ctx)
-            here = noisy[:items.size] / total
-            items = precision_weighted(items, here, means_sd / mass_kept(self.cfg, ctx), sigma * math.sqrt(2.0) * bound)
-            return {"edges": pairs, "targets": tilt_targets(items, np.asarray(noisy[items.size:]) / total, pairs)}
+        if own:
+            items, noisy = np.clip(noisy[:items.size] / total, 0.0, 1.0), noisy[items.size:]
+            return {"edges": pairs, "targets": tilt_targets(items, np.asarray(noisy) / total, pairs)}
         joints = np.asarray(noisy) / (total * mass_kept(self.cfg, ctx))  # the part means' debias, if any
         return {"edges": pairs, "targets": tilt_targets(items, joints, pairs)}

@@ -15,7 +15,7 @@ from dpgm.pipeline.run import TrainingRun, train
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import sample_dataset
-from dpgm.stages.release_pairs import STAGE, ReleasePairsStage, global_means, precision_weighted
+from dpgm.stages.release_pairs import STAGE, ReleasePairsStage, global_means
 from tests.stages.test_item_pairs import _chain_records
 
 
@@ -140,16 +140,3 @@ def test_one_record_moves_the_items_and_a_tree_s_pairs_by_less_than_sqrt2_times_
         counts = weighted_pair_counts(record, bound)
         vector = np.concatenate([np.diag(counts), counts[edges[:, 0], edges[:, 1]]])
         assert np.linalg.norm(vector) < np.sqrt(2.0) * bound
-
-
-def test_two_measurements_of_the_items_are_weighed_by_their_precision() -> None:
-    """Inverse-variance weights: equal noise averages, a noiseless measurement wins, and on simulated noise the
-    combination's error is below either measurement's."""
-    a, b = np.array([0.2, 0.4]), np.array([0.4, 0.8])
-    assert precision_weighted(a, b, 1.0, 1.0) == pytest.approx([0.3, 0.6])
-    assert precision_weighted(a, b, 0.0, 1.0) == pytest.approx(a)
-    rng = np.random.default_rng(0)
-    truth = rng.uniform(0.3, 0.7, 20_000)
-    first, second = truth + rng.normal(0, 0.02, truth.size), truth + rng.normal(0, 0.04, truth.size)
-    err = np.abs(precision_weighted(first, second, 0.02, 0.04) - truth).mean()
-    assert err < 0.93 * np.abs(first - truth).mean()  # sd 0.0179 against 0.02
