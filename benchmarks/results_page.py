@@ -475,6 +475,13 @@ TRIED = (
       "off the item sums; `partition_count`: the partition's count, as before (the commit before, renamed). "
       "Post-processing: the ledger is the same. Ten seeds per setting; seeds 0 to 2 of `partition_count` equal the "
       "rows of `rules_lodo_fit_n.json`. The sweep reads `default` for these settings.")),
+    ("Each item's two measurements weighed by their noise (lost)", "rules_lodo_pairs_items.json",
+     ("Where the release follows measured pairs, each item's frequency is measured twice: beside the pairs (one "
+      "release over all records, at the balanced clip) and in the k part means. `default`: the release follows the "
+      "pairs release's items (shipped); `precision_weighted`: their inverse-variance combination with the part means' "
+      "sum, from the two known noise scales (reverted). Every setting that measures pairs, three seeds; the other "
+      "settings do not change. The combination ignores the means' own clip bias (their clip is shorter), which "
+      "may be why it bought nothing.")),
     ("Ten seeds on the tables, undeclared", "rules_lodo_tables_seeds10_undeclared.json",
      ("The same settings without the declaration (`--no-attributes`): `default` is then independent items "
       "(epsilon 1) or one VAE (epsilon 4); `tree1e4_noempty` a tree below N epsilon = 10,000 whose "
