@@ -184,7 +184,9 @@ class ItemPairsStage(DictStage):
     def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
         options: TreeOptions = MODELS.options(self.cfg.model.kind, self.cfg.model.options)
         partition, means = ctx.output("partition"), ctx.output("part_means")
-        sizes, means = table_parts(floor_counts(partition.noisy_sizes), means, self.cfg.data.attributes)
+        # a table's items add up to its attributes only while every item is kept (top_items may drop some values)
+        whole = self.cfg.data.attributes if self.cfg.data.top_items is None else None
+        sizes, means = table_parts(floor_counts(partition.noisy_sizes), means, whole)
         bound = mean_bound(self.cfg, ctx)
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)

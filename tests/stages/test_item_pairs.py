@@ -185,3 +185,21 @@ def test_a_declared_tables_tree_reads_its_size_off_the_item_sums(tmp_path):
     totals = {name: float(load_release(run).models[0].marginals().sum()) for name, run in runs.items()}
     assert totals["table"] == pytest.approx(3.0, abs=1e-4)
     assert abs(totals["plain"] - 3.0) > 1e-3  # the partition's noisy count (noise 30) shifts every mean
+
+
+def test_a_declared_table_whose_top_items_drop_values_keeps_the_partitions_count(tmp_path):
+    """With top_items a record may lose values, its items no longer add up to the attributes: no size from them."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([np.eye(2)[rng.integers(0, 2, 600)], np.eye(3)[rng.integers(0, 3, 600)]], axis=1)
+    data = BinaryDataset(records=x.astype(np.uint8), item_names=[f"v{j}" for j in range(5)], name="table")
+    marginals = []
+    for name, declared in (("plain", None), ("table", 2)):
+        cfg = tiny_config(tmp_path, **{"name": name, "model.kind": "tree", "partition.method": "none",
+                                       "partition.k": 1, "partition.noise_multiplier": 30.0,
+                                       "model.mean_noise_multiplier": 2.0, "model.calibrate": False,
+                                       "data.top_items": 5, "data.top_items_noise_multiplier": 1.0})
+        cfg.data.attributes = declared
+        cfg.model.options = {"select_epsilon": 1.0, "pair_noise_multiplier": 2.0}
+        run_dir, _ = train(cfg, data=data, progress=False)
+        marginals.append(load_release(run_dir).models[0].marginals().detach().numpy())
+    np.testing.assert_allclose(marginals[1], marginals[0])
