@@ -475,6 +475,12 @@ TRIED = (
       "off the item sums; `partition_count`: the partition's count, as before (the commit before, renamed). "
       "Post-processing: the ledger is the same. Ten seeds per setting; seeds 0 to 2 of `partition_count` equal the "
       "rows of `rules_lodo_fit_n.json`. The sweep reads `default` for these settings.")),
+    ("One group below N epsilon = 20,000 (shipped: one2e4)", "rules_lodo_one_group.json",
+     ("`default`: the rules before (k = N epsilon / 5,000 groups: 2 at N epsilon = 10,000, 8 at 40,000); `one2e4`: "
+      "one group below N epsilon = 20,000 (`PARTITION_SCALE`, shipped); `one5e4`: below 50,000, so one group at "
+      "40,000 too. Every setting where N = 10,000 (msnbc and t10i4d100k 30,000; retail 30,000 and whole; gowalla "
+      "whole; t10i4d100k whole), ten seeds; elsewhere the three do not differ. The `default` rows at the settings of "
+      "`rules_lodo_borderline_seeds10.json` equal its rows; the sweep reads `one2e4` for these settings.")),
     ("Each item's two measurements weighed by their noise (lost)", "rules_lodo_pairs_items.json",
      ("Where the release follows measured pairs, each item's frequency is measured twice: beside the pairs (one "
       "release over all records, at the balanced clip) and in the k part means. `default`: the release follows the "
@@ -515,7 +521,8 @@ def rules_sweep_section() -> str:
          "released the held-out half's number of records, more than the peers at the subsampled sizes; the declared "
          "tables' settings: the `default` rows of `rules_lodo_table_sizes.json`, ten seeds, each part's size read off "
          "its item sums; msnbc 30,000 at epsilon 1 and t10i4d100k 30,000 at epsilon 4 and whole at both: the `default` "
-         "rows of `rules_lodo_borderline_seeds10.json`, ten seeds, beside MST's ten) "
+         "rows of `rules_lodo_borderline_seeds10.json`, ten seeds, beside MST's ten; the settings where N = 10,000: "
+         "the `one2e4` rows of `rules_lodo_one_group.json`, ten seeds, one group below N epsilon = 20,000) "
          "beside MST, MWEM+PGM and AIM (40-round cap), each peer compared on the seeds both ran: the "
          "same records, the same 500 held-out counting queries. Seconds are one fit with its sampling and scoring, on one "
          "thread. Plots, one per dataset (per size and epsilon, the error per length group of the rules, each "

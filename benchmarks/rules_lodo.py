@@ -93,6 +93,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "rpp1e4": {"RECORDS_PER_PART": 10_000},
     "rpp2e4": {"RECORDS_PER_PART": 20_000},
     "rpp5e4": {"RECORDS_PER_PART": 50_000},
+    # one group below N eps = 20,000 or 50,000 (where k = N eps / RECORDS_PER_PART would give 2 to 9)
+    "one2e4": {"PARTITION_SCALE": 20_000},
+    "one5e4": {"PARTITION_SCALE": 50_000},
     "tree3e3_noempty": {"TREE_SCALE": 3_000, "TREE_EMPTY_PART": False},
     "tree1e4_noempty": {"TREE_SCALE": 10_000, "TREE_EMPTY_PART": False},
     "tree3e3_light": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},

@@ -51,6 +51,9 @@ LENGTH_BALANCE: float | None = 16.0
 MEAN_DEBIAS = "off"
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
+#: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
+#: three groups halve each group's records and the partition takes its share of rho for little structure.
+PARTITION_SCALE = 20_000
 LLOYD_ITERATIONS = 10
 #: The partitioner of k > 1 parts, by its rule in PARTITIONER_RULES (lloyd, kernel_kmeans, lsh_tree).
 PARTITIONER = "lloyd"
@@ -133,8 +136,10 @@ PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree
 
 
 def parts(facts: PublicFacts) -> int:
-    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS."""
-    return max(1, min(MAX_PARTS, int(facts.records_magnitude * facts.epsilon // RECORDS_PER_PART)))
+    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
+    one below N * epsilon = PARTITION_SCALE."""
+    scale = facts.records_magnitude * facts.epsilon
+    return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
 
 
 def tree_scale(facts: PublicFacts) -> int:
@@ -232,6 +237,8 @@ def regime(facts: PublicFacts) -> str:
     k = parts(facts)
     split = ("one group" if k == 1
              else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
+    if k == 1 and scale >= 2 * RECORDS_PER_PART:
+        split += f" (N x epsilon = {scale:,.0f} is below {PARTITION_SCALE:,}, where groups cost more than they buy)"
     kind = family(facts)
     table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
              and tree_scale(facts) > TREE_SCALE else "")
