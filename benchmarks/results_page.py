@@ -481,6 +481,11 @@ TRIED = (
       "40,000 too. Every setting where N = 10,000 (msnbc and t10i4d100k 30,000; retail 30,000 and whole; gowalla "
       "whole; t10i4d100k whole), ten seeds; elsewhere the three do not differ. The `default` rows at the settings of "
       "`rules_lodo_borderline_seeds10.json` equal its rows; the sweep reads `one2e4` for these settings.")),
+    ("Fewer groups at N epsilon = 40,000 (lost)", "rules_lodo_parts_eps4.json",
+     ("`default`: the shipped k = N epsilon / 5,000 (8 groups at N = 10,000 and epsilon 4); `rpp1e4`: one group per "
+      "10,000 (4 groups), `rpp2e4`: per 20,000 (2 groups). Every setting where N = 10,000, at epsilon 4, ten seeds; "
+      "the `default` rows are those of `rules_lodo_one_group.json`. gowalla wants fewer groups, msnbc more: "
+      "leave-one-dataset-out keeps the default.")),
     ("Each item's two measurements weighed by their noise (lost)", "rules_lodo_pairs_items.json",
      ("Where the release follows measured pairs, each item's frequency is measured twice: beside the pairs (one "
       "release over all records, at the balanced clip) and in the k part means. `default`: the release follows the "
