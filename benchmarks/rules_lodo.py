@@ -136,6 +136,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000},
     "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000, "PAIRS_CLIP": "balanced"},
     "bpairs20_3e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 30_000, "PAIRS_CLIP": "balanced"},
+    # the items' weight against the pairs' in the balanced pairs release
+    "pitems2": {"PAIRS_ITEM_WEIGHT": 2.0},
+    "pitems05": {"PAIRS_ITEM_WEIGHT": 0.5},
     # the part means divided by the share of item mass (or of records) the length bound's clip keeps
     "debias": {"MEAN_DEBIAS": "mass"},
     "debias_rec": {"MEAN_DEBIAS": "records"},

@@ -230,6 +230,9 @@ class ModelConfig:
                  "release's noise, read off the noisy length histogram with mean_clip_balance (balanced; every "
                  "item's clipped total is then released beside the pairs, L2 sensitivity sqrt(2) x that clip, "
                  "and is the release's item frequency; needs mean_clip_quantile and mean_clip_balance)")
+    pairs_item_weight: float = opt(1.0, "with pairs_clip: balanced: the items' weight a against the pairs' in that "
+                                        "release (L2 sensitivity sqrt(a^2 + 1) x the clip): above 1 the items get "
+                                        "less noise and the pairs more")
     pairs_pool: int = opt(3, "with pairs_noise_multiplier: models' draws per released record, among which the "
                              "release picks by weight (more: closer to the measured frequencies, slower)")
     calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that "
@@ -275,6 +278,7 @@ class ModelConfig:
         _require(self.pairs_clip == "means" or self.mean_clip_balance is not None, "model", "pairs_clip",
                  "balanced needs mean_clip_quantile and mean_clip_balance (it reads the noisy length histogram)")
         _require(self.pairs_pool >= 1, "model", "pairs_pool", "must be >= 1")
+        _require(self.pairs_item_weight > 0, "model", "pairs_item_weight", "must be > 0")
         _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
         _require(self.kind != "tree" or (self.output_bias == "noisy_mean" and not self.calibrate), "model", "kind",

@@ -83,6 +83,8 @@ PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.1, 0.2, 30_000
 #: The clip of the pair counts (``model.pairs_clip``): the means' (``means``), or ``balanced`` for this one
 #: release (the counts then carry the item totals too).
 PAIRS_CLIP = "balanced"
+#: The items' weight against the pairs' in that balanced release (``model.pairs_item_weight``).
+PAIRS_ITEM_WEIGHT = 1.0
 #: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
 MARGIN = 0.01
 #: DP-SGD: about this many records of each part per step, for this many steps.
@@ -212,6 +214,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
         "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,
         "model.pairs_clip": PAIRS_CLIP if pairs_share > 0 and bound_share > 0 else "means",
+        "model.pairs_item_weight": PAIRS_ITEM_WEIGHT,
         "model.mean_clip_quantile": LENGTH_QUANTILE if bound_share > 0 else None,
         "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
         "model.mean_debias": MEAN_DEBIAS if bound_share > 0 else "off",

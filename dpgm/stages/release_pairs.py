@@ -15,7 +15,8 @@ means weighted by the noisy part sizes. ``balanced`` clips at the length that ba
 bias against this one release's noise (``length_bound.balanced_bound``: measured once, the counts
 afford a longer clip than the k part means), and releases every item's clipped total in the same
 vector as the item frequencies: a record holds |x| items and at most |x| - 1 tree edges, so,
-scaled to the bound B, it moves the vector by less than sqrt(2) B.
+scaled to the bound B, it moves either half by at most B; with the items weighted by a
+(``model.pairs_item_weight``), the vector by less than sqrt(a^2 + 1) B.
 
 Output: {"edges": [e, 2] item pairs, "targets": [m + e] item then pair frequencies over the records
 this stage sees (counts over the noisy number of records), projected onto what the items allow}.
@@ -71,8 +72,9 @@ class ReleasePairsStage(DictStage):
         if items.size < 2:  # one item: no pair to measure
             return {"edges": np.zeros((0, 2), dtype=np.int64), "targets": tilt_targets(items, np.zeros(0), [])}
         own = self.cfg.model.pairs_clip == "balanced"  # the items measured here too, at this clip
-        sigma = self.cfg.model.pairs_noise_multiplier
-        bound = (balanced_bound(self.cfg, ctx, noise_multiplier=sigma * math.sqrt(2.0)) if own
+        sigma, weight = self.cfg.model.pairs_noise_multiplier, self.cfg.model.pairs_item_weight if own else 0.0
+        spread = math.sqrt(weight * weight + 1.0)  # the release's sensitivity over the clip
+        bound = (balanced_bound(self.cfg, ctx, noise_multiplier=sigma * spread / weight) if own  # the items' noise
                  else mean_bound(self.cfg, ctx))
         total = float(max(sizes.sum(), 1.0))
         counts = summed(ctx.data, lambda chunk: all_pair_counts(chunk, bound))  # this rank's
@@ -81,12 +83,12 @@ class ReleasePairsStage(DictStage):
                               stage=STAGE)
         pairs = np.array(edges, dtype=np.int64)
         chosen = counts.weighted[0][pairs[:, 0], pairs[:, 1]]
-        if own:  # the items' clipped sums (the diagonal) beside the pairs: a record moves both by < sqrt(2) bound
-            chosen = np.concatenate([np.diag(counts.weighted[0]), chosen])
-        noisy = gaussian_release(chosen, sensitivity=bound * (math.sqrt(2.0) if own else 1.0), noise_multiplier=sigma,
+        if own:  # the items' clipped sums (the diagonal) weighted beside the pairs: < sqrt(w^2 + 1) bound
+            chosen = np.concatenate([weight * np.diag(counts.weighted[0]), chosen])
+        noisy = gaussian_release(chosen, sensitivity=bound * spread, noise_multiplier=sigma,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
         if own:
-            items, noisy = np.clip(noisy[:items.size] / total, 0.0, 1.0), noisy[items.size:]
+            items, noisy = np.clip(noisy[:items.size] / (weight * total), 0.0, 1.0), noisy[items.size:]
             return {"edges": pairs, "targets": tilt_targets(items, np.asarray(noisy) / total, pairs)}
         joints = np.asarray(noisy) / (total * mass_kept(self.cfg, ctx))  # the part means' debias, if any
         return {"edges": pairs, "targets": tilt_targets(items, joints, pairs)}

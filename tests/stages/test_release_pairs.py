@@ -86,6 +86,7 @@ def test_global_means_weigh_the_parts_by_their_noisy_sizes() -> None:
     ({"pairs_noise_multiplier": 1.0, "output_bias": "default", "kind": "vae"}, "needs output_bias: noisy_mean"),
     ({"pairs_select_epsilon": 0.0}, "must be > 0"),
     ({"pairs_pool": 0}, "must be >= 1"),
+    ({"pairs_item_weight": 0.0}, "must be > 0"),
 ])
 def test_bad_pair_options_are_one_line_errors(tmp_path, over, words) -> None:
     with pytest.raises(ConfigError, match=words):
@@ -140,3 +141,46 @@ def test_one_record_moves_the_items_and_a_tree_s_pairs_by_less_than_sqrt2_times_
         counts = weighted_pair_counts(record, bound)
         vector = np.concatenate([np.diag(counts), counts[edges[:, 0], edges[:, 1]]])
         assert np.linalg.norm(vector) < np.sqrt(2.0) * bound
+
+
+def test_weighted_items_move_the_release_by_less_than_sqrt_w2_plus_1_times_the_bound() -> None:
+    """``model.pairs_item_weight`` w: the items' half is at most the bound, the pairs' half below it."""
+    from dpgm.stages.item_pairs import weighted_pair_counts
+
+    rng = np.random.default_rng(8)
+    m = 12
+    for _ in range(300):
+        record = (rng.random((1, m)) < rng.random()).astype(np.uint8)
+        order = rng.permutation(m)
+        edges = np.array([(order[j], order[rng.integers(j)]) for j in range(1, m)])
+        bound, weight = float(rng.uniform(0.5, 4.0)), float(rng.uniform(0.1, 5.0))
+        counts = weighted_pair_counts(record, bound)
+        vector = np.concatenate([weight * np.diag(counts), counts[edges[:, 0], edges[:, 1]]])
+        assert np.linalg.norm(vector) <= np.sqrt(weight ** 2 + 1.0) * bound * (1 + 1e-12)
+
+
+def test_a_heavier_item_weight_moves_noise_from_the_items_to_the_pairs(tmp_path) -> None:
+    """Same release cost (one Gaussian of the same multiplier): with w = 4 the items' noise is
+    sqrt(17) / 4 / sqrt(2) = 0.73 of w = 1's and the pairs' sqrt(17 / 2) = 2.9 times."""
+    m = 6
+    records = np.zeros((10_000, m), dtype=np.uint8)
+    records[:, :2] = 1
+    records[5_000:] = 1
+    data = BinaryDataset(records=records, item_names=[f"i{j}" for j in range(m)])
+    errors = {}
+    for weight in (1.0, 4.0):
+        items, pairs = [], []
+        for seed in range(8):
+            cfg = _config(tmp_path, f"w{weight}_{seed}", pairs_clip="balanced", pairs_noise_multiplier=20.0,
+                          mean_clip_quantile=0.9, mean_clip_balance=1.0, length_bound_noise_multiplier=1.0,
+                          pairs_item_weight=weight)
+            cfg.seed = seed
+            run = TrainingRun(cfg, tmp_path / f"w{weight}_{seed}", data=data, progress=False)
+            run.start()
+            out = run.output(STAGE)
+            diff = out["targets"] - feature_means(data.records, out["edges"])
+            items.append(diff[:m])
+            pairs.append(diff[m:])
+        errors[weight] = (np.sqrt(np.mean(np.square(items))), np.sqrt(np.mean(np.square(pairs))))
+    assert errors[4.0][0] < 0.85 * errors[1.0][0]
+    assert errors[4.0][1] > 1.2 * errors[1.0][1]  # less than 2.9: the projection onto what the items allow
