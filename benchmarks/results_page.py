@@ -481,6 +481,11 @@ TRIED = (
       "40,000 too. Every setting where N = 10,000 (msnbc and t10i4d100k 30,000; retail 30,000 and whole; gowalla "
       "whole; t10i4d100k whole), ten seeds; elsewhere the three do not differ. The `default` rows at the settings of "
       "`rules_lodo_borderline_seeds10.json` equal its rows; the sweep reads `one2e4` for these settings.")),
+    ("Pairs over all records at N epsilon = 10,000, with one group (lost)", "rules_lodo_one_group_pairs.json",
+     ("`default`: the shipped rules (the `one2e4` rows of `rules_lodo_one_group.json`); `bpairs20_1e4`: the release "
+      "also follows one tree of item pairs over all records from N epsilon = 10,000 (`PAIRS_SCALE`), its 30% of rho "
+      "taken from the means'. With one group the pairs' items and the means measure the same frequencies. Every "
+      "setting where N = 10,000, at epsilon 1, ten seeds. msnbc gains, every other dataset loses.")),
     ("Fewer groups at N epsilon = 40,000 (lost)", "rules_lodo_parts_eps4.json",
      ("`default`: the shipped k = N epsilon / 5,000 (8 groups at N = 10,000 and epsilon 4); `rpp1e4`: one group per "
       "10,000 (4 groups), `rpp2e4`: per 20,000 (2 groups). Every setting where N = 10,000, at epsilon 4, ten seeds; "
