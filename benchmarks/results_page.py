@@ -486,6 +486,11 @@ TRIED = (
       "also follows one tree of item pairs over all records from N epsilon = 10,000 (`PAIRS_SCALE`), its 30% of rho "
       "taken from the means'. With one group the pairs' items and the means measure the same frequencies. Every "
       "setting where N = 10,000, at epsilon 1, ten seeds. msnbc gains, every other dataset loses.")),
+    ("The means' share of one trained group (lost)", "rules_lodo_single_means.json",
+     ("Where the records form one group and DP-SGD trains (N epsilon from 3,000 to 20,000), the means could take "
+      "another share than the 58% they take beside k groups: `single_means70` 70%, `single_means45` 45% "
+      "(`SINGLE_PART_MEANS_SHARE`; DP-SGD is calibrated to the rest). N epsilon = 10,000: ten seeds; N epsilon = "
+      "4,000: three. `default` (58%) is as good or better nearly everywhere.")),
     ("The items' weight in the pairs release (lost)", "rules_lodo_pairs_item_weight.json",
      ("Where the release follows pairs over all records, one Gaussian release holds every item's clipped total and "
       "the tree's pair counts. `pitems2` weighs the items twice (`model.pairs_item_weight`: their noise 0.79 times, "

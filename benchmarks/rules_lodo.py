@@ -136,6 +136,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000},
     "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000, "PAIRS_CLIP": "balanced"},
     "bpairs20_3e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 30_000, "PAIRS_CLIP": "balanced"},
+    # the means' share where one group trains DP-SGD (k = 1, N epsilon from 3,000 to 20,000)
+    "single_means70": {"SINGLE_PART_MEANS_SHARE": 0.7},
+    "single_means45": {"SINGLE_PART_MEANS_SHARE": 0.45},
     # the items' weight against the pairs' in the balanced pairs release
     "pitems2": {"PAIRS_ITEM_WEIGHT": 2.0},
     "pitems05": {"PAIRS_ITEM_WEIGHT": 0.5},

@@ -28,6 +28,8 @@ from dpgm.privacy.events import GaussianEvent
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). Every share and
 #: threshold below was chosen by leave-one-dataset-out (benchmarks/rules_lodo.py; the results page).
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.58
+#: The means' share where the records form one group and DP-SGD trains (None: MEANS_SHARE).
+SINGLE_PART_MEANS_SHARE: float | None = None
 #: Share of the noisy record-length histogram the release follows (0: none).
 LENGTHS_SHARE = 0.0
 #: Share of the noisy count of empty records, which then form a part of their own
@@ -198,7 +200,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
     # a kind without DP-SGD leaves the means its share too
-    means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else MEANS_SHARE - pairs_share
+    trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
+    means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else trained - pairs_share
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,

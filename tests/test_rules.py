@@ -389,3 +389,19 @@ def test_a_config_that_turns_the_global_pairs_off_keeps_their_share_for_the_rest
     off = cfg.model.mean_noise_multiplier
     on = public_defaults(facts(300_000), top_items=None, kind="independent")["model.mean_noise_multiplier"]
     assert cfg.model.pairs_noise_multiplier is None and off < on  # the means took the pairs' 30% back
+
+
+def test_a_single_part_means_share_changes_only_the_means_of_one_trained_group(monkeypatch) -> None:
+    """SINGLE_PART_MEANS_SHARE (None: MEANS_SHARE) sets the means' share where k = 1 and DP-SGD trains; k > 1 keeps
+    MEANS_SHARE."""
+    from dpgm import rules
+
+    one, many = facts(30_000), facts(300_000)  # N eps = 1e4: one group, a VAE; 1e5: 20 groups
+    before = {f: public_defaults(f, top_items=None)["model.mean_noise_multiplier"] for f in (one, many)}
+    monkeypatch.setattr(rules, "SINGLE_PART_MEANS_SHARE", 0.7)
+    rho = zcdp_rho(one.epsilon, one.delta)
+    after = public_defaults(one, top_items=None)
+    assert after["partition.k"] == 1 and after["model.kind"] == "vae"
+    assert 1 / (2 * after["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.7 * rho)
+    assert after["model.mean_noise_multiplier"] < before[one]
+    assert public_defaults(many, top_items=None)["model.mean_noise_multiplier"] == before[many]
