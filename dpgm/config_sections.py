@@ -228,7 +228,8 @@ class ModelConfig:
         "means", "with pairs_noise_multiplier: the clip of the records in the pair counts: the part means' (means; "
                  "the items from the part means), or the length that balances the clip's bias against this one "
                  "release's noise, read off the noisy length histogram with mean_clip_balance (balanced; every "
-                 "item's clipped total is then released beside the pairs, L2 sensitivity sqrt(2) x that clip, "
+                 "item's clipped total is then released beside the pairs, L2 sensitivity sqrt(2) x that clip at "
+                 "pairs_item_weight 1, "
                  "and is the release's item frequency; needs mean_clip_quantile and mean_clip_balance)")
     pairs_item_weight: float = opt(1.0, "with pairs_clip: balanced: the items' weight a against the pairs' in that "
                                         "release (L2 sensitivity sqrt(a^2 + 1) x the clip): above 1 the items get "
