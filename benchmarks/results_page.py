@@ -497,6 +497,12 @@ TRIED = (
       "the pairs' 1.58 times, at the same cost), `pitems05` half; `default`: 1. Every setting that measures pairs: "
       "ten seeds where N = 10,000, three on msnbc 300,000 and whole. t10i4d100k and retail want the items, msnbc "
       "the pairs; leave-one-dataset-out is no better than the default.")),
+    ("One group at epsilon 2 (a check off the grid)", "rules_lodo_one_group_eps2.json",
+     ("Where the shipped threshold (one group below N epsilon = 20,000) sits: at epsilon 2 the settings where N = "
+      "10,000 have N epsilon = 20,000, so the rules form 4 groups (`default`); `one5e4` forms one. Ten seeds. "
+      "Leave-one-dataset-out prefers one group for three held-out datasets but its held-out mean is worse and its "
+      "worst the same: the threshold is a tie here. The rules lose to the marginals on t10i4d100k 30,000 at "
+      "this epsilon.")),
     ("Fewer groups at N epsilon = 40,000 (lost)", "rules_lodo_parts_eps4.json",
      ("`default`: the shipped k = N epsilon / 5,000 (8 groups at N = 10,000 and epsilon 4); `rpp1e4`: one group per "
       "10,000 (4 groups), `rpp2e4`: per 20,000 (2 groups). Every setting where N = 10,000, at epsilon 4, ten seeds; "
