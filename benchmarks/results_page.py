@@ -188,12 +188,43 @@ def throughput_gpu() -> str:
         "## DP-SGD throughput on a GPU",
         (f"The benchmark above with `--device cuda` on one {gpu['device']} (torch {gpu['torch']}) and, on the same "
          f"machine, with `--device cpu` on {cpu['threads']} threads; data: {gpu['data']}, n = {gpu['n']:,}. "
-         "dpgm draws its noise from its CPU streams and moves it to the GPU (`dpgm/streams.py`: a GPU run draws what "
-         "the CPU run draws), Opacus from a generator on the GPU. On the GPU, dpgm and Opacus run at about the "
-         "same speed for this model; on the CPU, dpgm runs several times faster than Opacus."),
+         "Measured before the gradient noise was drawn on the GPU: dpgm drew it from its CPU stream and moved it "
+         "there (today's `training.device_noise: false`), Opacus from a generator on the GPU. On the GPU, dpgm and "
+         "Opacus run at about the same speed for this model; on the CPU, dpgm runs several times faster than "
+         "Opacus."),
         table(("expected batch", "training", "GPU records/s", "x Opacus (GPU)", "CPU records/s", "x Opacus (CPU)",
                "GPU / CPU"), rows),
         source("dpsgd_throughput_cuda.json", "dpsgd_throughput_gpu_host_cpu.json")])
+
+
+GPU_NOISE = (("gpu_noise_mnist_e2_stream.json", "2", "GPU", "CPU stream, moved to the GPU (`device_noise: false`)"),
+             ("gpu_noise_mnist_e2_device.json", "2", "GPU", "on the GPU, reseeded each step (default)"),
+             ("gpu_noise_mnist_e2_host_cpu.json", "2", "the same machine's CPU", "CPU stream"),
+             ("gpu_noise_mnist_stream.json", "20 (the plan)", "GPU", "CPU stream, moved to the GPU (`device_noise: false`)"),
+             ("gpu_noise_mnist_device.json", "20 (the plan)", "GPU", "on the GPU, reseeded each step (default)"))
+
+
+def mnist_gpu() -> str:
+    """The paper's MNIST plan on one GPU, its gradient noise drawn on the CPU or on the GPU."""
+    runs = {name: load(name) for name, *_ in GPU_NOISE}
+    first = runs[GPU_NOISE[0][0]]["provenance"]
+    rows = [(epochs, where, noise, f"{runs[name]['runs'][0]['seconds']:.1f}", f"`{name}`")
+            for name, epochs, where, noise in GPU_NOISE]
+    return "\n\n".join([
+        "## The MNIST plan on a GPU: where the gradient noise is drawn",
+        ("`benchmarks/config_timings.py --configs mnist --threads 16 --set device=cuda --set seed=0` on one NVIDIA "
+         f"H100 80GB HBM3 machine with {first['machine']['cpus']} cores (torch {first['versions']['torch']}), with "
+         "`--set training.device_noise=false` or not, and with `--set training.epochs=2` for the shorter runs; the "
+         "host CPU run leaves out `device=cuda`. Each run is one fresh `train.py` process (data loading, the "
+         "kernel k-means partition, ten VAEs of 316,000 parameters trained together, the release files). With "
+         "the noise on the CPU stream, each step's 3.2 million normals are drawn on one CPU thread and copied to "
+         "the GPU, and that bounds the run; drawn on the GPU from a generator that one draw of the stream reseeds "
+         "each step (docs/guide/distributed.md, \"On a GPU\"), the whole plan takes about a third of the time. "
+         "The same plan on the 2-core machine that runs the other benchmarks takes about 250 s "
+         "(`config_timings_mnist.json`, another machine). The runs' local changes are the commit that adds these "
+         "files."),
+        table(("epochs", "trained on", "gradient noise", "seconds", "file"), rows),
+        source(*runs)])
 
 
 def group_means(cell: dict[str, Any]) -> list[str]:
@@ -891,7 +922,7 @@ def page() -> str:
                 counting(), train_on_synthetic(),
                 *filter(None, [partitioners(), partition_release(), partition_tos(), subspace(), distributed(),
                                 large_data()]), accounting(),
-                throughput(), throughput_gpu(), audit())
+                throughput(), throughput_gpu(), mnist_gpu(), audit())
     return "\n\n".join((intro, *sections)) + "\n"
 
 

@@ -305,15 +305,13 @@ class TrainingConfig:
                                                  "still has norm <= C (per-group clipping: same noise, same ledger). "
                                                  "One clip over the whole gradient can leave the decoder, the part the "
                                                  "release uses, a small share of the squared norm. null: one clip")
-    schedule: Literal["parallel", "alternate"] = opt(
-        "parallel",
-        "parallel: every step updates every part's model (docs/paper.md, note 5); alternate: the paper's Alg. 1")
+    schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's "
+                                                                 "model (docs/paper.md, note 5); alternate: Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
-    lr_schedule: Literal["constant", "linear", "cosine"] = opt(
-        "constant",
-        "learning rate over the planned steps: constant, linear decay to 0, or cosine decay to 0 (post-processing of "
-        "the noisy gradients: no privacy cost)")
+    lr_schedule: Literal["constant", "linear", "cosine"] = opt("constant", "learning rate over the planned steps: "
+                                                               "constant, linear or cosine decay to 0 (post-processing "
+                                                               "of the noisy gradients: no privacy cost)")
     ema_decay: float | None = opt(None, "release an exponential moving average of each model's weights with this decay "
                                         "(post-processing of the noisy iterates; null: the last iterate)")
     chunk_window: int = opt(1000, "records read in chunks (data.chunk_mb): the steps whose Poisson batches one pass "
@@ -322,6 +320,9 @@ class TrainingConfig:
     checkpoint_seconds: float = opt(120.0, "also checkpoint when this many seconds passed since the last one (a kill "
                                            "loses at most this much work)")
     log_every: int = opt(50, "steps between TensorBoard scalars")
+    device_noise: bool = opt(True, "with device: cuda, draw the gradient noise on the GPU from a generator that one "
+                                   "draw of the run's stream seeds each step (replays and resumes, but is not the CPU "
+                                   "run's noise); false: from the CPU stream, the CPU run's draws, slow for big models")
 
     def validate(self) -> None:
         _require(self.epochs > 0, "training", "epochs", f"must be > 0, got {self.epochs}")
@@ -338,10 +339,9 @@ class TrainingConfig:
                  "needs clipping: fixed (DPNorm picks one threshold from the whole gradient's norms)")
         _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
         _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
-        _require(self.checkpoint_every >= 1, "training", "checkpoint_every", "must be >= 1")
-        _require(self.chunk_window >= 1, "training", "chunk_window", "must be >= 1")
+        for key in ("checkpoint_every", "chunk_window", "log_every"):
+            _require(getattr(self, key) >= 1, "training", key, "must be >= 1")
         _require(self.checkpoint_seconds > 0, "training", "checkpoint_seconds", "must be > 0")
-        _require(self.log_every >= 1, "training", "log_every", "must be >= 1")
 
 
 @dataclass

@@ -25,7 +25,10 @@ part j in increasing order,
   3. N(0, 1) gradient noise per trainable parameter, in ``parameters()`` order (scaled by
      sigma_G C_s,j afterwards: the same numbers as Opacus's torch.normal(0, std) per parameter);
      with ``secure_mode`` every N(0, 1) draw of 2. and 3. is Opacus's secure one (one draw
-     thrown away, then the sum of 4 over 2: mechanisms.standard_normal_);
+     thrown away, then the sum of 4 over 2: mechanisms.standard_normal_); for a stack on
+     another device than the generator (a GPU) with ``device_noise``, drawn THERE, from a
+     generator seeded, before the first part's draws, by one draw of the generator per such
+     device, in stack order (dpgm.streams.reseed: replays and resumes; not the CPU run's numbers);
   4. the model's post-processing noise (RBM: U(0, 1) [gibbs_steps, chains, n_hidden + n_items]
      for the Gibbs steps of its persistent chains; VAE: none).
 """
@@ -39,12 +42,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from dpgm.config import PrivacyConfig
+from dpgm.config import PrivacyConfig, TrainingConfig
 from dpgm.errors import ConfigError
 from dpgm.models.protocol import DPSGDModel
 from dpgm.privacy import collective
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import gaussian_noise, standard_normal_
+from dpgm.streams import reseed
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
 from dpgm.training.stacked import ModelStack, stack_groups
 
@@ -87,6 +91,7 @@ class DPSGD:
         batched: bool = True,
         secure_mode: bool = PrivacyConfig.secure_mode,
         local_generator: torch.Generator | None = None,
+        device_noise: bool = TrainingConfig.device_noise,
     ) -> None:
         if not models or not len(models) == len(expected_batch_sizes) == len(optimizers):
             raise ConfigError("DP-SGD needs models, and one expected batch size and optimizer each")
@@ -95,7 +100,8 @@ class DPSGD:
                 raise ConfigError(f"DP-SGD: {type(m).__name__} does not follow DPSGDModel")
         self.models, self.mechanism, self.generator = list(models), mechanism, generator
         self.local_generator = generator if local_generator is None else local_generator
-        self.secure_mode = bool(secure_mode)
+        self.secure_mode, self.device_noise = bool(secure_mode), bool(device_noise)
+        self._on_device: dict[torch.device, torch.Generator] = {}  # device_noise: reseeded every step
         self.expected = [positive("expected_batch_size", e) for e in expected_batch_sizes]
         self.optimizers = list(optimizers)
         groups = stack_groups(self.models, self.expected) if batched else [[j] for j in range(len(self.models))]
@@ -160,6 +166,7 @@ class DPSGD:
             _Draws([], torch.zeros(len(s.parts), bins, dtype=torch.float64), {})
             for s in self.stacks
         ]
+        noise_g = self._gradient_noise_generators()
         for j in active:
             s, pos = self._slot[j]
             stack, drawn = self.stacks[s], draws[s]
@@ -171,13 +178,27 @@ class DPSGD:
                     (mech.hist_bins,), mech.hist_noise_multiplier, g, secure=self.secure_mode
                 )
             for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
-                standard_normal_(buffer[pos], g, secure=self.secure_mode)
+                standard_normal_(buffer[pos], noise_g[s], secure=self.secure_mode)
                 if not lead:  # several ranks: the noise is rank 0's, added once by the sum
                     buffer[pos].zero_()
             noise = self.models[j].post_processing_noise(g)
             if noise is not None:
                 drawn.post_noise[pos] = noise.to(device=stack.device, dtype=stack.dtype)
         return draws
+
+    def _gradient_noise_generators(self) -> list[torch.Generator | None]:
+        """Per stack, this step's generator of its gradient noise (module docstring, 3.): the run's
+        generator, or with ``device_noise`` one on the stack's device, reseeded from it."""
+        g = self.generator
+        if g is None or not self.device_noise:
+            return [g] * len(self.stacks)
+        fresh: dict[torch.device, torch.Generator] = {}
+        for stack in self.stacks:
+            if stack.device != g.device and stack.device not in fresh:
+                if stack.device not in self._on_device:
+                    self._on_device[stack.device] = torch.Generator(device=stack.device)
+                fresh[stack.device] = reseed(self._on_device[stack.device], g)
+        return [fresh.get(stack.device, g) for stack in self.stacks]
 
     def _privatise(
         self, stack: ModelStack, x: Tensor, part: Tensor, drawn: _Draws

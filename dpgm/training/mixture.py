@@ -167,6 +167,7 @@ class MixtureTrainer:
             batched=batched and cfg.schedule == "parallel",
             secure_mode=secure_mode,
             local_generator=self.local_generator,
+            device_noise=cfg.device_noise,
         )
         self.averages = (
             [AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(cfg.ema_decay), use_buffers=False) for m in models]

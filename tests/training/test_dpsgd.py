@@ -39,10 +39,10 @@ class ZeroGradient(nn.Module):
 
 
 def single(model: nn.Module, optimizer: torch.optim.Optimizer, generator: torch.Generator, *,
-           expected_batch_size: float, **mechanism) -> DPSGD:
+           expected_batch_size: float, secure_mode: bool = False, device_noise: bool = True, **mechanism) -> DPSGD:
     """The engine for one model (k = 1)."""
     return DPSGD([model], Mechanism(**mechanism), expected_batch_sizes=[expected_batch_size], optimizers=[optimizer],
-                 generator=generator)
+                 generator=generator, secure_mode=secure_mode, device_noise=device_noise)
 
 
 def make_dpsgd(model: nn.Module, seed: int = 0, lr: float = 0.1, **kwargs) -> DPSGD:
