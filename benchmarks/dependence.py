@@ -10,6 +10,9 @@ anyone spends budget measuring it privately. Per dataset and fit size:
   (1 / m for independent items, 1 for one factor driving all);
 - ``tree_mi``: the Chow-Liu tree's mutual information (the maximum spanning tree of the pairs' mutual
   information) over the items' summed entropies;
+- ``tree_l1``: the maximum spanning tree of the pairs' L1 distances from independence (MST's score,
+  `dpgm/stages/item_pairs.py`), per record and per edge: a statistic of sensitivity m - 1 over n, so
+  one cheap Gaussian release could measure it;
 - ``groups_gain``: from a `rules_lodo.py` file (``--compare``, candidate ``--one``), the mean score of
   one group minus that of the rules' k groups on that setting (> 0: the groups help).
 
@@ -59,10 +62,18 @@ def dependence(x: np.ndarray) -> dict[str, float]:
     corr = z.T @ z / len(x)
     np.fill_diagonal(corr, 1.0)
     info = pair_information(x)
-    tree = float(-minimum_spanning_tree(-(info + TINY)).sum())
-    return {"phi": float(np.abs(corr[np.triu_indices(m, 1)]).mean()),
+    p, upper = x.mean(0), np.triu_indices(m, 1)
+    distance = np.zeros((m, m))
+    distance[upper] = 4.0 * np.abs((x.T @ x / len(x) - np.outer(p, p))[upper]) + TINY
+    return {"phi": float(np.abs(corr[upper]).mean()),
             "top_eigen": float(np.linalg.eigvalsh(corr)[-1] / m),
-            "tree_mi": tree / float(_entropy(x.mean(0)).sum())}
+            "tree_mi": _heaviest_tree(info + TINY) / float(_entropy(p).sum()),
+            "tree_l1": _heaviest_tree(distance) / max(1, m - 1)}
+
+
+def _heaviest_tree(weights: np.ndarray) -> float:
+    """Total weight of a maximum spanning tree (weights > 0 where an edge exists)."""
+    return float(-minimum_spanning_tree(-weights).sum())
 
 
 def groups_gain(path: str, one: str, epsilon: float) -> dict[tuple[str, str], float]:
@@ -105,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row["groups_gain"] = gain[(name, label)]
             rows.append(row)
             print(f"{name:>11s} {label:>6s}  phi {row['phi']:.4f}  top_eigen {row['top_eigen']:.3f}  "
-                  f"tree_mi {row['tree_mi']:.3f}" + (f"  groups_gain {row['groups_gain']:+.3f}"
+                  f"tree_mi {row['tree_mi']:.3f}  tree_l1 {row['tree_l1']:.4f}" + (f"  groups_gain {row['groups_gain']:+.3f}"
                                                      if "groups_gain" in row else ""), flush=True)
     if args.json:
         write_json(args.json, {"settings": vars(args), "rows": rows})

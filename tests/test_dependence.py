@@ -30,3 +30,13 @@ def test_independent_items_score_low_and_two_clusters_high():
     low, high = dependence.dependence(independent), dependence.dependence(clustered)
     assert low["phi"] < 0.03 and low["top_eigen"] < 2.5 / m
     assert high["phi"] > 0.3 and high["top_eigen"] > 0.4 and high["tree_mi"] > 10 * low["tree_mi"]
+
+
+def test_tree_l1_is_the_heaviest_trees_distance_from_independence():
+    """Three items, item 1 a copy of item 0, item 2 independent: the tree takes the (0, 1) edge, L1 4 p (1 - p)."""
+    rng = np.random.default_rng(2)
+    first = (rng.random(8000) < 0.5).astype(float)
+    x = np.stack([first, first, (rng.random(8000) < 0.5).astype(float)], axis=1)
+    p = first.mean()
+    stats = dependence.dependence(x)
+    assert stats["tree_l1"] == pytest.approx((4 * p * (1 - p) + 0.0) / 2, abs=0.01)
