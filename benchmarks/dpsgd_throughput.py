@@ -20,8 +20,8 @@ CPU-second, which a busy shared machine disturbs less, are also given).
     python benchmarks/dpsgd_throughput.py --device cuda --json benchmarks/results/dpsgd_throughput_cuda.json
 
 With ``--device cuda`` the records and the models live on the GPU (Opacus then draws its noise from a
-generator there; dpgm draws from its CPU streams, ``dpgm.streams``) and each round's clock stops after
-the GPU has finished.
+generator there, and so does dpgm, from a generator its CPU stream reseeds each step: ``dpgm.streams``)
+and each round's clock stops after the GPU has finished.
 """
 
 from __future__ import annotations
