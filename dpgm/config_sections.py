@@ -102,11 +102,11 @@ class PrivacyConfig:
     secure_mode: bool = opt(False, "DP-SGD noise (gradients and DPNorm histograms) with Opacus's secure_mode defence "
                                    "against floating-point attacks (Holohan and Braghin 2021): every N(0, 1) is the "
                                    "sum of 4 draws over 2, after one draw thrown away, from the run's generator "
-                                   "(seeded from the OS CSPRNG unless seed is set). Off by default: it takes five "
-                                   "draws for every noise value, which slows DP-SGD, and the noisy gradients it "
-                                   "protects are never released, only the model after all steps; turn it on when "
-                                   "single steps' outputs can be seen. Released statistics always get exact discrete "
-                                   "noise, from the OS CSPRNG in a run without seed (dpgm/privacy/discrete.py)")
+                                   "(seeded from the OS CSPRNG unless seed is set; on a GPU, training.device_noise). "
+                                   "Off by default: it takes five draws per noise value, which slows DP-SGD, and the "
+                                   "noisy gradients it protects are never released, only the model after all steps; "
+                                   "turn it on when single steps' outputs can be seen. Released statistics always get "
+                                   "exact discrete noise, from the OS CSPRNG without seed (dpgm/privacy/discrete.py)")
 
     def validate(self) -> None:
         _require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")
