@@ -671,6 +671,11 @@ PEERS_MST_EPS2 = (
     "gives 4 groups) lose, in 1 and 0 groups. With one group (`one5e4` of `rules_lodo_one_group_eps2.json`) "
     "t10i4d100k would be at or below MST in 5 and 2 groups, and msnbc 30,000 would fall behind MST in 2-way TVD "
     "(0.0087 against 0.0063): the dependence between items decides (\"Item dependence and what groups buy\").")
+PEERS_MWEM_PGM_EPS2 = (
+    "The same at epsilon 2 with MWEM+PGM (`--peers mwem_pgm`), on retail and t10i4d100k only: the run was stopped "
+    "after them, when two MWEM+PGM processes held 17 of the machine's 24 GB in JAX compilation; retail's whole "
+    "fit half has one seed and t10i4d100k's two. retail is at or below MWEM+PGM in every group; t10i4d100k at "
+    "N = 10,000 loses 4 groups of 5, as beside MST.")
 PEERS_AIM_EPS4 = (
     "The AIM runs above at epsilon 4 (`--sizes 3000 --epsilons 4`, the public 40-round cap): one seed on "
     "3,000 records of each fit half that holds them.")
@@ -947,6 +952,8 @@ def page() -> str:
                                    "The generic rules beside MWEM+PGM at epsilon 4", PEERS_MWEM_PGM_EPS4),
                              peers("rules_lodo_eps2_mst.json", "The generic rules beside MST at epsilon 2",
                                    PEERS_MST_EPS2),
+                             peers("rules_lodo_eps2_mwem_pgm.json", "The generic rules beside MWEM+PGM at epsilon 2",
+                                   PEERS_MWEM_PGM_EPS2),
                              peers("rules_lodo_tables_seeds10.json", "The declared tables beside MST", PEERS_TABLES_MST),
                              peers("rules_lodo_tables_tvd3.json", "The declared tables beside MST: 3-way marginals",
                                    PEERS_TABLES_TVD3),
