@@ -11,8 +11,9 @@ anyone spends budget measuring it privately. Per dataset and fit size:
 - ``tree_mi``: the Chow-Liu tree's mutual information (the maximum spanning tree of the pairs' mutual
   information) over the items' summed entropies;
 - ``tree_l1``: the maximum spanning tree of the pairs' L1 distances from independence (MST's score,
-  `dpgm/stages/item_pairs.py`), per record and per edge: a statistic of sensitivity m - 1 over n, so
-  one cheap Gaussian release could measure it;
+  `dpgm/stages/item_pairs.py`), per record and per edge. Scored, as there, against independence at
+  means already released, a record moves each pair's score by at most 1 and the tree's total by at
+  most m - 1, so one cheap Gaussian release could measure it (here: the exact means);
 - ``groups_gain``: from a `rules_lodo.py` file (``--compare``, candidate ``--one``), the mean score of
   one group minus that of the rules' k groups on that setting (> 0: the groups help).
 
@@ -53,8 +54,8 @@ def pair_information(x: np.ndarray) -> np.ndarray:
 
 
 def dependence(x: np.ndarray) -> dict[str, float]:
-    """phi, top_eigen and tree_mi (module docstring) of binary records x [n, m]; constant items count as
-    uncorrelated."""
+    """phi, top_eigen, tree_mi and tree_l1 (module docstring) of binary records x [n, m]; constant items
+    count as uncorrelated."""
     x = np.asarray(x, dtype=np.float64)
     m = x.shape[1]
     sd = x.std(0)
@@ -115,9 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if (name, label) in gain:
                 row["groups_gain"] = gain[(name, label)]
             rows.append(row)
+            gained = f"  groups_gain {row['groups_gain']:+.3f}" if "groups_gain" in row else ""
             print(f"{name:>11s} {label:>6s}  phi {row['phi']:.4f}  top_eigen {row['top_eigen']:.3f}  "
-                  f"tree_mi {row['tree_mi']:.3f}  tree_l1 {row['tree_l1']:.4f}" + (f"  groups_gain {row['groups_gain']:+.3f}"
-                                                     if "groups_gain" in row else ""), flush=True)
+                  f"tree_mi {row['tree_mi']:.3f}  tree_l1 {row['tree_l1']:.4f}{gained}", flush=True)
     if args.json:
         write_json(args.json, {"settings": vars(args), "rows": rows})
     return 0
