@@ -10,10 +10,8 @@ anyone spends budget measuring it privately. Per dataset and fit size:
   (1 / m for independent items, 1 for one factor driving all);
 - ``tree_mi``: the Chow-Liu tree's mutual information (the maximum spanning tree of the pairs' mutual
   information) over the items' summed entropies;
-- ``tree_l1``: the maximum spanning tree of the pairs' L1 distances from independence (MST's score,
-  `dpgm/stages/item_pairs.py`), per record and per edge. Scored, as there, against independence at
-  means already released, a record moves each pair's score by at most 1 and the tree's total by at
-  most m - 1, so one cheap Gaussian release could measure it (here: the exact means);
+- ``tree_l1``: the maximum spanning tree of the pairs' L1 distances from independence (MST's score),
+  per record and per edge: what `dpgm/stages/dependence.py` releases (here exact);
 - ``groups_gain``: from a `rules_lodo.py` file (``--compare``, candidate ``--one``), the mean score of
   one group minus that of the rules' k groups on that setting (> 0: the groups help).
 
@@ -30,7 +28,8 @@ from typing import Any
 
 import numpy as np
 from provenance import write_json
-from scipy.sparse.csgraph import minimum_spanning_tree
+
+from dpgm.stages.dependence import heaviest_tree, independence_distances, plain_counts
 
 TINY = 1e-12
 
@@ -64,17 +63,11 @@ def dependence(x: np.ndarray) -> dict[str, float]:
     np.fill_diagonal(corr, 1.0)
     info = pair_information(x)
     p, upper = x.mean(0), np.triu_indices(m, 1)
-    distance = np.zeros((m, m))
-    distance[upper] = 4.0 * np.abs((x.T @ x / len(x) - np.outer(p, p))[upper]) + TINY
+    distance = independence_distances(plain_counts(x)) / len(x)
     return {"phi": float(np.abs(corr[upper]).mean()),
             "top_eigen": float(np.linalg.eigvalsh(corr)[-1] / m),
-            "tree_mi": _heaviest_tree(info + TINY) / float(_entropy(p).sum()),
-            "tree_l1": _heaviest_tree(distance) / max(1, m - 1)}
-
-
-def _heaviest_tree(weights: np.ndarray) -> float:
-    """Total weight of a maximum spanning tree (weights > 0 where an edge exists)."""
-    return float(-minimum_spanning_tree(-weights).sum())
+            "tree_mi": heaviest_tree(info + TINY) / float(_entropy(p).sum()),
+            "tree_l1": heaviest_tree(distance) / max(1, m - 1)}
 
 
 def groups_gain(path: str, one: str, epsilon: float) -> dict[tuple[str, str], float]:

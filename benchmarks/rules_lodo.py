@@ -146,6 +146,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "debias": {"MEAN_DEBIAS": "mass"},
     "debias_rec": {"MEAN_DEBIAS": "records"},
     "debias_pairs20": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
+    # the items' dependence measured where groups form (2% of rho, from the means'): the groups always kept or
+    # always merged into one; a threshold's rows are these by the measured value (merge_threshold.py)
+    "dep_keep": {"MERGE_BELOW": 1e-9},
+    "dep_merge": {"MERGE_BELOW": 1.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
@@ -276,7 +280,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
                     cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}", f"threads={args.threads}",
                                                     f"privacy.delta={delta}", f"privacy.target_epsilon={epsilon}",
                                                     *declared])
-                    run_dir, _ = train(cfg, data=fit, progress=False)
+                    run_dir, report = train(cfg, data=fit, progress=False)
                     train_seconds = time.perf_counter() - start
                     released = sample_dataset(run_dir, fit.n_records, seed=seed)  # as the baselines (docstring)
             finally:
@@ -288,7 +292,8 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             ratio = [np.log(groups[g] / marginals[g]) for g in marginals]
             rows.append({**common, "candidate": cand, "score": float(np.mean(ratio)), "groups": groups,
                          "tvd2": tvd.twoway, "tvd3": tvd.threeway, "tvd1": tvd.oneway, "seconds": seconds,
-                         "train_seconds": train_seconds})
+                         "train_seconds": train_seconds,
+                         **({"dependence": report["dependence"]} if "dependence" in report else {})})
             print(f"  {name}/{label} eps {epsilon:g} {cand}#{seed}: score {rows[-1]['score']:+.3f} "
                   f"({seconds:.0f} s)", flush=True)
             save(args, rows)

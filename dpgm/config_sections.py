@@ -35,8 +35,7 @@ def _require(cond: bool, section: str, key: str, msg: str) -> None:
 @dataclass
 class DataConfig:
     source: Literal["mnist", "digits", "transactions", "csv", "parquet"] = opt(
-        "digits", "which loader reads the records (parquet: 0/1 or boolean columns, one record per row; needs "
-                  "pyarrow)")
+        "digits", "which loader reads the records (parquet: 0/1 or boolean columns, one record per row; needs pyarrow)")
     path: str | None = opt(None, "file for transactions/csv/parquet, or a folder or glob pattern of files that form "
                                  "one dataset; for mnist the folder of IDX files (default: $DPGM_DATA_DIR/mnist or "
                                  "data/mnist)")
@@ -51,9 +50,8 @@ class DataConfig:
     label_column: str | None = opt(None, "csv, parquet: name of the integer label column (null: no labels)")
     limit: int | None = opt(None, "use only the first N records (quick experiments)")
     chunk_mb: float | None = opt(None, "transactions, csv, parquet: read the file this many MB at a time and never "
-                                       "hold it whole "
-                                       "(data larger than memory; every pass over the records reads it again); "
-                                       "null: load it into memory")
+                                       "hold it whole (data larger than memory; every pass over the records reads it "
+                                       "again); null: load it into memory")
     min_items: int = opt(0, "every record holds at least this many items: a public fact about how the data were "
                             "collected (msnbc: a session has at least one page view). Records with fewer are dropped "
                             "at load (and, with top_items, after the item choice), a per-record rule under which DP "
@@ -136,10 +134,14 @@ class PartitionConfig:
     clip_norm: float | None = opt(None, "lloyd: L2 bound on each record (null: sqrt(m))")
     empty_part_noise_multiplier: float | None = opt(None, "records holding no item form a part of their own, released "
                                                           f"as a noisy count {released('1', 'empty_records')}; the "
-                                                          "partition and the models see the other records only and "
-                                                          "the release "
-                                                          "conditions them on holding at least one item "
+                                                          "partition and the models see the other records only and the "
+                                                          "release conditions them on holding at least one item "
                                                           "(dpgm/stages/empty_records.py); null: off")
+    dependence_noise_multiplier: float | None = opt(None, "measure how much the items depend on each other, before the "
+                                                          f"partition {released('4 (m - 1) sqrt(2)', 'dependence')}; "
+                                                          "dpgm/stages/dependence.py; null: off")
+    merge_below: float = opt(0.0, "with dependence_noise_multiplier: below this dependence one group, whose means take "
+                                  "the partitioner's budget (0: never)")
 
     def validate(self) -> None:
         _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
@@ -149,10 +151,14 @@ class PartitionConfig:
         _require(self.features >= 1, "partition", "features", "must be >= 1")
         _require(self.gamma > 0, "partition", "gamma", "must be > 0")
         _require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
-        _require(self.empty_part_noise_multiplier is None or self.empty_part_noise_multiplier > 0, "partition",
-                 "empty_part_noise_multiplier", "must be > 0")
+        for key in ("empty_part_noise_multiplier", "dependence_noise_multiplier"):
+            _require(getattr(self, key) is None or getattr(self, key) > 0, "partition", key, "must be > 0")
         _require(self.empty_part_noise_multiplier is None or self.method != "label", "partition",
                  "empty_part_noise_multiplier", "does not go with method: label (an empty part has no label)")
+        _require(self.merge_below == 0 or (self.dependence_noise_multiplier is not None and self.target_epsilon is None
+                                           and self.method in ("lloyd", "kernel_kmeans")), "partition", "merge_below",
+                 "needs dependence_noise_multiplier, no target_epsilon and method lloyd or kernel_kmeans (one "
+                 "group's means take their releases)")
 
 
 #: Model kinds whose parameters are released statistics (the part means, the item pairs): no DP-SGD steps.
@@ -169,8 +175,7 @@ class ModelConfig:
                            "pair_noise_multiplier; dpgm/stages/item_pairs.py)")
     options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked "  # noqa: RUF009
                                       "against its options dataclass)")
-    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU "  # noqa: RUF009 (opt returns a dataclass field)
-                                   "layers of encoder and decoder")
+    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009
     latent: int = opt(2, "VAE, conv_vae: latent dimension")
     norm: bool = opt(False, "conv_vae: group normalisation (groups of up to 4 channels, no affine parameters: nothing "
                             "outside the clipped layers) after every hidden convolution")
@@ -197,9 +202,8 @@ class ModelConfig:
                                                  f"{released('1', 'length_bound', 'length_bound_noise_multiplier')}; "
                                                  "replaces mean_clip; null: off")
     mean_clip_balance: float | None = opt(None, "with mean_clip_quantile: raise L, when that is longer, to the length "
-                                                "minimising the item mass the clip removes, squared, plus this "
-                                                "weight times the means' noise, squared (dpgm/stages/length_bound.py); "
-                                                "null: off")
+                                                "minimising the item mass the clip removes, squared, plus this weight "
+                                                "times the means' noise squared (stages/length_bound.py); null: off")
     mean_debias: Literal["off", "mass", "records"] = opt(
         "off", "with mean_clip_quantile: divide the part means by the share the clip keeps, read off the same noisy "
                "length histogram (post-processing; dpgm/stages/length_bound.py): of item mass (mass: exact when an "
@@ -213,9 +217,8 @@ class ModelConfig:
                                                       "means agree with it by least squares (post-processing; "
                                                       "dpgm/stages/item_totals.py); null: off")
     length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths "
-                                                      f"{released('1', 'record_lengths')} and "
-                                                      "draw synthetic records so that their lengths follow it "
-                                                      "(post-processing); null: off")
+                                                      f"{released('1', 'record_lengths')} and draw synthetic records "
+                                                      "so that their lengths follow it (post-processing); null: off")
     pairs_noise_multiplier: float | None = opt(None, "noisy_mean: also grow one tree of item pairs over all records "
                                                      "(n_items - 1 exponential-mechanism selections of epsilon "
                                                      "pairs_select_epsilon) and release its pairs' counts "
@@ -229,8 +232,8 @@ class ModelConfig:
                  "the items from the part means), or the length that balances the clip's bias against this one "
                  "release's noise, read off the noisy length histogram with mean_clip_balance (balanced; every "
                  "item's clipped total is then released beside the pairs, L2 sensitivity sqrt(2) x that clip at "
-                 "pairs_item_weight 1, "
-                 "and is the release's item frequency; needs mean_clip_quantile and mean_clip_balance)")
+                 "pairs_item_weight 1, and is the release's item frequency; needs mean_clip_quantile and "
+                 "mean_clip_balance)")
     pairs_item_weight: float = opt(1.0, "with pairs_clip: balanced: the items' weight a against the pairs' in that "
                                         "release (L2 sensitivity sqrt(a^2 + 1) x the clip): above 1 the items get "
                                         "less noise and the pairs more")
@@ -294,19 +297,17 @@ class TrainingConfig:
     epochs: float = opt(20.0, "training length in epochs; one epoch is ceil(1/q) steps (paper)")
     sampling_rate: float = opt(0.0017, "q: Poisson sampling rate of each step")
     noise_multiplier: float = opt(1.0, "sigma_G: gradient noise std / clipping threshold")
-    clipping: Literal["adaptive", "fixed"] = opt("adaptive", "adaptive: DPNorm picks C_s per batch (Alg. 3); fixed: "
-                                                             "clip_norm")
+    clipping: Literal["adaptive", "fixed"] = opt("adaptive", "adaptive: DPNorm's C_s (Alg. 3); fixed: clip_norm")
     clip_norm: float = opt(1.0, "fixed clipping threshold C")
     hist_noise_multiplier: float = opt(4.0, "sigma_C: noise on each DPNorm histogram count")
     hist_max: float = opt(10.0, "C_max: upper end of the DPNorm histogram (0, C_max]")
     hist_bins: int = opt(100, "w: number of DPNorm histogram bins")
     decoder_clip_share: float | None = opt(None, "VAE models with fixed clipping: clip each record's decoder gradient "
-                                                 "to C sqrt(s) and the rest (encoder) to C sqrt(1 - s), so the whole "
-                                                 "still has norm <= C (per-group clipping: same noise, same ledger). "
-                                                 "One clip over the whole gradient can leave the decoder, the part the "
-                                                 "release uses, a small share of the squared norm. null: one clip")
-    schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's "
-                                                                 "model (docs/paper.md, note 5); alternate: Alg. 1")
+                                                 "to C sqrt(s), the rest (encoder) to C sqrt(1 - s): the whole has "
+                                                 "norm <= C (per-group clipping: same noise, same ledger); one clip "
+                                                 "over the whole can leave the decoder a small share. null: one clip")
+    schedule: Literal["parallel", "alternate"] = opt("parallel", "parallel: every step updates every part's model "
+                                                                 "(docs/paper.md, note 5); alternate: Alg. 1")
     optimizer: Literal["adam", "sgd"] = opt("adam", "update rule applied after privatisation")
     learning_rate: float = opt(1e-3, "learning rate")
     lr_schedule: Literal["constant", "linear", "cosine"] = opt("constant", "learning rate over the planned steps: "
@@ -317,8 +318,8 @@ class TrainingConfig:
     chunk_window: int = opt(1000, "records read in chunks (data.chunk_mb): the steps whose Poisson batches one pass "
                                   "over the file draws (memory: this many batches)")
     checkpoint_every: int = opt(2000, "steps between checkpoints")
-    checkpoint_seconds: float = opt(120.0, "also checkpoint when this many seconds passed since the last one (a kill "
-                                           "loses at most this much work)")
+    checkpoint_seconds: float = opt(120.0, "also checkpoint this many seconds after the last one (a kill loses at most "
+                                           "this much work)")
     log_every: int = opt(50, "steps between TensorBoard scalars")
     device_noise: bool = opt(True, "with device: cuda, draw the gradient noise on the GPU from a generator that one "
                                    "draw of the run's stream seeds each step (replays and resumes, but is not the CPU "
@@ -326,8 +327,7 @@ class TrainingConfig:
 
     def validate(self) -> None:
         _require(self.epochs > 0, "training", "epochs", f"must be > 0, got {self.epochs}")
-        _require(0 < self.sampling_rate <= 1, "training", "sampling_rate",
-                 f"must be in (0, 1], got {self.sampling_rate}")
+        _require(0 < self.sampling_rate <= 1, "training", "sampling_rate", f"must be in (0, 1]: {self.sampling_rate}")
         _require(self.noise_multiplier > 0, "training", "noise_multiplier", "must be > 0")
         _require(self.clip_norm > 0, "training", "clip_norm", "must be > 0")
         _require(self.hist_noise_multiplier > 0, "training", "hist_noise_multiplier", "must be > 0")

@@ -51,6 +51,10 @@ LENGTH_BALANCE: float | None = 16.0
 #: What share the length bound's clip keeps the part means are divided by (``model.mean_debias``: off,
 #: mass or records; read off the same noisy histogram).
 MEAN_DEBIAS = "off"
+#: Share of the items' measured dependence (dpgm.stages.dependence), from the means' share, where the rules
+#: form k > 1 groups and MERGE_BELOW is set: below MERGE_BELOW (per record and edge) the records form one group,
+#: whose means take the partition's budget (the same epsilon either way). 0: never measured.
+DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
@@ -171,6 +175,12 @@ def tree_options(rho: float, n_items: int) -> dict[str, float]:
             "pair_noise_multiplier": sigma_for_share(rho, TREE_PAIRS_SHARE)}
 
 
+def measures_dependence(facts: PublicFacts, k: int) -> bool:
+    """Whether the items' dependence is measured to merge the k groups: k > 1, MERGE_BELOW set, not a table (its
+    items depend on each other by construction: one value of each attribute)."""
+    return k > 1 and MERGE_BELOW > 0 and DEPENDENCE_SHARE > 0 and facts.attributes is None
+
+
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     """Whether the release follows one tree of item pairs measured over all records: from N * epsilon =
     PAIRS_SCALE up, when its shares are set, there are pairs, each part's model is not a tree already,
@@ -180,11 +190,12 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
-                    partitioner: str | None = None, pairs: bool = True) -> dict[str, Any]:
+                    partitioner: str | None = None, pairs: bool = True, merge: bool = True) -> dict[str, Any]:
     """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
     the model family the config states (default: ``family``); ``partitioner``: the partitioner it
     states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER); ``pairs``: False when a
-    stated option rules out a release that follows global pairs (``measures_pairs``)."""
+    stated option rules out a release that follows global pairs (``measures_pairs``); ``merge``: False
+    when the config states the parts (no measured merge, ``measures_dependence``)."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
@@ -198,10 +209,13 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
-    fixed = items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
+    dependence_share = DEPENDENCE_SHARE if merge and measures_dependence(facts, k) else 0.0
+    fixed = (items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
+             + dependence_share)
     # a kind without DP-SGD leaves the means its share too
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
-    means_share = 1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY else trained - pairs_share
+    means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
+                   else trained - pairs_share - dependence_share)
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
@@ -223,6 +237,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.mean_debias": MEAN_DEBIAS if bound_share > 0 else "off",
         "model.length_bound_noise_multiplier": sigma_for_share(rho, bound_share) if bound_share > 0 else 20.0,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
+        "partition.dependence_noise_multiplier": sigma_for_share(rho, dependence_share) if dependence_share else None,
+        "partition.merge_below": MERGE_BELOW if dependence_share > 0 else 0.0,
         "training.clipping": "fixed", "training.clip_norm": CLIP_NORM, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
     }
@@ -237,8 +253,9 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     return out
 
 
-def regime(facts: PublicFacts) -> str:
-    """Which model family and how many parts the rules chose, and why, in one sentence (for the report)."""
+def regime(facts: PublicFacts, *, merge: bool = True) -> str:
+    """Which model family and how many parts the rules chose, and why, in one sentence (for the report);
+    ``merge``: as for ``public_defaults``."""
     scale = facts.records_magnitude * facts.epsilon
     k = parts(facts)
     split = ("one group" if k == 1
@@ -264,6 +281,10 @@ def regime(facts: PublicFacts) -> str:
     extras += (" One tree of item pairs is measured over all records, and the release's item and pair frequencies "
                f"follow it (N x epsilon is at least {PAIRS_SCALE:,})." if measures_pairs(facts, kind, facts.n_items)
                else "")
+    extras += (f" The items' dependence on each other is measured first, and the records form one group where it is "
+               f"below {MERGE_BELOW:g} per record and edge, its means taking the partition's budget (items that "
+               "barely depend on each other: groups would only split the records)." if merge
+               and measures_dependence(facts, k) else "")
     inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
     return f"The rules chose {family_why}, in {split}, from {inputs}.{extras}"
 
@@ -280,8 +301,9 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     # no global pairs where those options rule them out or the config turns them off: their share stays
     off = "model.pairs_noise_multiplier" in stated and cfg.model.pairs_noise_multiplier is None
     pairs = not no_empty_part and not off
+    merge = not {"partition.k", "partition.method"} & stated  # stated parts are kept as stated
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
-                                                           partitioner=partitioner, pairs=pairs).items()
+                                                           partitioner=partitioner, pairs=pairs, merge=merge).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

@@ -1,4 +1,4 @@
-"""benchmarks/dependence.py: the item-dependence statistics that the rules may one day measure privately."""
+"""benchmarks/dependence.py: the item-dependence statistics beside what groups bought each dataset."""
 
 from __future__ import annotations
 

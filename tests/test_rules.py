@@ -42,8 +42,8 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
     """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58% of which the
-    global pairs take 30% at N epsilon = 100,000 (no record-length histogram for the release): a Gaussian of
-    multiplier s costs 1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
+    global pairs take 30% at N epsilon = 100,000 (no record-length histogram for the release) and the items'
+    dependence 2%: a Gaussian of multiplier s costs 1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
     f = facts(300_000)
     rho = zcdp_rho(f.epsilon, f.delta)
     rules = public_defaults(f, top_items=100)
@@ -53,9 +53,10 @@ def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
             + 1 / (2 * rules["model.length_bound_noise_multiplier"] ** 2)
             + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2)
             + (f.n_items - 1) * rules["model.pairs_select_epsilon"] ** 2 / 8  # the global pairs, from the means'
-            + 1 / (2 * rules["model.pairs_noise_multiplier"] ** 2))
+            + 1 / (2 * rules["model.pairs_noise_multiplier"] ** 2)
+            + 1 / (2 * rules["partition.dependence_noise_multiplier"] ** 2))  # from the means'
     assert cost == pytest.approx(0.81 * rho) and rules["model.length_noise_multiplier"] is None
-    assert 1 / (2 * rules["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.28 * rho)
+    assert 1 / (2 * rules["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.26 * rho)
     assert rules["model.mean_clip_quantile"] == 0.9
     acc = Accountant(delta=f.delta)  # rho is the largest zCDP budget the accountant fits in epsilon
     acc.spend("x", GaussianEvent(noise_multiplier=1 / math.sqrt(2 * rho)))
@@ -285,7 +286,7 @@ def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -
     rho = zcdp_rho(f.epsilon, f.delta)
     plan = public_defaults(f, top_items=None, kind=kind)
     releases = ("partition.noise_multiplier", "model.mean_noise_multiplier", "model.length_bound_noise_multiplier",
-                "partition.empty_part_noise_multiplier")
+                "partition.empty_part_noise_multiplier", "partition.dependence_noise_multiplier")
     spent = sum(1 / (2 * plan[key] ** 2) * (2 * rules.LLOYD_ITERATIONS + 1 if key.startswith("partition.n") else 1)
                 for key in releases)
     options = plan.get("model.options", {})
@@ -405,3 +406,30 @@ def test_a_single_part_means_share_changes_only_the_means_of_one_trained_group(m
     assert 1 / (2 * after["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.7 * rho)
     assert after["model.mean_noise_multiplier"] < before[one]
     assert public_defaults(many, top_items=None)["model.mean_noise_multiplier"] == before[many]
+
+
+def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_form(monkeypatch) -> None:
+    """MERGE_BELOW > 0: where k > 1 (not for one group, not for a table, not where the config states the parts) the
+    dependence is measured at DEPENDENCE_SHARE of rho, taken from the means', and below it the records form one group."""
+    from dpgm import rules
+    from dpgm.rules import apply_public_rules
+
+    many = facts(300_000)
+    after = public_defaults(many, top_items=None)
+    monkeypatch.setattr(rules, "MERGE_BELOW", 0.0)
+    before = public_defaults(many, top_items=None)
+    assert before["partition.dependence_noise_multiplier"] is None and before["partition.merge_below"] == 0.0
+    monkeypatch.setattr(rules, "MERGE_BELOW", 0.02)
+    after = {**after, "partition.merge_below": public_defaults(many, top_items=None)["partition.merge_below"]}
+    rho = zcdp_rho(many.epsilon, many.delta)
+    assert 1 / (2 * after["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
+    means = [1 / (2 * d["model.mean_noise_multiplier"] ** 2) for d in (before, after)]
+    assert means[0] - means[1] == pytest.approx(rules.DEPENDENCE_SHARE * rho)  # the rest is unchanged
+    assert after["partition.merge_below"] == 0.02 and "one group where it is below 0.02" in regime(many)
+    assert public_defaults(facts(30_000), top_items=None)["partition.dependence_noise_multiplier"] is None  # k = 1
+    table = PublicFacts(n_items=17, records_magnitude=100_000, epsilon=1.0, delta=1e-6, attributes=5)
+    assert public_defaults(table, top_items=None, kind="vae")["partition.dependence_noise_multiplier"] is None
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "partition": {"k": 5}})
+    apply_public_rules(cfg, many, cfg.stated)
+    assert cfg.partition.dependence_noise_multiplier is None and cfg.partition.merge_below == 0.0

@@ -84,6 +84,11 @@ class Partition:
         return np.flatnonzero(self.assignments == j)
 
 
+def one_part(records: Any) -> np.ndarray:
+    """The rule of a single part: every record in part 0."""
+    return np.zeros(records.shape[0], dtype=np.int64)
+
+
 class Partitioner(Protocol):
     """Anything with this ``fit`` is a partitioner."""
 

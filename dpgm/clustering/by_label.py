@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpgm.clustering.base import STAGE, Partition
+from dpgm.clustering.base import STAGE, Partition, one_part
 from dpgm.clustering.noisy_lloyd import resolve_sigma, stage_epsilon
 from dpgm.data.chunks import ChunkedRecords, Records, summed
 from dpgm.data.dataset import BinaryDataset
@@ -121,4 +121,4 @@ class SinglePart(_HistogramPartitioner):
         return np.zeros(data.n_records, dtype=np.int64)
 
     def assign(self, records: Any) -> np.ndarray:
-        return np.zeros(records.shape[0], dtype=np.int64)
+        return one_part(records)

@@ -6,6 +6,7 @@ universe, the declared label set), except ``privacy_report``, which assembles re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
 from dpgm.rules import PublicFacts, regime
+from dpgm.stages.dependence import merges
 from dpgm.training.mixture import STAGE
 
 
@@ -54,7 +56,8 @@ def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> Pu
 def rules_why(cfg: Config, facts: PublicFacts) -> str:
     """The rules' choice of model family and parts in words, and which of it the config stated."""
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
-    return regime(facts) + (f" Stated in the config, so kept: {', '.join(stated)}." if stated else "")
+    kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
+    return regime(facts, merge=not {"partition.k", "partition.method"} & cfg.stated) + kept
 
 
 def check_components(cfg: Config) -> None:
@@ -120,10 +123,13 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
 
 
 def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int,
-                   public: list[dict[str, Any]], empty_size: float | None = None,
-                   stage_lines: dict[str, str] | None = None, rules_why: str | None = None) -> dict[str, Any]:
-    """The JSON report beside every release: epsilon, delta, relation, accountant, stages, public
-    inputs, the noisy part sizes (and the noisy count of empty records, when they are a part)."""
+                   public: list[dict[str, Any]], stages: Mapping[str, Any] | None = None,
+                   rules_why: str | None = None) -> dict[str, Any]:
+    """The JSON report beside every release: epsilon, delta, relation, accountant, each of ``stages``
+    (by name) in words, public inputs, the noisy part sizes (and the noisy count of empty records,
+    when they are a part, and the measured dependence, when it was measured)."""
+    stages = stages or {}
+    released = {name: stage.output for name, stage in stages.items()}
     warning = not_private_warning(seed_fixed=cfg.seed is not None, diagnostics=cfg.nonprivate_diagnostics)
     report: dict[str, Any] = {"warning": warning} if warning else {}
     report.update(accountant.report())
@@ -131,16 +137,21 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     if caveats:  # releases whose guarantee is weaker than the epsilon says (e.g. a finite Gibbs chain)
         report["caveats"] = caveats
     report["accountant"] = "rdp (moments accountant), tight RDP-to-DP conversion"
-    report["stage_lines"] = dict(stage_lines or {})
+    report["stage_lines"] = {name: stage.line for name, stage in stages.items()}
     if rules_why:
         report["rules"] = rules_why
     report["fixed_seed"] = cfg.seed is not None
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
-    if empty_size is not None:
-        report["noisy_empty_records"] = float(empty_size)
+    if released.get("empty_records") is not None:
+        report["noisy_empty_records"] = float(released["empty_records"])
+    if released.get("dependence") is not None:  # released: the partition merged its parts below merge_below
+        report["dependence"] = {"per_record_and_edge": released["dependence"], "merge_below": cfg.partition.merge_below,
+                                "parts_merged": merges(cfg, released["dependence"])}
     t = cfg.training
-    report["plan"] = {"partition": cfg.partition.method, "k": len(partition_sizes), "model": cfg.model.kind,
+    merged = report.get("dependence", {}).get("parts_merged")
+    method = "none (one group: the items' dependence is below merge_below)" if merged else cfg.partition.method
+    report["plan"] = {"partition": method, "k": len(partition_sizes), "model": cfg.model.kind,
                       "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
     if steps == 0:  # independent items or trees: the released statistics are the models, nothing was trained
         return report

@@ -183,7 +183,7 @@ class TrainingRun:
         folder, data, partition = self.layout.release, self.context.data, self.output("partition")
         empty_size = self.output("empty_records")
         report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
-                                empty_size, {stage.name: stage.line for stage in self.stages}, self.rules_why)
+                                {stage.name: stage for stage in self.stages}, self.rules_why)
         if collective.rank() != 0:
             return report
         save_models(folder, self.released_models(), partition.noisy_sizes, self.cfg.model, data.item_names,

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpgm.clustering.base import Partition
 from dpgm.data.chunks import summed
@@ -37,6 +36,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
 from dpgm.stages.base import DictStage, StageContext
+from dpgm.stages.dependence import plain_counts
 from dpgm.stages.length_bound import mean_bound
 from dpgm.stages.part_means import FLOOR, table_parts
 from dpgm.stages.training import release_min_items
@@ -67,12 +67,6 @@ class PairCounts:
 
     def over_ranks(self) -> PairCounts:
         return PairCounts(collective.sum_over_ranks(self.weighted), collective.sum_over_ranks(self.plain))
-
-
-def plain_counts(records: Any) -> np.ndarray:
-    """[m + 1, m + 1] sum over records of [x, 1] [x, 1]^T: pair counts, item counts and the count."""
-    x = sp.hstack([sp.csr_matrix(records, dtype=np.float64), np.ones((records.shape[0], 1))], format="csr")
-    return np.asarray((x.T @ x).todense(), dtype=np.float64)
 
 
 def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -> PairCounts:

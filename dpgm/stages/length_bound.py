@@ -24,6 +24,7 @@ import numpy as np
 
 from dpgm.config import Config
 from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.dependence import mean_noise, parts
 from dpgm.stages.record_lengths import noisy_length_shares
 
 #: Ledger stage of this release.
@@ -113,8 +114,8 @@ class LengthBoundStage(Stage):
         length = quantile_length(shares, self.cfg.model.mean_clip_quantile)
         if self.cfg.model.mean_clip_balance is not None:
             length = max(length, balanced_length(shares, records=records,
-                                                 noise_multiplier=self.cfg.model.mean_noise_multiplier,
-                                                 parts=self.cfg.partition.k, n_items=ctx.data.n_items,
+                                                 noise_multiplier=mean_noise(self.cfg, ctx),
+                                                 parts=parts(self.cfg, ctx), n_items=ctx.data.n_items,
                                                  count_noise=noise, weight=self.cfg.model.mean_clip_balance))
         self.shares, self.records = shares, records
         return length

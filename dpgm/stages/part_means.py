@@ -35,6 +35,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
 from dpgm.stages.base import ArrayStage, StageContext
+from dpgm.stages.dependence import mean_noise
 from dpgm.stages.item_totals import consistent_sums
 from dpgm.stages.length_bound import mass_kept, mean_bound
 
@@ -252,7 +253,7 @@ class PartMeansStage(ArrayStage):
         chunked = isinstance(data, ChunkedRecords)
         records, assignments = (data, partition.rule) if chunked else (data.records, partition.assignments)
         return noisy_part_means(records, assignments, partition.noisy_sizes,
-                                clip=mean_bound(self.cfg, ctx), noise_multiplier=self.cfg.model.mean_noise_multiplier,
+                                clip=mean_bound(self.cfg, ctx), noise_multiplier=mean_noise(self.cfg, ctx),
                                 accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
                                 totals_noise_multiplier=self.cfg.model.totals_noise_multiplier,
                                 kept=mass_kept(self.cfg, ctx))

@@ -2,7 +2,9 @@
 
 Its noisy releases (centres' sums and counts, or a sketch, or label counts) are charged by the
 partitioner itself (``dpgm.clustering``); the output kept is the partition: the noisy part sizes
-(released) and each record's part (post-processing, private: it stays in the checkpoint).
+(released) and each record's part (post-processing, private: it stays in the checkpoint). Where
+the items' measured dependence is below ``partition.merge_below``, the records form one group and
+only their noisy count is released (``dpgm.stages.dependence``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import Any
 import torch
 
 from dpgm.clustering import STAGE, Partition, make_partitioner
-from dpgm.clustering.base import RULES
-from dpgm.clustering.by_label import SinglePart
+from dpgm.clustering.base import RULES, one_part
 from dpgm.config import Config
 from dpgm.data import load_public_sample
 from dpgm.data.chunks import ChunkedRecords
 from dpgm.errors import ConfigError
 from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.dependence import STAGE as DEPENDENCE
+from dpgm.stages.dependence import merges
 
 
 class PartitionStage(Stage):
@@ -36,7 +39,10 @@ class PartitionStage(Stage):
     def run(self, ctx: StageContext) -> Partition:
         public = load_public_sample(self.cfg.data) if self.cfg.partition.init == "public" else None
         device = None if self.cfg.device == "cpu" else self.cfg.device  # the run's device: a GPU's sums
-        partitioner = make_partitioner(self.cfg.partition, public=public, device=device)
+        settings = self.cfg.partition
+        if merges(self.cfg, ctx.output(DEPENDENCE)):  # one group: its noisy count at the partitioner's multiplier
+            settings = dataclasses.replace(settings, method="none", k=1)
+        partitioner = make_partitioner(settings, public=public, device=device)
         if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
             raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "
                               "in memory here; use 'lloyd', 'kernel_kmeans', 'sketch', 'lsh_tree' or SuLQ "
@@ -65,4 +71,4 @@ class PartitionStage(Stage):
             self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=sizes)
         else:  # records in chunks: the released centres' rule, or the single part's
             self.output = Partition(assignments=None, noisy_sizes=sizes,
-                                    rule=SinglePart().assign if rule is None else RULES[rule["kind"]].from_state(rule))
+                                    rule=one_part if rule is None else RULES[rule["kind"]].from_state(rule))

@@ -18,6 +18,7 @@ from dpgm.clustering.sketch.partitioner import SketchPartitioner
 from dpgm.data.chunks import ChunkedRecords
 from dpgm.data.transactions import load_transactions
 from dpgm.privacy.accountant import Accountant
+from dpgm.stages.dependence import noisy_dependence
 from dpgm.stages.empty_records import noisy_empty_count
 from dpgm.stages.items import noisy_top_item_ids
 from dpgm.stages.part_means import noisy_part_means
@@ -37,12 +38,13 @@ def released(fn, data) -> tuple:
     return out, acc.ledger.to_json()
 
 
-@pytest.mark.parametrize("stage", ["items", "empty_records", "record_lengths"])
+@pytest.mark.parametrize("stage", ["items", "empty_records", "record_lengths", "dependence"])
 def test_a_sum_stage_releases_the_same_from_chunks(tmp_path: Path, stage: str) -> None:
     fn = {
         "items": lambda d, a, r: noisy_top_item_ids(d, 7, noise_multiplier=2.0, accountant=a, rng=r),
         "empty_records": lambda d, a, r: noisy_empty_count(d, noise_multiplier=2.0, accountant=a, rng=r),
         "record_lengths": lambda d, a, r: noisy_length_shares(d, noise_multiplier=2.0, accountant=a, rng=r),
+        "dependence": lambda d, a, r: noisy_dependence(d, noise_multiplier=2.0, accountant=a, rng=r),
     }[stage]
     memory, chunks = both(tmp_path)
     (a, ledger_a), (b, ledger_b) = released(fn, memory), released(fn, chunks)
