@@ -150,7 +150,7 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
                                 "parts_merged": merges(cfg, released["dependence"])}
     t = cfg.training
     merged = report.get("dependence", {}).get("parts_merged")
-    method = "none (one group: the items' dependence is below merge_below)" if merged else cfg.partition.method
+    method = "none: the items' dependence is below merge_below" if merged else cfg.partition.method
     report["plan"] = {"partition": method, "k": len(partition_sizes), "model": cfg.model.kind,
                       "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
     if steps == 0:  # independent items or trees: the released statistics are the models, nothing was trained

@@ -15,6 +15,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.pipeline.run import train
 from dpgm.privacy.events import DiscreteGaussianEvent
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.report import summary_markdown
 from dpgm.stages.dependence import STAGE, heaviest_tree, independence_distances, plain_counts, tree_sensitivity
 from tests.stages.test_item_pairs import _chain_records
 
@@ -81,7 +82,9 @@ def test_below_the_threshold_one_group_takes_the_partitions_budget_and_epsilon_i
     assert not kept["dependence"]["parts_merged"] and len(kept["noisy_part_sizes"]) == 3
     assert merged["dependence"]["parts_merged"] and len(merged["noisy_part_sizes"]) == 1
     assert merged["noisy_part_sizes"][0] == pytest.approx(len(x), abs=30)  # one noisy count, multiplier 4
-    assert merged["plan"]["partition"].startswith("none (one group") and STAGE in merged["stage_lines"]
+    assert merged["plan"]["partition"].startswith("none: the items") and STAGE in merged["stage_lines"]
+    summary = summary_markdown(merged, dataset="chain", version="0", commit="x")
+    assert "split the records into one group (none: the items' dependence is below merge_below)" in summary
     ledgers = {name: PrivacyLedger.load(d / "release" / "ledger.json") for name, d in
                (("kept", kept_dir), ("merged", merged_dir))}
     partition = {name: [(e.event.noise_multiplier, e.count) for e in ledger.entries if e.stage == "partition"]
