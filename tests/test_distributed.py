@@ -17,12 +17,13 @@ WORLD = 2
 
 
 def config(path: Path, runs: Path) -> dict[str, Any]:
-    """A statistics-only run (no DP-SGD): item choice, LSH-tree partition, empty records, part means."""
+    """A statistics-only run (no DP-SGD): item choice, the items' dependence, LSH-tree partition, empty records, part
+    means."""
     return {"name": "d", "seed": 0, "runs_dir": str(runs), "threads": 1,
             "data": {"source": "transactions", "path": str(path), "n_items": 40, "top_items": 30},
             "privacy": {"target_epsilon": 2.0, "delta": 1e-5},
             "partition": {"method": "lsh_tree", "k": 3, "target_epsilon": 0.5, "options": {"max_depth": 8},
-                          "empty_part_noise_multiplier": 5.0},
+                          "empty_part_noise_multiplier": 5.0, "dependence_noise_multiplier": 5.0},
             "model": {"kind": "independent", "output_bias": "noisy_mean", "mean_noise_multiplier": 5.0,
                       "mean_clip": 3.0}}
 
@@ -49,7 +50,7 @@ def released(path: Path, runs: Path) -> dict[str, Any]:
     partition = run.output("partition")
     return {"ledger": run.accountant.ledger.to_dict(), "epsilon": run.accountant.spent().epsilon,
             "n": run.data.n_records, "items": run.context.data.meta.get("item_ids"), "sizes": partition.noisy_sizes,
-            "centres": partition.centres, "means": run.output("part_means")}
+            "centres": partition.centres, "means": run.output("part_means"), "dependence": run.output("dependence")}
 
 
 def trained(path: Path, runs: Path) -> dict[str, Any]:
@@ -109,12 +110,13 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
             assert r["ledger"] == alone["ledger"]
             assert r["epsilon"] == pytest.approx(alone["epsilon"], rel=1e-12)
             assert np.array_equal(r["sizes"], ranks[0]["sizes"])  # every rank holds rank 0's release
-            assert np.array_equal(r["means"], ranks[0]["means"])
+            assert np.array_equal(r["means"], ranks[0]["means"]) and r["dependence"] == ranks[0]["dependence"]
     exact = results[0][1]  # without noise: the statistics of all the records, as one process has them
     assert np.array_equal(exact["items"], exact_alone["items"])
     assert np.allclose(exact["sizes"], exact_alone["sizes"])
     assert np.allclose(exact["centres"], exact_alone["centres"], atol=1e-9)
     assert np.allclose(exact["means"], exact_alone["means"], atol=1e-9)
+    assert exact["dependence"] == pytest.approx(exact_alone["dependence"], rel=1e-12)  # pair counts over all ranks
 
 
 def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:

@@ -74,12 +74,14 @@ def noisy_dependence(data: Records, *, noise_multiplier: float, accountant: Acco
                      rng: np.random.Generator) -> float:
     """The items' dependence per record and edge: the heaviest tree's total over the record count, both from one
     Gaussian release charged to ``accountant`` (module docstring)."""
-    plain = collective.sum_over_ranks(summed(data, lambda chunk: plain_counts(chunk.records)))
+    local = summed(data, lambda chunk: plain_counts(chunk.records))  # this rank's records
+    plain = collective.sum_over_ranks(local)
     edges = max(1, plain.shape[0] - 2)
     scale = tree_sensitivity(plain.shape[0] - 1)
-    exact = np.array([heaviest_tree(independence_distances(plain)), scale * plain[-1, -1]])
-    noisy = gaussian_release(exact, sensitivity=scale * math.sqrt(2.0), noise_multiplier=noise_multiplier,
-                             accountant=accountant, stage=STAGE, rng=rng)
+    # a release is of the sum of every rank's value: the tree of all ranks' counts enters once, from rank 0
+    tree = heaviest_tree(independence_distances(plain)) if collective.rank() == 0 else 0.0
+    noisy = gaussian_release(np.array([tree, scale * local[-1, -1]]), sensitivity=scale * math.sqrt(2.0),
+                             noise_multiplier=noise_multiplier, accountant=accountant, stage=STAGE, rng=rng)
     return float(noisy[0] / (max(noisy[1] / scale, 1.0) * edges))
 
 
@@ -99,8 +101,8 @@ class DependenceStage(Stage):
 
 def merges(cfg: Config, measured: float | None) -> bool:
     """Whether the records form one group: the released dependence (None: not measured) is below
-    ``partition.merge_below``."""
-    return measured is not None and measured < cfg.partition.merge_below
+    ``partition.merge_below`` (0: never, even for a noisy measurement below 0)."""
+    return measured is not None and cfg.partition.merge_below > 0 and measured < cfg.partition.merge_below
 
 
 def parts(cfg: Config, ctx: StageContext) -> int:

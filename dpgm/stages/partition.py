@@ -41,7 +41,7 @@ class PartitionStage(Stage):
         device = None if self.cfg.device == "cpu" else self.cfg.device  # the run's device: a GPU's sums
         settings = self.cfg.partition
         if merges(self.cfg, ctx.output(DEPENDENCE)):  # one group: its noisy count at the partitioner's multiplier
-            settings = dataclasses.replace(settings, method="none", k=1)
+            settings = dataclasses.replace(settings, method="none", k=1, options={})
         partitioner = make_partitioner(settings, public=public, device=device)
         if isinstance(ctx.data, ChunkedRecords) and not getattr(partitioner, "streams", False):
             raise ConfigError(f"data.chunk_mb: partition.method {self.cfg.partition.method!r} needs the records "

@@ -16,7 +16,14 @@ from dpgm.pipeline.run import train
 from dpgm.privacy.events import DiscreteGaussianEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.report import summary_markdown
-from dpgm.stages.dependence import STAGE, heaviest_tree, independence_distances, plain_counts, tree_sensitivity
+from dpgm.stages.dependence import (
+    STAGE,
+    heaviest_tree,
+    independence_distances,
+    merges,
+    plain_counts,
+    tree_sensitivity,
+)
 from tests.stages.test_item_pairs import _chain_records
 
 
@@ -101,3 +108,11 @@ def test_below_the_threshold_one_group_takes_the_partitions_budget_and_epsilon_i
     assert isinstance(entry.event, DiscreteGaussianEvent) and entry.count == 1
     assert entry.event.noise_multiplier == 3.0 and entry.event.dim == 2  # the tree's total and the scaled count
     assert entry.event.sensitivity * entry.event.grid >= tree_sensitivity(6) * np.sqrt(2)
+
+
+def test_a_threshold_of_zero_never_merges_even_a_measurement_below_zero() -> None:
+    """A noisy measurement can fall below 0; merge_below 0 means never, and a threshold compares strictly."""
+    cfg = config_from_dict({"partition": {"method": "lloyd", "dependence_noise_multiplier": 1.0}})
+    assert not merges(cfg, -0.01) and not merges(cfg, None)
+    cfg.partition.merge_below = 0.02
+    assert merges(cfg, -0.01) and merges(cfg, 0.0199) and not merges(cfg, 0.02) and not merges(cfg, None)
