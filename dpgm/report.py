@@ -98,6 +98,12 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
                       f"batch; they were analysed together ({report['dependent_bound']} bound; by bound: {by_bound}).")]
     if report.get("rules"):
         lines += ["", report["rules"]]
+    if report.get("dependence"):  # released: the measurement and which way it fell
+        dep = report["dependence"]
+        way = "below" if dep["parts_merged"] else "not below"
+        lines += ["", (f"The items' measured dependence was {dep['per_record_and_edge']:.4f} per record and edge "
+                       f"(noisy), {way} merge_below = {dep['merge_below']:g}: the records formed "
+                       f"{'one group' if dep['parts_merged'] else 'their groups'}.")]
     public = report.get("public_inputs", [])
     if public:
         lines += ["", "Treated as public (not protected): " + "; ".join(

@@ -92,6 +92,8 @@ def test_below_the_threshold_one_group_takes_the_partitions_budget_and_epsilon_i
     assert merged["plan"]["partition"].startswith("none: the items") and STAGE in merged["stage_lines"]
     summary = summary_markdown(merged, dataset="chain", version="0", commit="x")
     assert "split the records into one group (none: the items' dependence is below merge_below)" in summary
+    assert f"dependence was {merged['dependence']['per_record_and_edge']:.4f} per record and edge (noisy), below" in summary
+    assert "not below merge_below" in summary_markdown(kept, dataset="chain", version="0", commit="x")
     ledgers = {name: PrivacyLedger.load(d / "release" / "ledger.json") for name, d in
                (("kept", kept_dir), ("merged", merged_dir))}
     partition = {name: [(e.event.noise_multiplier, e.count) for e in ledger.entries if e.stage == "partition"]
