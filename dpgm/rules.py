@@ -181,6 +181,11 @@ def measures_dependence(facts: PublicFacts, k: int) -> bool:
     return k > 1 and MERGE_BELOW > 0 and DEPENDENCE_SHARE > 0 and facts.attributes is None
 
 
+def parts_open(stated: frozenset[str]) -> bool:
+    """Whether the rules may choose the parts (and merge them): the config states neither their number nor method."""
+    return not {"partition.k", "partition.method"} & stated
+
+
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     """Whether the release follows one tree of item pairs measured over all records: from N * epsilon =
     PAIRS_SCALE up, when its shares are set, there are pairs, each part's model is not a tree already,
@@ -301,7 +306,7 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     # no global pairs where those options rule them out or the config turns them off: their share stays
     off = "model.pairs_noise_multiplier" in stated and cfg.model.pairs_noise_multiplier is None
     pairs = not no_empty_part and not off
-    merge = not {"partition.k", "partition.method"} & stated  # stated parts are kept as stated
+    merge = parts_open(stated)  # stated parts are kept as stated
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
                                                            partitioner=partitioner, pairs=pairs, merge=merge).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}

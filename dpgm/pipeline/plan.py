@@ -24,7 +24,7 @@ from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
-from dpgm.rules import PublicFacts, regime
+from dpgm.rules import PublicFacts, parts_open, regime
 from dpgm.stages.dependence import merges
 from dpgm.training.mixture import STAGE
 
@@ -57,7 +57,7 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     """The rules' choice of model family and parts in words, and which of it the config stated."""
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
-    return regime(facts, merge=not {"partition.k", "partition.method"} & cfg.stated) + kept
+    return regime(facts, merge=parts_open(cfg.stated)) + kept
 
 
 def check_components(cfg: Config) -> None:
