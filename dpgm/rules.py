@@ -175,10 +175,16 @@ def tree_options(rho: float, n_items: int) -> dict[str, float]:
             "pair_noise_multiplier": sigma_for_share(rho, TREE_PAIRS_SHARE)}
 
 
-def measures_dependence(facts: PublicFacts, k: int) -> bool:
-    """Whether the items' dependence is measured to merge the k groups: k > 1, MERGE_BELOW set, not a table (its
-    items depend on each other by construction: one value of each attribute)."""
-    return k > 1 and MERGE_BELOW > 0 and DEPENDENCE_SHARE > 0 and facts.attributes is None
+#: The partitioners whose budget one group's means can take (``partition.merge_below``).
+MERGEABLE = ("lloyd", "kernel_kmeans")
+
+
+def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = None) -> bool:
+    """Whether the items' dependence is measured to merge the k groups: k > 1, MERGE_BELOW set, a partitioner in
+    MERGEABLE (default: PARTITIONER), not a table (its items depend on each other by construction: one value of
+    each attribute)."""
+    return (k > 1 and MERGE_BELOW > 0 and DEPENDENCE_SHARE > 0 and facts.attributes is None
+            and (partitioner or PARTITIONER) in MERGEABLE)
 
 
 def parts_open(stated: frozenset[str]) -> bool:
@@ -214,7 +220,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
-    dependence_share = DEPENDENCE_SHARE if merge and measures_dependence(facts, k) else 0.0
+    dependence_share = DEPENDENCE_SHARE if merge and measures_dependence(facts, k, partitioner) else 0.0
     fixed = (items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
              + dependence_share)
     # a kind without DP-SGD leaves the means its share too
@@ -306,7 +312,8 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     # no global pairs where those options rule them out or the config turns them off: their share stays
     off = "model.pairs_noise_multiplier" in stated and cfg.model.pairs_noise_multiplier is None
     pairs = not no_empty_part and not off
-    merge = parts_open(stated)  # stated parts are kept as stated
+    # stated parts are kept as stated; a partition calibrated to its own epsilon has no fixed budget to move
+    merge = parts_open(stated) and cfg.partition.target_epsilon is None
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
                                                            partitioner=partitioner, pairs=pairs, merge=merge).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}

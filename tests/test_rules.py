@@ -433,3 +433,9 @@ def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_for
                             "partition": {"k": 5}})
     apply_public_rules(cfg, many, cfg.stated)
     assert cfg.partition.dependence_noise_multiplier is None and cfg.partition.merge_below == 0.0
+    # a partitioner whose budget the means cannot take, or a partition calibrated to its own epsilon: no merge
+    assert public_defaults(many, top_items=None, partitioner="lsh_tree")["partition.dependence_noise_multiplier"] is None
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "partition": {"target_epsilon": 0.2}})
+    apply_public_rules(cfg, many, cfg.stated)  # validates
+    assert cfg.partition.dependence_noise_multiplier is None and cfg.partition.merge_below == 0.0
