@@ -37,7 +37,15 @@ RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarr
     E.SmoothSensitivityGaussianEvent: lambda e, orders, _b: R.smooth_gaussian_rdp(
         orders, e.noise_multiplier, e.beta, e.dim),
     E.PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),
+    E.ChoiceEvent: lambda e, orders, bound: _choice_rdp(e, orders, bound),
 }
+
+
+def _choice_rdp(event: E.ChoiceEvent, orders: tuple[float, ...], bound: str) -> np.ndarray:
+    """What the pointwise maximum of the branches' curves adds to the branch taken (events.ChoiceEvent)."""
+    curves = np.array([sum((c * _rdp_curve_cached(e, orders, bound) for e, c in branch), np.zeros(len(orders)))
+                       for branch in event.branches])
+    return curves.max(axis=0) - curves[event.taken]
 
 
 @lru_cache(maxsize=4096)

@@ -207,6 +207,40 @@ class PureDpEvent(_PureEpsilonEvent):
     kind: ClassVar[str] = "pure_dp"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ChoiceEvent(DpEvent):
+    """A choice between branches of later releases, made on earlier releases (adaptive composition).
+
+    Each branch lists (event, count) pairs. At every order, the RDP of a mechanism chosen on earlier
+    outputs is at most the largest of its choices' (Mironov 2017, Prop. 1), so the run's curve is the
+    pointwise maximum of the branches'. The branch ``taken`` charges its own releases as they happen;
+    this entry is what that maximum adds to them (docs/privacy.md, "A choice between models").
+    """
+
+    kind: ClassVar[str] = "choice"
+    branches: tuple[tuple[tuple[DpEvent, int], ...], ...]
+    taken: int
+
+    def __post_init__(self) -> None:
+        branches = tuple(tuple((_event(e), int(c)) for e, c in branch) for branch in self.branches)
+        object.__setattr__(self, "branches", branches)
+        if len(branches) < 2:
+            raise ValueError("a choice needs at least two branches")
+        if not (isinstance(self.taken, int) and 0 <= self.taken < len(branches)):
+            raise ValueError(f"taken must index one of the {len(branches)} branches, got {self.taken!r}")
+        if any(c < 1 for branch in branches for _, c in branch):
+            raise ValueError("every count in a branch must be >= 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        branches = [[[e.to_dict(), c] for e, c in branch] for branch in self.branches]
+        return {"kind": self.kind, "branches": branches, "taken": self.taken}
+
+
+def _event(event: DpEvent | dict[str, Any]) -> DpEvent:
+    """An event, or one rebuilt from its ``to_dict`` (a ledger read back from JSON)."""
+    return event if isinstance(event, DpEvent) else event_from_dict(event)
+
+
 def event_from_dict(data: dict[str, Any]) -> DpEvent:
     """Rebuild an event from ``DpEvent.to_dict()`` output; unknown kinds or keys are errors."""
     data = dict(data)
