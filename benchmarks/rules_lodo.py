@@ -150,6 +150,12 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # always merged into one; a threshold's rows are these by the measured value (merge_threshold.py)
     "dep_keep": {"MERGE_BELOW": 1e-9},
     "dep_merge": {"MERGE_BELOW": 1.0},
+    # the dependence measured where one group trains: never a tree, always a tree (benchmarks/merge_threshold.py
+    # --gate tree composes every TREE_ABOVE from the two)
+    "tree_keep": {"TREE_ABOVE": 1e9},
+    "tree_take": {"TREE_ABOVE": 1e-9},
+    # a tree with DP-SGD's budget wherever one group would train, nothing measured
+    "tree_one": {"ONE_GROUP_TREE": True},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

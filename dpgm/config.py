@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
+from dpgm.config_fields import opt
 from dpgm.config_sections import (
     STATISTICS_ONLY,
     Config,
@@ -27,7 +28,6 @@ from dpgm.config_sections import (
     PartitionConfig,
     PrivacyConfig,
     TrainingConfig,
-    opt,
 )
 from dpgm.errors import ConfigError
 

@@ -12,24 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dpgm.errors import ConfigError
-
-
-def opt(default: Any, doc: str) -> Any:
-    """A dataclass field with a default and its one line of documentation."""
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"doc": doc})
-    return field(default=default, metadata={"doc": doc})
-
-
-def released(sensitivity: str, stage: str, multiplier: str = "this multiplier") -> str:
-    """How a noise option's statistic is released, in the words every such option's help uses."""
-    return f"(Gaussian with {multiplier}, L2 sensitivity {sensitivity}; ledger stage {stage})"
-
-
-def _require(cond: bool, section: str, key: str, msg: str) -> None:
-    if not cond:
-        raise ConfigError(f"{section}.{key}: {msg}")
+from dpgm.config_fields import opt, released, require
 
 
 @dataclass
@@ -68,21 +51,21 @@ class DataConfig:
     download: bool = opt(False, "mnist: fetch the IDX files with torchvision when missing (never in tests)")
 
     def validate(self) -> None:
-        _require(0.0 < self.threshold < 1.0, "data", "threshold", f"must be in (0, 1), got {self.threshold}")
-        _require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
-        _require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
-        _require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
-        _require(self.chunk_mb is None or self.chunk_mb > 0, "data", "chunk_mb", "must be > 0")
-        _require(self.chunk_mb is None or self.source in ("transactions", "csv", "parquet"), "data", "chunk_mb",
+        require(0.0 < self.threshold < 1.0, "data", "threshold", f"must be in (0, 1), got {self.threshold}")
+        require(self.top_items is None or self.top_items >= 1, "data", "top_items", "must be >= 1")
+        require(self.top_items_noise_multiplier > 0, "data", "top_items_noise_multiplier", "must be > 0")
+        require(self.limit is None or self.limit >= 1, "data", "limit", "must be >= 1")
+        require(self.chunk_mb is None or self.chunk_mb > 0, "data", "chunk_mb", "must be > 0")
+        require(self.chunk_mb is None or self.source in ("transactions", "csv", "parquet"), "data", "chunk_mb",
                  "reads transaction, CSV and Parquet files only")
-        _require(self.chunk_mb is None or self.limit is None, "data", "chunk_mb", "cannot be combined with data.limit")
-        _require(self.min_items >= 0, "data", "min_items", "must be >= 0")
-        _require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
-        _require(self.attributes is None or self.attributes >= 1, "data", "attributes", "must be >= 1")
-        _require(self.records_magnitude is None
+        require(self.chunk_mb is None or self.limit is None, "data", "chunk_mb", "cannot be combined with data.limit")
+        require(self.min_items >= 0, "data", "min_items", "must be >= 0")
+        require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
+        require(self.attributes is None or self.attributes >= 1, "data", "attributes", "must be >= 1")
+        require(self.records_magnitude is None
                  or (self.records_magnitude >= 1 and math.log10(self.records_magnitude).is_integer()),
                  "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")
-        _require(self.source not in ("transactions", "csv", "parquet") or bool(self.path), "data", "path",
+        require(self.source not in ("transactions", "csv", "parquet") or bool(self.path), "data", "path",
                  f"is required for source {self.source}")
 
 
@@ -107,10 +90,10 @@ class PrivacyConfig:
                                    "exact discrete noise, from the OS CSPRNG without seed (dpgm/privacy/discrete.py)")
 
     def validate(self) -> None:
-        _require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")
-        _require(self.target_epsilon is None or (math.isfinite(self.target_epsilon) and self.target_epsilon > 0),
+        require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")
+        require(self.target_epsilon is None or (math.isfinite(self.target_epsilon) and self.target_epsilon > 0),
                  "privacy", "target_epsilon", "must be > 0")
-        _require(self.neighbouring == "add_remove", "privacy", "neighbouring", "only add_remove is implemented")
+        require(self.neighbouring == "add_remove", "privacy", "neighbouring", "only add_remove is implemented")
 
 
 @dataclass
@@ -144,18 +127,18 @@ class PartitionConfig:
                                   "the partitioner's budget (0: never)")
 
     def validate(self) -> None:
-        _require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
-        _require(self.iterations >= 1, "partition", "iterations", "must be >= 1")
-        _require(self.noise_multiplier > 0, "partition", "noise_multiplier", "must be > 0")
-        _require(self.target_epsilon is None or self.target_epsilon > 0, "partition", "target_epsilon", "must be > 0")
-        _require(self.features >= 1, "partition", "features", "must be >= 1")
-        _require(self.gamma > 0, "partition", "gamma", "must be > 0")
-        _require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
+        require(self.k >= 1, "partition", "k", f"must be >= 1, got {self.k}")
+        require(self.iterations >= 1, "partition", "iterations", "must be >= 1")
+        require(self.noise_multiplier > 0, "partition", "noise_multiplier", "must be > 0")
+        require(self.target_epsilon is None or self.target_epsilon > 0, "partition", "target_epsilon", "must be > 0")
+        require(self.features >= 1, "partition", "features", "must be >= 1")
+        require(self.gamma > 0, "partition", "gamma", "must be > 0")
+        require(self.clip_norm is None or self.clip_norm > 0, "partition", "clip_norm", "must be > 0")
         for key in ("empty_part_noise_multiplier", "dependence_noise_multiplier"):
-            _require(getattr(self, key) is None or getattr(self, key) > 0, "partition", key, "must be > 0")
-        _require(self.empty_part_noise_multiplier is None or self.method != "label", "partition",
+            require(getattr(self, key) is None or getattr(self, key) > 0, "partition", key, "must be > 0")
+        require(self.empty_part_noise_multiplier is None or self.method != "label", "partition",
                  "empty_part_noise_multiplier", "does not go with method: label (an empty part has no label)")
-        _require(self.merge_below == 0 or (self.dependence_noise_multiplier is not None and self.target_epsilon is None
+        require(self.merge_below == 0 or (self.dependence_noise_multiplier is not None and self.target_epsilon is None
                                            and self.method in ("lloyd", "kernel_kmeans")), "partition", "merge_below",
                  "needs dependence_noise_multiplier, no target_epsilon and method lloyd or kernel_kmeans (one "
                  "group's means take their releases)")
@@ -239,6 +222,12 @@ class ModelConfig:
                                         "less noise and the pairs more")
     pairs_pool: int = opt(3, "with pairs_noise_multiplier: models' draws per released record, among which the "
                              "release picks by weight (more: closer to the measured frequencies, slower)")
+    tree_above: float = opt(0.0, "with partition.dependence_noise_multiplier: at or above this measured dependence "
+                                 "each part's model is a tree of items (options tree_options, as kind tree's) "
+                                 "instead of this model trained by DP-SGD; the ledger holds the costlier branch at "
+                                 "every order (dpgm/stages/model_choice.py); 0: never")
+    tree_options: dict[str, Any] = opt({}, "with tree_above: the tree's options (select_epsilon, "  # noqa: RUF009
+                                           "pair_noise_multiplier)")
     calibrate: bool | Literal["total"] = opt(False, "noisy_mean: after training, shift each part's output bias so that "
                                                     "its model's expected item frequencies equal the part's noisy mean "
                                                     "(true; post-processing, no privacy cost; good for sparse records, "
@@ -250,45 +239,50 @@ class ModelConfig:
                                                     "or empty records set aside); false: off")
 
     def validate(self) -> None:
-        _require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
-        _require(self.latent >= 1, "model", "latent", "must be >= 1")
-        _require(self.draws >= 1, "model", "draws", "must be >= 1")
-        _require(len(self.channels) >= 1 and all(c >= 1 for c in self.channels), "model", "channels",
+        require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
+        require(self.latent >= 1, "model", "latent", "must be >= 1")
+        require(self.draws >= 1, "model", "draws", "must be >= 1")
+        require(len(self.channels) >= 1 and all(c >= 1 for c in self.channels), "model", "channels",
                  "must be one or more counts >= 1")
-        _require(self.rbm_hidden >= 1, "model", "rbm_hidden", "must be >= 1")
-        _require(self.gibbs_steps >= 1, "model", "gibbs_steps", "must be >= 1")
-        _require(self.chains >= 1, "model", "chains", "must be >= 1")
-        _require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
-        _require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
-        _require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",
+        require(self.rbm_hidden >= 1, "model", "rbm_hidden", "must be >= 1")
+        require(self.gibbs_steps >= 1, "model", "gibbs_steps", "must be >= 1")
+        require(self.chains >= 1, "model", "chains", "must be >= 1")
+        require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
+        require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
+        require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",
                  "must be in (0, 1]")
-        _require(self.mean_clip_balance is None or (self.mean_clip_balance > 0 and self.mean_clip_quantile is not None),
+        require(self.mean_clip_balance is None or (self.mean_clip_balance > 0 and self.mean_clip_quantile is not None),
                  "model", "mean_clip_balance", "must be > 0, with mean_clip_quantile (it raises the quantile's length)")
-        _require(self.length_bound_noise_multiplier > 0, "model", "length_bound_noise_multiplier", "must be > 0")
-        _require(self.mean_clip_quantile is None or self.output_bias == "noisy_mean", "model", "mean_clip_quantile",
+        require(self.length_bound_noise_multiplier > 0, "model", "length_bound_noise_multiplier", "must be > 0")
+        require(self.mean_clip_quantile is None or self.output_bias == "noisy_mean", "model", "mean_clip_quantile",
                  "needs output_bias: noisy_mean (it bounds the records in the noisy means)")
-        _require(self.totals_noise_multiplier is None or self.totals_noise_multiplier > 0, "model",
+        require(self.totals_noise_multiplier is None or self.totals_noise_multiplier > 0, "model",
                  "totals_noise_multiplier", "must be > 0")
-        _require(self.length_noise_multiplier is None or self.length_noise_multiplier > 0, "model",
+        require(self.length_noise_multiplier is None or self.length_noise_multiplier > 0, "model",
                  "length_noise_multiplier", "must be > 0")
-        _require(self.pairs_noise_multiplier is None or self.pairs_noise_multiplier > 0, "model",
+        require(self.pairs_noise_multiplier is None or self.pairs_noise_multiplier > 0, "model",
                  "pairs_noise_multiplier", "must be > 0")
-        _require(self.pairs_noise_multiplier is None or self.output_bias == "noisy_mean", "model",
+        require(self.pairs_noise_multiplier is None or self.output_bias == "noisy_mean", "model",
                  "pairs_noise_multiplier", "needs output_bias: noisy_mean (the item frequencies are the noisy means')")
-        _require(self.pairs_noise_multiplier is None or self.length_noise_multiplier is None, "model",
+        require(self.pairs_noise_multiplier is None or self.length_noise_multiplier is None, "model",
                  "pairs_noise_multiplier", "does not go with length_noise_multiplier (the release follows one or the "
                  "other)")
-        _require(self.pairs_select_epsilon > 0, "model", "pairs_select_epsilon", "must be > 0")
-        _require(self.pairs_clip == "means" or self.mean_clip_balance is not None, "model", "pairs_clip",
+        require(self.pairs_select_epsilon > 0, "model", "pairs_select_epsilon", "must be > 0")
+        require(self.pairs_clip == "means" or self.mean_clip_balance is not None, "model", "pairs_clip",
                  "balanced needs mean_clip_quantile and mean_clip_balance (it reads the noisy length histogram)")
-        _require(self.pairs_pool >= 1, "model", "pairs_pool", "must be >= 1")
-        _require(self.pairs_item_weight > 0, "model", "pairs_item_weight", "must be > 0")
-        _require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
+        require(self.pairs_pool >= 1, "model", "pairs_pool", "must be >= 1")
+        require(self.pairs_item_weight > 0, "model", "pairs_item_weight", "must be > 0")
+        require(self.kind != "independent" or self.output_bias == "noisy_mean", "model", "kind",
                  "independent needs output_bias: noisy_mean (its items follow the noisy part means)")
-        _require(self.kind != "tree" or (self.output_bias == "noisy_mean" and not self.calibrate), "model", "kind",
+        require(self.kind != "tree" or (self.output_bias == "noisy_mean" and not self.calibrate), "model", "kind",
                  "tree needs output_bias: noisy_mean and calibrate: false (its items keep the noisy part means)")
-        _require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
-        _require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
+        require(self.tree_above >= 0, "model", "tree_above", "must be >= 0")
+        require(self.tree_above == 0 or (self.kind not in STATISTICS_ONLY and self.output_bias == "noisy_mean"
+                                         and self.pairs_noise_multiplier is None and self.length_noise_multiplier
+                                         is None), "model", "tree_above", "needs a model trained by DP-SGD with "
+                "output_bias: noisy_mean, and no pairs_noise_multiplier or length_noise_multiplier")
+        require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
+        require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
                  "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")
 
 
@@ -326,22 +320,22 @@ class TrainingConfig:
                                    "run's noise); false: from the CPU stream, the CPU run's draws, slow for big models")
 
     def validate(self) -> None:
-        _require(self.epochs > 0, "training", "epochs", f"must be > 0, got {self.epochs}")
-        _require(0 < self.sampling_rate <= 1, "training", "sampling_rate", f"must be in (0, 1]: {self.sampling_rate}")
-        _require(self.noise_multiplier > 0, "training", "noise_multiplier", "must be > 0")
-        _require(self.clip_norm > 0, "training", "clip_norm", "must be > 0")
-        _require(self.hist_noise_multiplier > 0, "training", "hist_noise_multiplier", "must be > 0")
-        _require(self.hist_max > 0, "training", "hist_max", "must be > 0")
-        _require(self.hist_bins >= 1, "training", "hist_bins", "must be >= 1")
-        _require(self.decoder_clip_share is None or 0 < self.decoder_clip_share < 1, "training",
+        require(self.epochs > 0, "training", "epochs", f"must be > 0, got {self.epochs}")
+        require(0 < self.sampling_rate <= 1, "training", "sampling_rate", f"must be in (0, 1]: {self.sampling_rate}")
+        require(self.noise_multiplier > 0, "training", "noise_multiplier", "must be > 0")
+        require(self.clip_norm > 0, "training", "clip_norm", "must be > 0")
+        require(self.hist_noise_multiplier > 0, "training", "hist_noise_multiplier", "must be > 0")
+        require(self.hist_max > 0, "training", "hist_max", "must be > 0")
+        require(self.hist_bins >= 1, "training", "hist_bins", "must be >= 1")
+        require(self.decoder_clip_share is None or 0 < self.decoder_clip_share < 1, "training",
                  "decoder_clip_share", "must be in (0, 1)")
-        _require(self.decoder_clip_share is None or self.clipping == "fixed", "training", "decoder_clip_share",
+        require(self.decoder_clip_share is None or self.clipping == "fixed", "training", "decoder_clip_share",
                  "needs clipping: fixed (DPNorm picks one threshold from the whole gradient's norms)")
-        _require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
-        _require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
+        require(self.learning_rate > 0, "training", "learning_rate", "must be > 0")
+        require(self.ema_decay is None or 0 < self.ema_decay < 1, "training", "ema_decay", "must be in (0, 1)")
         for key in ("checkpoint_every", "chunk_window", "log_every"):
-            _require(getattr(self, key) >= 1, "training", key, "must be >= 1")
-        _require(self.checkpoint_seconds > 0, "training", "checkpoint_seconds", "must be > 0")
+            require(getattr(self, key) >= 1, "training", key, "must be >= 1")
+        require(self.checkpoint_seconds > 0, "training", "checkpoint_seconds", "must be > 0")
 
 
 @dataclass
@@ -372,23 +366,26 @@ class Config:
     stated: typing.ClassVar[frozenset[str]] = frozenset()
 
     def validate(self) -> None:
-        _require(bool(self.name) and "/" not in self.name, "config", "name", "must be a non-empty name without '/'")
-        _require(self.threads is None or self.threads >= 1, "config", "threads", "must be >= 1")
-        _require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
+        require(bool(self.name) and "/" not in self.name, "config", "name", "must be a non-empty name without '/'")
+        require(self.threads is None or self.threads >= 1, "config", "threads", "must be >= 1")
+        require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
                  "public rules need the budget: set privacy.target_epsilon")
-        _require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
+        require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
                  "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
                  "how many empty records the release holds)")
-        _require(self.model.pairs_noise_multiplier is None or self.partition.method != "label", "model",
+        require(self.model.pairs_noise_multiplier is None or self.partition.method != "label", "model",
                  "pairs_noise_multiplier", "does not go with partition.method: label (a release drawn per label "
                  "would lose its label counts to the reweighting)")
-        _require(self.model.kind != "tree" or self.data.min_items <= 1, "model", "kind",
+        require(self.model.tree_above <= 0 or (self.partition.dependence_noise_multiplier is not None
+                                               and self.data.min_items <= 1), "model", "tree_above",
+                "needs partition.dependence_noise_multiplier (the measurement) and data.min_items 0 or 1")
+        require(self.model.kind != "tree" or self.data.min_items <= 1, "model", "kind",
                  "tree supports data.min_items 0 or 1 (it keeps its frequencies among non-empty records only)")
-        _require(self.model.calibrate != "total"
+        require(self.model.calibrate != "total"
                  or (self.data.min_items == 0 and self.partition.empty_part_noise_multiplier is None),
                  "model", "calibrate", "total does not go with data.min_items or partition.empty_part_noise_multiplier "
                  "(the release redraws short records, which the total does not count)")
-        _require(self.training.decoder_clip_share is None or self.model.kind in ("vae", "conv_vae"), "training",
+        require(self.training.decoder_clip_share is None or self.model.kind in ("vae", "conv_vae"), "training",
                  "decoder_clip_share",
                  f"needs a model with a decoder (model.kind vae or conv_vae, not {self.model.kind})")
         for f in dataclasses.fields(self):

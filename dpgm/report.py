@@ -99,11 +99,7 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
     if report.get("rules"):
         lines += ["", report["rules"]]
     if report.get("dependence"):  # released: the measurement and which way it fell
-        dep = report["dependence"]
-        way = "below" if dep["parts_merged"] else "not below"
-        lines += ["", (f"The items' measured dependence was {dep['per_record_and_edge']:.4f} per record and edge "
-                       f"(noisy), {way} merge_below = {dep['merge_below']:g}: the records formed "
-                       f"{'one group' if dep['parts_merged'] else 'their groups'}.")]
+        lines += ["", _dependence_words(report["dependence"])]
     public = report.get("public_inputs", [])
     if public:
         lines += ["", "Treated as public (not protected): " + "; ".join(
@@ -113,3 +109,18 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
                   f"{'a fixed seed (an experiment)' if report.get('fixed_seed') else 'noise from OS randomness'}. "
                   "Exact values: privacy_report.json.")]
     return "\n".join(lines) + "\n"
+
+
+def _dependence_words(dep: dict[str, Any]) -> str:
+    """Which way the measured dependence fell against merge_below and tree_above, in one sentence."""
+    ways = []
+    if dep["merge_below"] > 0:
+        ways.append(f"{'below' if dep['parts_merged'] else 'not below'} merge_below = {dep['merge_below']:g}: the "
+                    f"records formed {'one group' if dep['parts_merged'] else 'their groups'}")
+    if dep.get("tree_above", 0) > 0:
+        chosen = dep["tree_chosen"]
+        ways.append(f"{'at or above' if chosen else 'below'} tree_above = {dep['tree_above']:g}: each group's model "
+                    f"was {'a tree of items' if chosen else 'trained by DP-SGD'} (the run is charged the costlier "
+                    "of the two at every RDP order)")
+    return (f"The items' measured dependence was {dep['per_record_and_edge']:.4f} per record and edge (noisy), "
+            + "; ".join(ways) + ".")

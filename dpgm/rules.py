@@ -55,6 +55,13 @@ MEAN_DEBIAS = "off"
 #: form k > 1 groups and MERGE_BELOW is set: below MERGE_BELOW (per record and edge) the records form one group,
 #: whose means take the partition's budget (the same epsilon either way). 0: never measured.
 DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
+#: At or above this measured dependence (per record and edge) one group's model is a tree of items instead of
+#: DP-SGD's (``model.tree_above``; 0: never measured for it), where the records form one group and DP-SGD
+#: trains; the tree takes the budget DP-SGD would, its selections a TREE_SELECT_SHARE : TREE_PAIRS_SHARE part.
+TREE_ABOVE = 0.0
+#: Where one group would train by DP-SGD (MIN_TRAINING_SCALE <= N * epsilon < PARTITION_SCALE), its model is a tree
+#: of items instead, which takes the budget DP-SGD would (the means keep theirs); False: DP-SGD.
+ONE_GROUP_TREE = False
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
@@ -158,9 +165,18 @@ def tree_scale(facts: PublicFacts) -> int:
 
 def family(facts: PublicFacts) -> str:
     """The model family from N * epsilon: ``tree`` below ``tree_scale``, ``independent`` below
-    MIN_TRAINING_SCALE, else ``vae`` (DP-SGD)."""
+    MIN_TRAINING_SCALE, ``tree`` where one group would train (``tree_for_training``), else ``vae`` (DP-SGD)."""
     scale = facts.records_magnitude * facts.epsilon
-    return "tree" if scale < tree_scale(facts) else "independent" if scale < MIN_TRAINING_SCALE else "vae"
+    if scale < tree_scale(facts) or tree_for_training(facts):
+        return "tree"
+    return "independent" if scale < MIN_TRAINING_SCALE else "vae"
+
+
+def tree_for_training(facts: PublicFacts) -> bool:
+    """Whether ONE_GROUP_TREE puts a tree where one group would train by DP-SGD (at most one item per record
+    required: a tree keeps at most one)."""
+    scale = facts.records_magnitude * facts.epsilon
+    return ONE_GROUP_TREE and MIN_TRAINING_SCALE <= scale and parts(facts) == 1 and facts.min_items <= 1
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -169,10 +185,12 @@ def select_epsilon(rho: float, share: float, n_items: int) -> float:
     return math.sqrt(8.0 * share * rho / max(1, n_items - 1))
 
 
-def tree_options(rho: float, n_items: int) -> dict[str, float]:
-    """The tree's ``model.options``: its selections take TREE_SELECT_SHARE of rho, the pair counts TREE_PAIRS_SHARE."""
-    return {"select_epsilon": select_epsilon(rho, TREE_SELECT_SHARE, n_items),
-            "pair_noise_multiplier": sigma_for_share(rho, TREE_PAIRS_SHARE)}
+def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TREE_PAIRS_SHARE) -> dict[str, float]:
+    """The tree's ``model.options`` costing ``share`` of rho: its selections take TREE_SELECT_SHARE of every
+    TREE_SELECT_SHARE + TREE_PAIRS_SHARE, the pair counts the rest."""
+    select = share * TREE_SELECT_SHARE / (TREE_SELECT_SHARE + TREE_PAIRS_SHARE)
+    return {"select_epsilon": select_epsilon(rho, select, n_items), "pair_noise_multiplier": sigma_for_share(
+        rho, share - select)}
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).
@@ -187,9 +205,23 @@ def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = No
             and (partitioner or PARTITIONER) in MERGEABLE)
 
 
+def chooses_tree(facts: PublicFacts, k: int, kind: str) -> bool:
+    """Whether the measured dependence may choose a tree instead of DP-SGD (``TREE_ABOVE``): one group, a model
+    trained by DP-SGD that the config leaves open (``kind``: ``family``'s), not a table (a tree already at its
+    scales), no record of more than one declared item required (a tree keeps at most one)."""
+    return (TREE_ABOVE > 0 and DEPENDENCE_SHARE > 0 and k == 1 and kind == "vae" and facts.attributes is None
+            and facts.min_items <= 1)
+
+
 def parts_open(stated: frozenset[str]) -> bool:
     """Whether the rules may choose the parts (and merge them): the config states neither their number nor method."""
     return not {"partition.k", "partition.method"} & stated
+
+
+def tree_open(cfg: Config, stated: frozenset[str]) -> bool:
+    """Whether the rules may choose a tree on the measured dependence: the config states neither the model nor
+    ``model.tree_above: 0``."""
+    return "model.kind" not in stated and not ("model.tree_above" in stated and cfg.model.tree_above == 0)
 
 
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
@@ -201,15 +233,18 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
-                    partitioner: str | None = None, pairs: bool = True, merge: bool = True) -> dict[str, Any]:
+                    partitioner: str | None = None, pairs: bool = True, merge: bool = True,
+                    tree: bool = True) -> dict[str, Any]:
     """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
-    the model family the config states (default: ``family``); ``partitioner``: the partitioner it
-    states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER); ``pairs``: False when a
-    stated option rules out a release that follows global pairs (``measures_pairs``); ``merge``: False
-    when the config states the parts (no measured merge, ``measures_dependence``)."""
+    the model family the config states (default: ``family``, and a tree where the measured dependence is
+    high, ``chooses_tree``); ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a rule
+    for it (default: PARTITIONER); ``pairs``: False when a stated option rules out a release that follows
+    global pairs (``measures_pairs``); ``merge``: False when the config states the parts (no measured
+    merge, ``measures_dependence``); ``tree``: False when the config turns the choice of a tree off."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
+    gate = tree and kind is None and chooses_tree(facts, k, family(facts))
     kind = kind or family(facts)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
@@ -220,11 +255,14 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
-    dependence_share = DEPENDENCE_SHARE if merge and measures_dependence(facts, k, partitioner) else 0.0
+    merged = merge and measures_dependence(facts, k, partitioner)
+    dependence_share = DEPENDENCE_SHARE if merged or gate else 0.0
     fixed = (items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
              + dependence_share)
-    # a kind without DP-SGD leaves the means its share too
+    # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
+    if kind == "tree" and tree_for_training(facts):
+        tree_share = 1.0 - fixed - trained - MARGIN
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
                    else trained - pairs_share - dependence_share)
     out: dict[str, Any] = {
@@ -249,7 +287,10 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.length_bound_noise_multiplier": sigma_for_share(rho, bound_share) if bound_share > 0 else 20.0,
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "partition.dependence_noise_multiplier": sigma_for_share(rho, dependence_share) if dependence_share else None,
-        "partition.merge_below": MERGE_BELOW if dependence_share > 0 else 0.0,
+        "partition.merge_below": MERGE_BELOW if merged else 0.0,
+        "model.tree_above": TREE_ABOVE if gate else 0.0,
+        # where chosen, the tree takes what DP-SGD would: the rest of rho after the fixed stages and the means
+        "model.tree_options": tree_options(rho, items, 1.0 - fixed - means_share - MARGIN) if gate else {},
         "training.clipping": "fixed", "training.clip_norm": CLIP_NORM, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
     }
@@ -258,15 +299,15 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     else:
         out.update(PARTITIONER_RULES[partitioner or PARTITIONER](rho * partition_share))
     if kind == "tree":
-        out["model.options"] = tree_options(rho, items)
+        out["model.options"] = tree_options(rho, items, tree_share)
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out
 
 
-def regime(facts: PublicFacts, *, merge: bool = True) -> str:
+def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True) -> str:
     """Which model family and how many parts the rules chose, and why, in one sentence (for the report);
-    ``merge``: as for ``public_defaults``."""
+    ``merge``, ``tree``: as for ``public_defaults`` (``tree``: also False when the config states the model)."""
     scale = facts.records_magnitude * facts.epsilon
     k = parts(facts)
     split = ("one group" if k == 1
@@ -276,7 +317,11 @@ def regime(facts: PublicFacts, *, merge: bool = True) -> str:
     kind = family(facts)
     table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
              and tree_scale(facts) > TREE_SCALE else "")
-    if kind == "tree":
+    if kind == "tree" and scale >= tree_scale(facts):  # tree_for_training
+        family_why = (f"a tree of items, fitted to noisy pair counts along privately chosen edges, in DP-SGD's place "
+                      f"and with its budget: N x epsilon = {scale:,.0f} is below {PARTITION_SCALE:,}, where the "
+                      "records form one group and measured pairs buy more than DP-SGD")
+    elif kind == "tree":
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "
                       f"{table}N x epsilon = {scale:,.0f} is below {tree_scale(facts):,}, where measured "
                       "pairs buy more than DP-SGD")
@@ -292,6 +337,10 @@ def regime(facts: PublicFacts, *, merge: bool = True) -> str:
     extras += (" One tree of item pairs is measured over all records, and the release's item and pair frequencies "
                f"follow it (N x epsilon is at least {PAIRS_SCALE:,})." if measures_pairs(facts, kind, facts.n_items)
                else "")
+    extras += (f" The items' dependence on each other is measured first, and where it is at least {TREE_ABOVE:g} "
+               "per record and edge the group's model is a tree of items instead, which measures their strongest "
+               "pairs directly (the run is charged for the costlier of the two at every RDP order)."
+               if tree and chooses_tree(facts, k, kind) else "")
     extras += (f" The items' dependence on each other is measured first, and the records form one group where it is "
                f"below {MERGE_BELOW:g} per record and edge, its means taking the partition's budget (items that "
                "barely depend on each other: groups would only split the records)." if merge
@@ -315,7 +364,8 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     # stated parts are kept as stated; a partition calibrated to its own epsilon has no fixed budget to move
     merge = parts_open(stated) and cfg.partition.target_epsilon is None
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
-                                                           partitioner=partitioner, pairs=pairs, merge=merge).items()
+                                                           partitioner=partitioner, pairs=pairs, merge=merge,
+                                                           tree=tree_open(cfg, stated)).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

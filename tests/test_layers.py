@@ -18,7 +18,8 @@ LAYER = {
     "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
     "streams": 0,  # draws from a torch generator on its own device (a GPU run keeps the CPU stream)
     "registry": 1,
-    "config_sections": 1,  # the typed sections of a run's config (dataclasses, their docs and checks)  # components by name (partitioners, models) and their typed options
+    "config_fields": 1,  # a documented option, its check, the words of a noise option's release
+    "config_sections": 1.5,  # the typed sections of a run's config (dataclasses, their docs and checks)  # components by name (partitioners, models) and their typed options
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)
     "progress": 1,  # progress.py: the stage bar (public totals, epsilon spent so far) every stage uses
     "privacy": 2, "config": 2,

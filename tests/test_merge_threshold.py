@@ -18,7 +18,7 @@ def test_a_threshold_takes_the_merged_row_where_the_measurement_is_below_it():
     rows = [_row("dep_keep", 0, 0.01, -0.1), _row("dep_merge", 0, 0.01, -0.3),
             _row("dep_keep", 1, 0.05, -0.2), _row("dep_merge", 1, 0.05, -0.4), _row("dep_keep", 2, 0.02, 0.0)]
     made = merge_threshold.threshold_rows(rows, 0.03)
-    assert [(r["seed"], r["score"], r["merged"], r["candidate"]) for r in made] == [
+    assert [(r["seed"], r["score"], r["taken"], r["candidate"]) for r in made] == [
         (0, -0.3, True, "merge0.03"), (1, -0.2, False, "merge0.03")]  # seed 2 would merge: no row that way
     assert [r["score"] for r in merge_threshold.threshold_rows(rows, 0.001)] == [-0.1, -0.2, 0.0]
 
@@ -27,3 +27,11 @@ def test_rows_that_measured_different_values_are_refused():
     rows = [_row("dep_keep", 0, 0.01, -0.1), _row("dep_merge", 0, 0.02, -0.3)]
     with pytest.raises(SystemExit, match="not the same draws"):
         merge_threshold.threshold_rows(rows, 0.03)
+
+
+def test_a_tree_threshold_takes_the_tree_row_at_or_above_it():
+    rows = [_row("tree_keep", 0, 0.01, -0.1), _row("tree_take", 0, 0.01, -0.3),
+            _row("tree_keep", 1, 0.05, -0.2), _row("tree_take", 1, 0.05, -0.6)]
+    made = merge_threshold.threshold_rows(rows, 0.05, merge_threshold.GATES["tree"])
+    assert [(r["seed"], r["score"], r["taken"], r["candidate"]) for r in made] == [
+        (0, -0.1, False, "tree0.05"), (1, -0.6, True, "tree0.05")]  # at the threshold: the tree

@@ -439,3 +439,71 @@ def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_for
                             "partition": {"target_epsilon": 0.2}})
     apply_public_rules(cfg, many, cfg.stated)  # validates
     assert cfg.partition.dependence_noise_multiplier is None and cfg.partition.merge_below == 0.0
+
+
+def test_a_tree_threshold_measures_the_dependence_where_one_group_trains_and_the_tree_takes_dp_sgds_share(
+        monkeypatch) -> None:
+    """TREE_ABOVE > 0: where the records form one group and DP-SGD trains (not a table, not a stated model), the
+    dependence is measured from the means' share and the tree's options cost what DP-SGD would have spent."""
+    from dpgm import rules
+    from dpgm.rules import apply_public_rules
+
+    one = facts(30_000)  # N eps = 10,000: one group, a VAE
+    monkeypatch.setattr(rules, "TREE_ABOVE", 0.0)
+    before = public_defaults(one, top_items=None)
+    assert before["model.tree_above"] == 0.0 and before["partition.dependence_noise_multiplier"] is None
+    monkeypatch.setattr(rules, "TREE_ABOVE", 0.04)
+    after = public_defaults(one, top_items=None)
+    rho = zcdp_rho(one.epsilon, one.delta)
+    assert after["model.tree_above"] == 0.04 and after["partition.merge_below"] == 0.0
+    assert 1 / (2 * after["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
+    means = [1 / (2 * d["model.mean_noise_multiplier"] ** 2) for d in (before, after)]
+    assert means[0] - means[1] == pytest.approx(rules.DEPENDENCE_SHARE * rho)
+    options = after["model.tree_options"]
+    tree = (one.n_items - 1) * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
+    gaussian = [1 / (2 * after[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
+                                                       "partition.dependence_noise_multiplier",
+                                                       "model.length_bound_noise_multiplier",
+                                                       "partition.empty_part_noise_multiplier")]
+    assert sum(gaussian) + tree == pytest.approx((1 - rules.MARGIN) * rho)  # the tree spends the rest, less the margin
+    assert "a tree of items instead" in regime(one) and "a tree of items instead" not in regime(one, tree=False)
+    for off in (facts(300_000), facts(3_000), PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0,
+                                                          delta=1e-6, attributes=5)):
+        assert public_defaults(off, top_items=None)["model.tree_above"] == 0.0  # k > 1, independent items, a table
+    assert public_defaults(one, top_items=None, kind="vae")["model.tree_above"] == 0.0  # a stated model is kept
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
+    apply_public_rules(cfg, one, cfg.stated)  # validates
+    assert cfg.model.tree_above == 0.04 and cfg.partition.dependence_noise_multiplier is not None
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "model": {"tree_above": 0}})
+    apply_public_rules(cfg, one, cfg.stated)
+    assert cfg.model.tree_above == 0 and cfg.partition.dependence_noise_multiplier is None  # turned off: not measured
+
+
+def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budget(monkeypatch) -> None:
+    """ONE_GROUP_TREE: from MIN_TRAINING_SCALE up to PARTITION_SCALE (one group) the model is a tree; the means keep
+    their trained share and the tree's options cost the rest but the margin; independent items below, DP-SGD above."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "ONE_GROUP_TREE", True)
+    one = facts(30_000)
+    out = public_defaults(one, top_items=None)
+    rho = zcdp_rho(one.epsilon, one.delta)
+    assert out["model.kind"] == "tree" and not out["model.calibrate"] and out["partition.k"] == 1
+    assert 1 / (2 * out["model.mean_noise_multiplier"] ** 2) == pytest.approx(rules.MEANS_SHARE * rho)
+    options = out["model.options"]
+    tree = (one.n_items - 1) * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
+    fixed = sum(1 / (2 * out[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
+                                                      "model.length_bound_noise_multiplier",
+                                                      "partition.empty_part_noise_multiplier"))
+    assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
+    assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
+                                       - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
+    assert "in DP-SGD's place and with its budget" in regime(one)
+    assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000
+    assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "vae"  # groups form: DP-SGD
+    assert public_defaults(facts(30_000), top_items=None, kind="vae")["model.kind"] == "vae"  # stated: kept
+    required = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0, delta=1e-6, min_items=2)
+    assert public_defaults(required, top_items=None)["model.kind"] == "vae"  # a tree keeps at most one item
+    monkeypatch.setattr(rules, "ONE_GROUP_TREE", False)
+    assert public_defaults(one, top_items=None)["model.kind"] == "vae"

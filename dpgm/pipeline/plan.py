@@ -24,8 +24,9 @@ from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
-from dpgm.rules import PublicFacts, parts_open, regime
+from dpgm.rules import PublicFacts, parts_open, regime, tree_open
 from dpgm.stages.dependence import merges
+from dpgm.stages.model_choice import tree_chosen, tree_options
 from dpgm.training.mixture import STAGE
 
 
@@ -57,7 +58,7 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     """The rules' choice of model family and parts in words, and which of it the config stated."""
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
-    return regime(facts, merge=parts_open(cfg.stated)) + kept
+    return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated)) + kept
 
 
 def check_components(cfg: Config) -> None:
@@ -65,6 +66,8 @@ def check_components(cfg: Config) -> None:
     (checked before the data are read, so a typo costs nothing)."""
     PARTITIONERS.options(cfg.partition.method, cfg.partition.options)
     MODELS.options(cfg.model.kind, cfg.model.options)
+    if cfg.model.tree_above > 0:  # the tree a measured dependence may choose instead
+        tree_options(cfg.model)
 
 
 def check_plan(cfg: Config, data: Records, stages: list[Any]) -> None:
@@ -145,13 +148,15 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
     if released.get("empty_records") is not None:
         report["noisy_empty_records"] = float(released["empty_records"])
-    if released.get("dependence") is not None:  # released: the partition merged its parts below merge_below
-        report["dependence"] = {"per_record_and_edge": released["dependence"], "merge_below": cfg.partition.merge_below,
-                                "parts_merged": merges(cfg, released["dependence"])}
+    measured = released.get("dependence")
+    if measured is not None:  # released: the parts merge below merge_below, a tree is chosen from tree_above
+        report["dependence"] = {"per_record_and_edge": measured, "merge_below": cfg.partition.merge_below,
+                                "parts_merged": merges(cfg, measured), "tree_above": cfg.model.tree_above,
+                                "tree_chosen": tree_chosen(cfg, measured)}
     t = cfg.training
-    merged = report.get("dependence", {}).get("parts_merged")
-    method = "none: the items' dependence is below merge_below" if merged else cfg.partition.method
-    report["plan"] = {"partition": method, "k": len(partition_sizes), "model": cfg.model.kind,
+    method = "none: the items' dependence is below merge_below" if merges(cfg, measured) else cfg.partition.method
+    model = "tree: the items' dependence is at least tree_above" if tree_chosen(cfg, measured) else cfg.model.kind
+    report["plan"] = {"partition": method, "k": len(partition_sizes), "model": model,
                       "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
     if steps == 0:  # independent items or trees: the released statistics are the models, nothing was trained
         return report

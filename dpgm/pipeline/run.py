@@ -186,7 +186,7 @@ class TrainingRun:
                                 {stage.name: stage for stage in self.stages}, self.rules_why)
         if collective.rank() != 0:
             return report
-        save_models(folder, self.released_models(), partition.noisy_sizes, self.cfg.model, data.item_names,
+        save_models(folder, self.released_models(), partition.noisy_sizes, self.training.model, data.item_names,
                     data.image_shape, data.meta.get("item_ids"), min_items=release_min_items(self.cfg),
                     part_labels=part_labels(self.cfg), length_shares=self.output("record_lengths"),
                     empty_size=empty_size, pairs=self.output("release_pairs"))

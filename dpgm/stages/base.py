@@ -126,10 +126,12 @@ class DictStage(Stage):
     """A stage whose output is a dict of arrays (a tree's parents and logits, edges and targets): saved as tensors."""
 
     def state_dict(self) -> dict[str, Any]:
-        return {"output": {key: torch.as_tensor(value) for key, value in self.output.items()}}
+        output = None if self.output is None else {key: torch.as_tensor(value) for key, value in self.output.items()}
+        return {"output": output}  # None: the stage released nothing (a choice went the other way)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output = {key: value.numpy() for key, value in state["output"].items()}
+        output = state["output"]
+        self.output = None if output is None else {key: value.numpy() for key, value in output.items()}
 
 
 #: Registered stage classes in pipeline order (``register_stage``).

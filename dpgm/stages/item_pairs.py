@@ -27,10 +27,9 @@ from typing import Any
 import numpy as np
 
 from dpgm.clustering.base import Partition
+from dpgm.config import Config
 from dpgm.data.chunks import summed
 from dpgm.data.dataset import BinaryDataset
-from dpgm.models import MODELS
-from dpgm.models.tree import TreeOptions
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
@@ -38,8 +37,10 @@ from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussi
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.dependence import plain_counts
 from dpgm.stages.length_bound import mean_bound
+from dpgm.stages.model_choice import STAGE as CHOICE
+from dpgm.stages.model_choice import TREE, chosen_model, tree_options
 from dpgm.stages.part_means import FLOOR, table_parts
-from dpgm.stages.training import release_min_items
+from dpgm.stages.training import choice_entry, release_min_items
 
 #: Ledger stage of the selections and the pair counts.
 STAGE = "item_pairs"
@@ -173,10 +174,18 @@ class ItemPairsStage(DictStage):
     name = STAGE
     streams = True
     line = "grow a tree of items per group, each edge chosen privately, and measure its noisy pair counts"
-    switch = ("model.kind", "tree")
 
-    def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
-        options: TreeOptions = MODELS.options(self.cfg.model.kind, self.cfg.model.options)
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.model.kind == "tree" or cfg.model.tree_above > 0
+
+    def run(self, ctx: StageContext) -> dict[str, np.ndarray] | None:
+        model = chosen_model(self.cfg, ctx.output("dependence"))
+        if model.kind != "tree":  # the configured model is trained (dpgm.stages.model_choice)
+            return None
+        if self.cfg.model.kind != "tree":  # a tree chosen on the measured dependence: the choice first
+            ctx.accountant.spend(CHOICE, choice_entry(self.cfg, ctx.accountant, ctx.data.n_items, TREE))
+        options = tree_options(model)
         partition, means = ctx.output("partition"), ctx.output("part_means")
         # a table's items add up to its attributes only while every item is kept (top_items may drop some values)
         whole = self.cfg.data.attributes if self.cfg.data.top_items is None else None

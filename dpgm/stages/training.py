@@ -26,10 +26,12 @@ from dpgm.imaging import image_grid, part_sample_grid, write_png_grid
 from dpgm.models import STATISTICS_ONLY, build_model
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import sigma_for_epsilon, steps_for_epochs
+from dpgm.privacy.calibrate import calibrate, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.progress import StageBar, stage_bar
 from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.model_choice import STAGE as CHOICE
+from dpgm.stages.model_choice import TRAINED, choice, chosen_model, training_plan
 from dpgm.stages.part_means import calibrate_to_means, start_at_means
 from dpgm.training.chunked_sampling import ChunkedPoissonBatches
 from dpgm.training.dpsgd import step_event
@@ -57,25 +59,39 @@ def release_min_items(cfg: Config) -> int:
     return max(cfg.data.min_items, 1) if split else cfg.data.min_items
 
 
-def calibrate_training_noise(cfg: Config, accountant: Accountant, steps: int) -> None:
-    """Target-epsilon mode: the smallest sigma_G keeping the WHOLE run within the target."""
+def training_steps(cfg: Config) -> int:
+    """DP-SGD's steps of the configured model (none for ``models.STATISTICS_ONLY`` kinds)."""
     t = cfg.training
+    return 0 if cfg.model.kind in STATISTICS_ONLY else steps_for_epochs(t.epochs, t.sampling_rate)
 
-    def event(sigma: float) -> DpEvent:
-        return step_event(sampling_rate=t.sampling_rate, noise_multiplier=sigma, clipping=t.clipping,
-                          hist_noise_multiplier=t.hist_noise_multiplier)
 
+def dpsgd_releases(cfg: Config, sigma: float) -> tuple[tuple[DpEvent, int], ...]:
+    """What DP-SGD charges at noise multiplier ``sigma``: its steps' events."""
+    t = cfg.training
+    event = step_event(sampling_rate=t.sampling_rate, noise_multiplier=sigma, clipping=t.clipping,
+                       hist_noise_multiplier=t.hist_noise_multiplier)
+    return ((event, training_steps(cfg)),)
+
+
+def training_noise(cfg: Config, accountant: Accountant, n_items: int) -> float:
+    """Target-epsilon mode: the smallest sigma_G keeping the WHOLE run within the target (with the choice of
+    a tree in the plan when ``model.tree_above`` is set: dpgm.stages.model_choice)."""
     try:
-        t.noise_multiplier = sigma_for_epsilon(
-            sampling_rate=t.sampling_rate, steps=steps, delta=accountant.delta,
-            target_epsilon=cfg.privacy.target_epsilon, extra_rdp=accountant.rdp(), event_factory=event,
-            bound=accountant.bound,
-        )
+        return calibrate(training_plan(cfg, n_items, lambda sigma: dpsgd_releases(cfg, sigma)),
+                         target_epsilon=cfg.privacy.target_epsilon, delta=accountant.delta,
+                         extra_rdp=accountant.rdp(), orders=accountant.orders, bound=accountant.bound)
     except (ValueError, PrivacyBudgetError) as exc:
         raise PrivacyBudgetError(
-            f"privacy.target_epsilon = {cfg.privacy.target_epsilon} cannot cover {steps} training steps "
-            f"after the partition stage ({exc}); with adaptive clipping the DPNorm histogram alone may "
+            f"privacy.target_epsilon = {cfg.privacy.target_epsilon} cannot cover {training_steps(cfg)} training "
+            f"steps after the partition stage ({exc}); with adaptive clipping the DPNorm histogram alone may "
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
+
+
+def choice_entry(cfg: Config, accountant: Accountant, n_items: int, taken: int) -> DpEvent:
+    """The ledger entry of a choice of model, its trained branch at the sigma_G that branch gets here."""
+    sigma = (cfg.training.noise_multiplier if cfg.privacy.target_epsilon is None
+             else training_noise(cfg, accountant, n_items))
+    return choice(cfg, n_items, dpsgd_releases(cfg, sigma), taken)
 
 
 def _sizes_table(sizes: np.ndarray) -> str:
@@ -93,9 +109,7 @@ class TrainingStage(Stage):
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
-        t = cfg.training
-        self.steps = 0 if cfg.model.kind in STATISTICS_ONLY else steps_for_epochs(t.epochs, t.sampling_rate)
-        self.step = 0
+        self.model, self.steps, self.step = cfg.model, training_steps(cfg), 0
         self.trainer: MixtureTrainer | None = None
 
     @classmethod
@@ -103,16 +117,26 @@ class TrainingStage(Stage):
         return True
 
     def run(self, ctx: StageContext) -> None:
-        if self.cfg.privacy.target_epsilon is not None and self.steps > 0:
-            calibrate_training_noise(self.cfg, ctx.accountant, self.steps)
+        self._choose(ctx)
+        cfg, items = self.cfg, ctx.data.n_items
+        if self.steps > 0 and cfg.privacy.target_epsilon is not None:
+            cfg.training.noise_multiplier = training_noise(cfg, ctx.accountant, items)
+        if self.steps > 0 and cfg.model.tree_above > 0:  # the choice of model, charged before the first step
+            entry = choice(cfg, items, dpsgd_releases(cfg, cfg.training.noise_multiplier), TRAINED)
+            ctx.accountant.spend(CHOICE, entry)
         self._build(ctx)
+
+    def _choose(self, ctx: StageContext) -> None:
+        """The model this run fits (a tree where dpgm.stages.model_choice picks one) and its DP-SGD steps."""
+        self.model = chosen_model(self.cfg, ctx.output("dependence"))
+        self.steps = 0 if self.model.kind in STATISTICS_ONLY else training_steps(self.cfg)
 
     def _build(self, ctx: StageContext) -> None:
         """One model per part (output biases at the noisy part means when released, trees from the
         item pairs) and the trainer."""
         cfg, partition, means = self.cfg, ctx.output("partition"), ctx.output("part_means")
         trees = ctx.output("item_pairs")
-        models = [build_model(cfg.model, ctx.data.n_items, generator=ctx.generator).to(cfg.device)
+        models = [build_model(self.model, ctx.data.n_items, generator=ctx.generator).to(cfg.device)
                   for _ in range(partition.k)]
         if means is not None:
             for model, probs in zip(models, means):
@@ -144,6 +168,7 @@ class TrainingStage(Stage):
             self.trainer.records.seed = int(state["chunk_seed"])
 
     def resume(self, ctx: StageContext, state: dict[str, Any]) -> None:
+        self._choose(ctx)
         self._build(ctx)
         self.load_state_dict(state)
 
@@ -237,12 +262,12 @@ class TrainingStage(Stage):
     def released_models(self, means: np.ndarray | None) -> list[torch.nn.Module]:
         """The trained models, calibrated to the noisy part means ``means`` when ``model.calibrate`` is set."""
         models = self.trainer.released_models()
-        if not self.cfg.model.calibrate:
+        if not self.model.calibrate:
             return models
         if means is None:
             raise ConfigError("model.calibrate is set but the run holds no noisy part means")
         models = copy.deepcopy(models)  # the trainer's state (and the checkpoint) stay uncalibrated
         for model, probs in zip(models, means):
             calibrate_to_means(model, probs, min_items=release_min_items(self.cfg),
-                               total=self.cfg.model.calibrate == "total")
+                               total=self.model.calibrate == "total")
         return models

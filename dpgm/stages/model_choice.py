@@ -1,0 +1,71 @@
+"""A tree of items instead of DP-SGD where the items depend strongly on each other (``model.tree_above``).
+
+At a budget where DP-SGD learns little, a tree of items measured directly (dpgm.stages.item_pairs)
+captures strong pairwise dependence better; where the items barely depend on each other, its
+pair counts buy nothing and DP-SGD's models do better. The released dependence
+(dpgm.stages.dependence) decides: at or above ``model.tree_above`` each part's model is a tree
+fitted to ``model.tree_options``, else the configured model is trained.
+
+Privacy (docs/privacy.md, "A choice between models"): the choice is made on earlier releases, so
+the run costs, at every RDP order, the larger of the two branches' curves (``ChoiceEvent``). Both
+branches charge the same choice entry at the same point of the ledger, before either draws: the
+tree before its first selection, DP-SGD before its first step, with DP-SGD's noise calibrated on
+a plan that holds the choice. Both ledgers then end at the same epsilon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from dpgm.config import Config, ModelConfig
+from dpgm.models import MODELS
+from dpgm.models.tree import TreeOptions
+from dpgm.privacy.events import ChoiceEvent, DpEvent, ExponentialEvent, GaussianEvent
+
+#: Ledger stage of the choice's entry.
+STAGE = "model_choice"
+#: Releases as (event, count) pairs, as a ``ChoiceEvent`` branch lists them.
+Releases = tuple[tuple[DpEvent, int], ...]
+#: The branches of a choice, in ``ChoiceEvent.branches`` order.
+TREE, TRAINED = 0, 1
+
+
+def tree_chosen(cfg: Config, measured: float | None) -> bool:
+    """Whether a tree replaces the configured model: ``model.tree_above`` is set and the released
+    dependence (None: not measured) is at or above it."""
+    return measured is not None and cfg.model.tree_above > 0 and measured >= cfg.model.tree_above
+
+
+def chosen_model(cfg: Config, measured: float | None) -> ModelConfig:
+    """The model section the run fits: the configured one, or a tree with ``model.tree_options``."""
+    if not tree_chosen(cfg, measured):
+        return cfg.model
+    return dataclasses.replace(cfg.model, kind="tree", options=dict(cfg.model.tree_options), calibrate=False)
+
+
+def tree_options(model: ModelConfig) -> TreeOptions:
+    """The tree's typed options: ``model.options`` of a tree, else ``model.tree_options``."""
+    return MODELS.options("tree", model.options if model.kind == "tree" else model.tree_options)
+
+
+def tree_releases(options: TreeOptions, n_items: int) -> Releases:
+    """What a tree charges (dpgm.stages.item_pairs): n_items - 1 selection rounds and one Gaussian release of
+    the chosen pairs' counts (drawn as a discrete Gaussian, whose curve is the same); nothing for one item."""
+    if n_items < 2:
+        return ()
+    return ((ExponentialEvent(epsilon=options.select_epsilon), n_items - 1),
+            (GaussianEvent(noise_multiplier=options.pair_noise_multiplier), 1))
+
+
+def choice(cfg: Config, n_items: int, training: Releases, taken: int) -> ChoiceEvent:
+    """The choice's ledger entry: a tree's releases against ``training``'s (DP-SGD's steps)."""
+    return ChoiceEvent(branches=(tree_releases(tree_options(cfg.model), n_items), training), taken=taken)
+
+
+def training_plan(cfg: Config, n_items: int, steps: Callable[[float], Releases]) -> Callable[[float], list]:
+    """DP-SGD's plan at noise multiplier s for ``calibrate``: its ``steps(s)``, after the choice's entry when
+    ``model.tree_above`` is set (the trained branch taken)."""
+    if cfg.model.tree_above <= 0:
+        return lambda sigma: list(steps(sigma))
+    return lambda sigma: [(choice(cfg, n_items, steps(sigma), TRAINED), 1), *steps(sigma)]
