@@ -154,8 +154,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # --gate tree composes every TREE_ABOVE from the two)
     "tree_keep": {"TREE_ABOVE": 1e9},
     "tree_take": {"TREE_ABOVE": 1e-9},
-    # a tree with DP-SGD's budget wherever one group would train, nothing measured
-    "tree_one": {"ONE_GROUP_TREE": True},
+    # a tree with DP-SGD's budget wherever one group would train (below N eps = 20,000), or wherever DP-SGD would
+    "tree_one": {"TREE_TRAINING_SCALE": 20_000},
+    "tree_all": {"TREE_TRAINING_SCALE": 10 ** 12},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

@@ -59,9 +59,9 @@ DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
 #: DP-SGD's (``model.tree_above``; 0: never measured for it), where the records form one group and DP-SGD
 #: trains; the tree takes the budget DP-SGD would, its selections a TREE_SELECT_SHARE : TREE_PAIRS_SHARE part.
 TREE_ABOVE = 0.0
-#: Where one group would train by DP-SGD (MIN_TRAINING_SCALE <= N * epsilon < PARTITION_SCALE), its model is a tree
-#: of items instead, which takes the budget DP-SGD would (the means keep theirs); False: DP-SGD.
-ONE_GROUP_TREE = False
+#: Below this N * epsilon, where DP-SGD would train (from MIN_TRAINING_SCALE up), each group's model is a tree of
+#: items instead, which takes the budget DP-SGD would (the means keep theirs; 0: never).
+TREE_TRAINING_SCALE = 0
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
@@ -173,10 +173,10 @@ def family(facts: PublicFacts) -> str:
 
 
 def tree_for_training(facts: PublicFacts) -> bool:
-    """Whether ONE_GROUP_TREE puts a tree where one group would train by DP-SGD (at most one item per record
-    required: a tree keeps at most one)."""
+    """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train (at most one item per record required: a
+    tree keeps at most one)."""
     scale = facts.records_magnitude * facts.epsilon
-    return ONE_GROUP_TREE and MIN_TRAINING_SCALE <= scale and parts(facts) == 1 and facts.min_items <= 1
+    return MIN_TRAINING_SCALE <= scale < TREE_TRAINING_SCALE and facts.min_items <= 1
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -318,9 +318,9 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True) -> str:
     table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
              and tree_scale(facts) > TREE_SCALE else "")
     if kind == "tree" and scale >= tree_scale(facts):  # tree_for_training
-        family_why = (f"a tree of items, fitted to noisy pair counts along privately chosen edges, in DP-SGD's place "
-                      f"and with its budget: N x epsilon = {scale:,.0f} is below {PARTITION_SCALE:,}, where the "
-                      "records form one group and measured pairs buy more than DP-SGD")
+        family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges, in "
+                      f"DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is below "
+                      f"{TREE_TRAINING_SCALE:,}, where measured pairs buy more than DP-SGD")
     elif kind == "tree":
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "
                       f"{table}N x epsilon = {scale:,.0f} is below {tree_scale(facts):,}, where measured "

@@ -481,11 +481,11 @@ def test_a_tree_threshold_measures_the_dependence_where_one_group_trains_and_the
 
 
 def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budget(monkeypatch) -> None:
-    """ONE_GROUP_TREE: from MIN_TRAINING_SCALE up to PARTITION_SCALE (one group) the model is a tree; the means keep
-    their trained share and the tree's options cost the rest but the margin; independent items below, DP-SGD above."""
+    """TREE_TRAINING_SCALE: from MIN_TRAINING_SCALE up to it the model is a tree; the means keep their trained
+    share and the tree's options cost the rest but the margin; independent items below, DP-SGD above."""
     from dpgm import rules
 
-    monkeypatch.setattr(rules, "ONE_GROUP_TREE", True)
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 20_000)
     one = facts(30_000)
     out = public_defaults(one, top_items=None)
     rho = zcdp_rho(one.epsilon, one.delta)
@@ -499,11 +499,11 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
     assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
                                        - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
-    assert "in DP-SGD's place and with its budget" in regime(one)
+    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is below 20,000" in regime(one)
     assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000
     assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "vae"  # groups form: DP-SGD
     assert public_defaults(facts(30_000), top_items=None, kind="vae")["model.kind"] == "vae"  # stated: kept
     required = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0, delta=1e-6, min_items=2)
     assert public_defaults(required, top_items=None)["model.kind"] == "vae"  # a tree keeps at most one item
-    monkeypatch.setattr(rules, "ONE_GROUP_TREE", False)
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 0)
     assert public_defaults(one, top_items=None)["model.kind"] == "vae"
