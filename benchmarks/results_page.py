@@ -532,6 +532,29 @@ TRIED = (
       "off the item sums; `partition_count`: the partition's count, as before (the commit before, renamed). "
       "Post-processing: the ledger is the same. Ten seeds per setting; seeds 0 to 2 of `partition_count` equal the "
       "rows of `rules_lodo_fit_n.json`. The sweep reads `default` for these settings.")),
+    ("A tree of items in DP-SGD's place where one group forms (shipped: tree_one)", "rules_lodo_one_group_tree.json",
+     ("Where the records form one group and DP-SGD trained (N epsilon from 3,000 to 20,000), each group's model can "
+      "be a tree of items instead (`dpgm/stages/item_pairs.py`: private edge selections, the chosen pairs' noisy "
+      "counts), with the budget DP-SGD would have had while the means keep theirs. `tree_one`: always "
+      "(`TREE_TRAINING_SCALE` 20,000); `tree_keep` and `tree_take`: the items' dependence measured first (2% of "
+      "rho, from the means') and never or always a tree (`model.tree_above`, the run charged the costlier branch "
+      "at every RDP order); `tree<T>`: a tree where the measurement is at least T, each seed's `tree_take` row "
+      "there and its `tree_keep` row elsewhere (`benchmarks/merge_threshold.py --gate tree`). Every such setting, "
+      "ten seeds. Leave-one-dataset-out chooses `tree_one` in every fold at both epsilons: held-out mean -0.588 "
+      "against -0.511 at epsilon 1 and -0.637 against -0.609 at epsilon 4; the worst held-out dataset is "
+      "t10i4d100k, -0.138 against -0.136 and -0.435 against -0.441, a tie. foodmart alone loses (-0.591 against "
+      "-0.620). The measured dependence buys nothing: the tree helps retail and t10i4d100k, whose items barely "
+      "depend on each other, as well.")),
+    ("A tree of items in DP-SGD's place where groups form (shipped: tree_all)", "rules_lodo_tree_parts.json",
+     ("Where groups form (N epsilon from 20,000, every such setting but the tables), each group's model a tree "
+      "with DP-SGD's budget (`tree_all`: `TREE_TRAINING_SCALE` infinite, shipped) against the rules before "
+      "(`default`: a VAE per group trained by DP-SGD, the release following one tree of pairs over all records). "
+      "Ten seeds, three on msnbc 300,000 and whole at epsilon 4. The `default` rows ran on the device machine's 16 "
+      "CPU cores (one process per setting, one thread each) and equal the earlier files' rows of the same seeds; "
+      "`tree_all` ran here and equals the device's own `tree_all` rows. At epsilon 4 leave-one-dataset-out chooses "
+      "`tree_all` in every fold: held-out mean -0.899 against -0.737, worst t10i4d100k -0.163 against -0.107; "
+      "gowalla alone loses, -1.109 against -1.127. At epsilon 1 only msnbc forms groups: -2.020 and -2.062 "
+      "against -1.613 and -1.579 at 300,000 and whole.")),
     ("One group where the items barely depend on each other (shipped: merge0.025)", "rules_lodo_merge.json",
      ("Where the rules form k > 1 groups (N epsilon from 20,000), 2% of rho (from the means') measures the items' "
       "dependence, the heaviest tree of the pairs' L1 distances from independence per record and edge "
@@ -629,7 +652,10 @@ def rules_sweep_section() -> str:
          "the `one2e4` rows of `rules_lodo_one_group.json`, ten seeds, one group below N epsilon = 20,000; the "
          "settings where groups form, the `merge0.025` rows of `rules_lodo_merge.json`, ten seeds at N = 10,000 and "
          "three above, one group where the measured dependence is below 0.025; msnbc 300,000 and whole at epsilon 1: "
-         "the `default` rows of `rules_lodo_msnbc_seeds10.json`, ten seeds, beside MST's ten) "
+         "the `default` rows of `rules_lodo_msnbc_seeds10.json`, ten seeds, beside MST's ten; every setting where "
+         "DP-SGD trained, a tree of items in its place: the `tree_one` rows of `rules_lodo_one_group_tree.json` where "
+         "one group forms and the `tree_all` rows of `rules_lodo_tree_parts.json` where groups form, ten seeds, "
+         "three on msnbc 300,000 and whole at epsilon 4) "
          "beside MST, MWEM+PGM and AIM (40-round cap), each peer compared on the seeds both ran: the "
          "same records, the same 500 held-out counting queries. Seconds are one fit with its sampling and scoring, on one "
          "thread. Plots, one per dataset (per size and epsilon, the error per length group of the rules, each "

@@ -32,9 +32,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: MST or the marginals, ten seeds each; then the settings at N = 10,000 under one group below N epsilon = 20,000
 #: (its candidate ``one2e4``), ten seeds each; then the settings where groups form, under one group where the
 #: items' measured dependence is below 0.025 (``merge0.025``; ten seeds at N = 10,000, three above); then msnbc
-#: 300,000 and whole at epsilon 1, ten seeds.
+#: 300,000 and whole at epsilon 1, ten seeds; then every setting where DP-SGD trained, under a tree of items in
+#: its place: where one group forms (``tree_one``, ten seeds) and where groups form (``tree_all``, ten seeds but
+#: msnbc 300,000 and whole at epsilon 4, three).
 SHIPPED = ("rules_lodo_fit_n.json", "rules_lodo_table_sizes.json", "rules_lodo_borderline_seeds10.json",
-           "rules_lodo_one_group.json:one2e4", "rules_lodo_merge.json:merge0.025", "rules_lodo_msnbc_seeds10.json")
+           "rules_lodo_one_group.json:one2e4", "rules_lodo_merge.json:merge0.025", "rules_lodo_msnbc_seeds10.json",
+           "rules_lodo_one_group_tree.json:tree_one", "rules_lodo_tree_parts.json:tree_all")
 #: Metrics the older files' rows lack: of two rows of one run, the one holding more of them is kept.
 OPTIONAL = ("tvd3", "tvd1")
 #: The issue's bound on the single-item TVD: at most this multiple of MST's.

@@ -60,8 +60,11 @@ DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
 #: trains; the tree takes the budget DP-SGD would, its selections a TREE_SELECT_SHARE : TREE_PAIRS_SHARE part.
 TREE_ABOVE = 0.0
 #: Below this N * epsilon, where DP-SGD would train (from MIN_TRAINING_SCALE up), each group's model is a tree of
-#: items instead, which takes the budget DP-SGD would (the means keep theirs; 0: never).
-TREE_TRAINING_SCALE = 0
+#: items instead, which takes the budget DP-SGD would (the means keep theirs; inf: everywhere; 0: never).
+TREE_TRAINING_SCALE = math.inf
+#: ... over at most this many items (after data.top_items): its pair counts are k dense (m + 1) x (m + 1)
+#: matrices, gigabytes over thousands of items; above it DP-SGD trains as before.
+TREE_MAX_ITEMS = 1_000
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
@@ -163,20 +166,22 @@ def tree_scale(facts: PublicFacts) -> int:
     return TREE_SCALE if facts.attributes is None else max(TREE_SCALE, TABLE_TREE_SCALE)
 
 
-def family(facts: PublicFacts) -> str:
+def family(facts: PublicFacts, items: int | None = None) -> str:
     """The model family from N * epsilon: ``tree`` below ``tree_scale``, ``independent`` below
-    MIN_TRAINING_SCALE, ``tree`` where one group would train (``tree_for_training``), else ``vae`` (DP-SGD)."""
+    MIN_TRAINING_SCALE, ``tree`` where DP-SGD would train (``tree_for_training``), else ``vae`` (DP-SGD);
+    ``items``: the items modelled (default: all)."""
     scale = facts.records_magnitude * facts.epsilon
-    if scale < tree_scale(facts) or tree_for_training(facts):
+    if scale < tree_scale(facts) or tree_for_training(facts, items):
         return "tree"
     return "independent" if scale < MIN_TRAINING_SCALE else "vae"
 
 
-def tree_for_training(facts: PublicFacts) -> bool:
-    """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train (at most one item per record required: a
-    tree keeps at most one)."""
+def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
+    """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train, over at most TREE_MAX_ITEMS ``items``
+    (default: all) and with at most one item per record required (a tree keeps at most one)."""
     scale = facts.records_magnitude * facts.epsilon
-    return MIN_TRAINING_SCALE <= scale < TREE_TRAINING_SCALE and facts.min_items <= 1
+    small = (facts.n_items if items is None else items) <= TREE_MAX_ITEMS
+    return MIN_TRAINING_SCALE <= scale < TREE_TRAINING_SCALE and small and facts.min_items <= 1
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -244,8 +249,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
-    gate = tree and kind is None and chooses_tree(facts, k, family(facts))
-    kind = kind or family(facts)
+    gate = tree and kind is None and chooses_tree(facts, k, family(facts, items))
+    kind = kind or family(facts, items)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured
@@ -261,7 +266,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
              + dependence_share)
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
-    if kind == "tree" and tree_for_training(facts):
+    if kind == "tree" and tree_for_training(facts, items):
         tree_share = 1.0 - fixed - trained - MARGIN
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
                    else trained - pairs_share - dependence_share)
@@ -305,22 +310,25 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     return out
 
 
-def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True) -> str:
+def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: int | None = None) -> str:
     """Which model family and how many parts the rules chose, and why, in one sentence (for the report);
-    ``merge``, ``tree``: as for ``public_defaults`` (``tree``: also False when the config states the model)."""
+    ``merge``, ``tree``: as for ``public_defaults`` (``tree``: also False when the config states the model);
+    ``items``: the items modelled (default: all)."""
     scale = facts.records_magnitude * facts.epsilon
     k = parts(facts)
     split = ("one group" if k == 1
              else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
     if k == 1 and scale >= 2 * RECORDS_PER_PART:
         split += f" (N x epsilon = {scale:,.0f} is below {PARTITION_SCALE:,}, where groups cost more than they buy)"
-    kind = family(facts)
+    kind = family(facts, items)
     table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
              and tree_scale(facts) > TREE_SCALE else "")
     if kind == "tree" and scale >= tree_scale(facts):  # tree_for_training
+        below = f" is below {TREE_TRAINING_SCALE:,}," if math.isfinite(TREE_TRAINING_SCALE) else ""
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges, in "
-                      f"DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is below "
-                      f"{TREE_TRAINING_SCALE:,}, where measured pairs buy more than DP-SGD")
+                      f"DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is at least "
+                      f"{MIN_TRAINING_SCALE:,}{below} where the pairs measured directly buy more than the models "
+                      "DP-SGD trains")
     elif kind == "tree":
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "
                       f"{table}N x epsilon = {scale:,.0f} is below {tree_scale(facts):,}, where measured "
@@ -332,6 +340,9 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True) -> str:
         family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
                       f"{max(MIN_TRAINING_SCALE, tree_scale(facts)):,}, enough for DP-SGD to learn correlations "
                       "between items")
+        if (facts.n_items if items is None else items) > TREE_MAX_ITEMS:
+            family_why += (f" (a tree of items, the rules' choice there, is kept to at most {TREE_MAX_ITEMS:,} items, "
+                           "whose pair counts fit in memory: set data.top_items)")
     extras = " Every item's total over all records is measured once and the groups' means agree with it." \
         if TOTALS_SHARE > 0 else ""
     extras += (" One tree of item pairs is measured over all records, and the release's item and pair frequencies "

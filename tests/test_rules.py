@@ -15,10 +15,21 @@ from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
-from dpgm.rules import MAX_PARTS, PublicFacts, parts, public_defaults, regime, zcdp_rho
+from dpgm.rules import MAX_PARTS, TREE_TRAINING_SCALE, PublicFacts, parts, public_defaults, regime, zcdp_rho
 from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The shipped value, read before any test patches it.
+SHIPPED_TREE_TRAINING_SCALE = TREE_TRAINING_SCALE
+
+
+@pytest.fixture(autouse=True)
+def dp_sgd_trains(monkeypatch) -> None:
+    """The rules where DP-SGD trains (TREE_TRAINING_SCALE 0): most of them price its models; the shipped tree in
+    its place is tested on its own (``test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train``)."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 0)
 
 
 def facts(n: int, epsilon: float = 1.0, items: int = 17) -> PublicFacts:
@@ -499,7 +510,7 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
     assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
                                        - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
-    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is below 20,000" in regime(one)
+    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000 is below 20,000," in regime(one)
     assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000
     assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "vae"  # groups form: DP-SGD
     assert public_defaults(facts(30_000), top_items=None, kind="vae")["model.kind"] == "vae"  # stated: kept
@@ -507,3 +518,28 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     assert public_defaults(required, top_items=None)["model.kind"] == "vae"  # a tree keeps at most one item
     monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 0)
     assert public_defaults(one, top_items=None)["model.kind"] == "vae"
+
+
+def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(monkeypatch, tmp_path) -> None:
+    """TREE_TRAINING_SCALE as shipped (inf): a tree from N epsilon = 3,000 up, one group or many, nothing trained;
+    a run on public rules spends within its target, all but the margin."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
+    assert SHIPPED_TREE_TRAINING_SCALE == math.inf
+    kinds = {n: public_defaults(facts(n), top_items=None)["model.kind"] for n in (3_000, 30_000, 300_000)}
+    assert kinds == {3_000: "independent", 30_000: "tree", 300_000: "tree"}
+    assert public_defaults(facts(300_000), top_items=None)["partition.k"] == MAX_PARTS  # the groups stay
+    wide = facts(300_000, items=5_000)  # k dense pair-count matrices over 5,000 items: DP-SGD instead
+    assert public_defaults(wide, top_items=None)["model.kind"] == "vae" and "set data.top_items" in regime(wide)
+    assert public_defaults(wide, top_items=100)["model.kind"] == "tree" and "a tree" in regime(wide, items=100)
+    assert "N x epsilon = 100,000 is at least 3,000 where the pairs measured directly" in regime(facts(300_000))
+    rng = np.random.default_rng(0)
+    x = sp.csr_matrix((rng.random((30_000, 12)) < 0.2).astype(np.float32))
+    data = BinaryDataset(records=x, item_names=[f"i{j}" for j in range(12)])
+    cfg = config_from_dict({"rules": "public", "runs_dir": str(tmp_path), "seed": 1,
+                            "privacy": {"target_epsilon": 2.0, "delta": 1e-6}})
+    run = TrainingRun(cfg, tmp_path / "run", data=data, progress=False)
+    run.start()
+    assert cfg.model.kind == "tree" and run.steps == 0 and run.output("item_pairs") is not None
+    assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0

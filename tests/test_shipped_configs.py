@@ -36,8 +36,9 @@ PINNED = {
     "retail": (["privacy.delta=1e-6"], (3000, 200, None), 1.0, 3.8773),
     "gowalla": (["privacy.delta=1e-6"], (3000, 200, None), 1.0, 4.4501),
     # the generic config on msnbc's shape: N = 1e5 declared as msnbc gives it (20 parts)
-    "csv": ([], None, 1.0, 2.9112),  # the bundled example (examples/survey.csv, 20,000 records: N = 1e4, one part)
-    "transactions": (["privacy.delta=1e-7", "data.records_magnitude=100000"], (3000, 17, None), 1.0, 7.5592),
+    # the generic configs fit trees of items, whose fixed noise leaves the rules' margin unspent (no DP-SGD step)
+    "csv": ([], None, 0.9946, 1.0),  # the bundled example (examples/survey.csv, 20,000 records: N = 1e4, one part)
+    "transactions": (["privacy.delta=1e-7", "data.records_magnitude=100000"], (3000, 17, None), 0.9948, 1.0),
 }
 
 

@@ -58,7 +58,8 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     """The rules' choice of model family and parts in words, and which of it the config stated."""
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
-    return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated)) + kept
+    items = facts.n_items if cfg.data.top_items is None else min(cfg.data.top_items, facts.n_items)
+    return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated), items=items) + kept
 
 
 def check_components(cfg: Config) -> None:
