@@ -157,6 +157,15 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # a tree with DP-SGD's budget wherever one group would train (below N eps = 20,000), or wherever DP-SGD would
     "tree_one": {"TREE_TRAINING_SCALE": 20_000},
     "tree_all": {"TREE_TRAINING_SCALE": 10 ** 12},
+    # the trees in DP-SGD's place (shipped): the means' share against the tree's, the selections' part of the
+    # tree's (tables' trees too), global item totals, no merge, fewer groups
+    "tm45": {"MEANS_SHARE": 0.45},
+    "tm70": {"MEANS_SHARE": 0.70},
+    "tsel5": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.35},
+    "tsel15": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.25},
+    "ttot10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
+    "tnomerge": {"MERGE_BELOW": 0.0},
+    "trpp1e4": {"RECORDS_PER_PART": 10_000},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
