@@ -157,6 +157,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # a tree with DP-SGD's budget wherever one group would train (below N eps = 20,000), or wherever DP-SGD would
     "tree_one": {"TREE_TRAINING_SCALE": 20_000},
     "tree_all": {"TREE_TRAINING_SCALE": 10 ** 12},
+    "tree_none": {"TREE_TRAINING_SCALE": 0},
     # the trees in DP-SGD's place (shipped): the means' share against the tree's, the selections' part of the
     # tree's (tables' trees too), global item totals, no merge, fewer groups
     "tm45": {"MEANS_SHARE": 0.45},

@@ -181,7 +181,8 @@ def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
     (default: all) and with at most one item per record required (a tree keeps at most one)."""
     scale = facts.records_magnitude * facts.epsilon
     small = (facts.n_items if items is None else items) <= TREE_MAX_ITEMS
-    return MIN_TRAINING_SCALE <= scale < TREE_TRAINING_SCALE and small and facts.min_items <= 1
+    trains = max(MIN_TRAINING_SCALE, tree_scale(facts)) <= scale  # below, a tree or independent items already
+    return trains and scale < TREE_TRAINING_SCALE and small and facts.min_items <= 1
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -323,7 +324,7 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
     kind = family(facts, items)
     table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
              and tree_scale(facts) > TREE_SCALE else "")
-    if kind == "tree" and scale >= tree_scale(facts):  # tree_for_training
+    if kind == "tree" and tree_for_training(facts, items):
         below = f" is below {TREE_TRAINING_SCALE:,}," if math.isfinite(TREE_TRAINING_SCALE) else ""
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges, in "
                       f"DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is at least "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -543,3 +544,17 @@ def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(monkeypatch, t
     run.start()
     assert cfg.model.kind == "tree" and run.steps == 0 and run.output("item_pairs") is not None
     assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0
+
+
+def test_a_declared_tables_own_tree_keeps_its_shares_where_the_tree_takes_dp_sgds_place(monkeypatch) -> None:
+    """Below TABLE_TREE_SCALE a table's tree has its own shares whatever TREE_TRAINING_SCALE says; above, the tree
+    in DP-SGD's place takes DP-SGD's."""
+    from dpgm import rules
+
+    table = PublicFacts(n_items=75, records_magnitude=1_000, epsilon=4.0, delta=1e-6, attributes=37)
+    before = public_defaults(table, top_items=None)
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
+    assert public_defaults(table, top_items=None) == before and before["model.kind"] == "tree"
+    assert "a table of 37 attributes" in regime(table)
+    larger = dataclasses.replace(table, records_magnitude=100_000)  # N eps = 400,000: DP-SGD's place
+    assert public_defaults(larger, top_items=None)["model.kind"] == "tree" and "DP-SGD's place" in regime(larger)
