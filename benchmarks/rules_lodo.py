@@ -167,6 +167,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "ttot10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
     "tnomerge": {"MERGE_BELOW": 0.0},
     "trpp1e4": {"RECORDS_PER_PART": 10_000},
+    "trpp2500": {"RECORDS_PER_PART": 2_500},
+    "tparts1e4": {"PARTITION_SCALE": 10_000},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
