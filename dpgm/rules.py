@@ -325,10 +325,10 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
     table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
              and tree_scale(facts) > TREE_SCALE else "")
     if kind == "tree" and tree_for_training(facts, items):
-        below = f" is below {TREE_TRAINING_SCALE:,}," if math.isfinite(TREE_TRAINING_SCALE) else ""
+        below = f" and below {TREE_TRAINING_SCALE:,}" if math.isfinite(TREE_TRAINING_SCALE) else ""
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges, in "
                       f"DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is at least "
-                      f"{MIN_TRAINING_SCALE:,}{below} where the pairs measured directly buy more than the models "
+                      f"{MIN_TRAINING_SCALE:,}{below}, where the pairs measured directly buy more than the models "
                       "DP-SGD trains")
     elif kind == "tree":
         family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "

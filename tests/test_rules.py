@@ -511,7 +511,7 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
     assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
                                        - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
-    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000 is below 20,000," in regime(one)
+    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000 and below 20,000, where" in regime(one)
     assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000
     assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "vae"  # groups form: DP-SGD
     assert public_defaults(facts(30_000), top_items=None, kind="vae")["model.kind"] == "vae"  # stated: kept
@@ -534,7 +534,7 @@ def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(monkeypatch, t
     wide = facts(300_000, items=5_000)  # k dense pair-count matrices over 5,000 items: DP-SGD instead
     assert public_defaults(wide, top_items=None)["model.kind"] == "vae" and "set data.top_items" in regime(wide)
     assert public_defaults(wide, top_items=100)["model.kind"] == "tree" and "a tree" in regime(wide, items=100)
-    assert "N x epsilon = 100,000 is at least 3,000 where the pairs measured directly" in regime(facts(300_000))
+    assert "N x epsilon = 100,000 is at least 3,000, where the pairs measured directly" in regime(facts(300_000))
     rng = np.random.default_rng(0)
     x = sp.csr_matrix((rng.random((30_000, 12)) < 0.2).astype(np.float32))
     data = BinaryDataset(records=x, item_names=[f"i{j}" for j in range(12)])
