@@ -562,9 +562,8 @@ TRIED = (
       "over all records measured once (10% of rho) and the groups' means made to agree with it, `tnomerge` "
       "no measured merge, `trpp1e4` half as many groups. Leave-one-dataset-out picks a different candidate in "
       "most folds and its held-out mean is worse than the shipped rules' at both epsilons (-0.651 against -0.663 "
-      "at epsilon 1, -0.625 against -0.645 at epsilon 4). Run when the tree in DP-SGD's place also took over a "
-      "declared table's own tree at epsilon 4 (since restored): the tables' rows there are not the shipped "
-      "rules'.")),
+      "at epsilon 1, -0.625 against -0.645 at epsilon 4). Run at 1d51137, whose tree in DP-SGD's place also "
+      "replaced a declared table's own tree at epsilon 4: the tables' rows there are not the shipped rules'.")),
     ("More groups for the trees (lost)", "rules_lodo_tree_groups.json",
      ("Trees measure pairs directly, so groups could pay where they did not for DP-SGD: `tparts1e4` forms groups "
       "from N epsilon = 10,000 (`PARTITION_SCALE`; 2 at epsilon 1 and N = 10,000), `trpp2500` one group per 2,500 "
