@@ -87,10 +87,12 @@ def training_noise(cfg: Config, accountant: Accountant, n_items: int) -> float:
             f"exceed it: raise training.hist_noise_multiplier, or lower epochs or sampling_rate") from None
 
 
-def choice_entry(cfg: Config, accountant: Accountant, n_items: int, taken: int) -> DpEvent:
-    """The ledger entry of a choice of model, its trained branch at the sigma_G that branch gets here."""
-    sigma = (cfg.training.noise_multiplier if cfg.privacy.target_epsilon is None
-             else training_noise(cfg, accountant, n_items))
+def choice_entry(cfg: Config, accountant: Accountant, n_items: int, taken: int, sigma: float | None = None) -> DpEvent:
+    """The ledger entry of a choice of model, its trained branch at ``sigma`` (default: the sigma_G that branch
+    gets here, ``training_noise`` or the configured one)."""
+    if sigma is None:
+        sigma = (cfg.training.noise_multiplier if cfg.privacy.target_epsilon is None
+                 else training_noise(cfg, accountant, n_items))
     return choice(cfg, n_items, dpsgd_releases(cfg, sigma), taken)
 
 
@@ -122,8 +124,8 @@ class TrainingStage(Stage):
         if self.steps > 0 and cfg.privacy.target_epsilon is not None:
             cfg.training.noise_multiplier = training_noise(cfg, ctx.accountant, items)
         if self.steps > 0 and cfg.model.tree_above > 0:  # the choice of model, charged before the first step
-            entry = choice(cfg, items, dpsgd_releases(cfg, cfg.training.noise_multiplier), TRAINED)
-            ctx.accountant.spend(CHOICE, entry)
+            sigma = cfg.training.noise_multiplier
+            ctx.accountant.spend(CHOICE, choice_entry(cfg, ctx.accountant, items, TRAINED, sigma))
         self._build(ctx)
 
     def _choose(self, ctx: StageContext) -> None:
