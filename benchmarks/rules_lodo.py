@@ -169,6 +169,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "trpp1e4": {"RECORDS_PER_PART": 10_000},
     "trpp2500": {"RECORDS_PER_PART": 2_500},
     "tparts1e4": {"PARTITION_SCALE": 10_000},
+    "tpairs": {"TREE_FOLLOWS_PAIRS": True},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

@@ -65,6 +65,9 @@ TREE_TRAINING_SCALE = math.inf
 #: ... over at most this many items (after data.top_items): its pair counts are k dense (m + 1) x (m + 1)
 #: matrices, gigabytes over thousands of items; above it DP-SGD trains as before.
 TREE_MAX_ITEMS = 1_000
+#: Whether the release of a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE),
+#: its shares taken from the means'.
+TREE_FOLLOWS_PAIRS = False
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
@@ -235,7 +238,8 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     PAIRS_SCALE up, when its shares are set, there are pairs, each part's model is not a tree already,
     and the release follows no length histogram (LENGTHS_SHARE: it follows one or the other)."""
     shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and LENGTHS_SHARE == 0
-    return shares and items > 1 and kind != "tree" and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
+    model = kind != "tree" or (TREE_FOLLOWS_PAIRS and tree_for_training(facts, items))
+    return shares and items > 1 and model and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
@@ -268,7 +272,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
     if kind == "tree" and tree_for_training(facts, items):
-        tree_share = 1.0 - fixed - trained - MARGIN
+        tree_share = 1.0 - fixed - trained + pairs_share - MARGIN  # the pairs' share comes from the means'
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
                    else trained - pairs_share - dependence_share)
     out: dict[str, Any] = {
