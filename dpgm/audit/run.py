@@ -63,9 +63,8 @@ def audited_config(cfg: Config, base: BinaryDataset) -> tuple[Config, float, int
     if cfg.rules == "public":
         apply_public_rules(cfg, public_facts(cfg, base, magnitude, delta), cfg.stated)
     if cfg.model.kind not in AUTO_SCORE:
-        raise ConfigError(
-            f"audit: model.kind must be one of {list(AUTO_SCORE)}, got {cfg.model.kind}"
-        )
+        ruled = " (chosen by rules: public; state model.kind: vae to audit its DP-SGD)" if cfg.rules == "public" else ""
+        raise ConfigError(f"audit: model.kind must be one of {list(AUTO_SCORE)}, got {cfg.model.kind}{ruled}")
     cfg.model.output_bias = "default"  # the noisy-means stage is not audited here
     cfg.model.calibrate = False
     t = cfg.training

@@ -101,8 +101,11 @@ def test_rules_public_configs_are_audited_with_their_rules() -> None:
     base = BinaryDataset(
         np.eye(10, dtype=np.uint8)[np.arange(20_000) % 10], [f"i{j}" for j in range(10)]
     )
+    ruled = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0}})
+    with pytest.raises(ConfigError, match="chosen by rules: public; state model.kind: vae"):
+        audited_config(ruled, base)  # the rules fit a tree: nothing trained to audit
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0}, "model": {"kind": "vae"}})
-    audited, delta, steps, claim = audited_config(cfg, base)  # a stated VAE: the rules would fit a tree
+    audited, delta, steps, claim = audited_config(cfg, base)
     assert audited.model.kind == "vae" and audited.model.hidden == [128]
     assert audited.training.clipping == "fixed" and audited.training.clip_norm == 30.0
     assert audited.model.output_bias == "default" and delta == 1e-6 and steps == 205
