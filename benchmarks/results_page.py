@@ -568,7 +568,7 @@ TRIED = (
      ("`MERGE_BELOW` chosen again once the groups' models are trees, as above: `dep_keep` and `dep_merge` give every "
       "threshold's rows (`merge<T>`). Ten seeds, three on msnbc 300,000 and whole. Leave-one-dataset-out keeps "
       "0.025 (equal to `default`) in every fold: a lower threshold stops t10i4d100k's merge (-0.089 against -0.180 "
-      "at 30,000), a higher one merges gowalla's groups, which its trees want (-1.028 against -1.109 at 0.045).")),
+      "at 30,000), a higher one merges gowalla's groups, which costs it (-1.028 against -1.109 at 0.045).")),
     ("Trees whose release follows the pairs over all records (lost)", "rules_lodo_tree_pairs.json",
      ("Where groups form, the groups' trees lose the global item measurement the trained models' release had: "
       "`tpairs` (`TREE_FOLLOWS_PAIRS`) measures one tree of pairs over all records as before (30% of rho, from the "
