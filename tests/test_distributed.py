@@ -18,14 +18,14 @@ WORLD = 2
 
 def config(path: Path, runs: Path) -> dict[str, Any]:
     """A statistics-only run (no DP-SGD): item choice, the items' dependence, LSH-tree partition, empty records, part
-    means."""
+    means, a tree of items per part."""
     return {"name": "d", "seed": 0, "runs_dir": str(runs), "threads": 1,
             "data": {"source": "transactions", "path": str(path), "n_items": 40, "top_items": 30},
             "privacy": {"target_epsilon": 2.0, "delta": 1e-5},
             "partition": {"method": "lsh_tree", "k": 3, "target_epsilon": 0.5, "options": {"max_depth": 8},
                           "empty_part_noise_multiplier": 5.0, "dependence_noise_multiplier": 5.0},
-            "model": {"kind": "independent", "output_bias": "noisy_mean", "mean_noise_multiplier": 5.0,
-                      "mean_clip": 3.0}}
+            "model": {"kind": "tree", "output_bias": "noisy_mean", "mean_noise_multiplier": 5.0,
+                      "mean_clip": 3.0, "options": {"select_epsilon": 0.05, "pair_noise_multiplier": 5.0}}}
 
 
 def zeros(shape: Any, scale: float, rng: Any = None) -> np.ndarray:
@@ -50,7 +50,8 @@ def released(path: Path, runs: Path) -> dict[str, Any]:
     partition = run.output("partition")
     return {"ledger": run.accountant.ledger.to_dict(), "epsilon": run.accountant.spent().epsilon,
             "n": run.data.n_records, "items": run.context.data.meta.get("item_ids"), "sizes": partition.noisy_sizes,
-            "centres": partition.centres, "means": run.output("part_means"), "dependence": run.output("dependence")}
+            "centres": partition.centres, "means": run.output("part_means"), "dependence": run.output("dependence"),
+            "trees": run.output("item_pairs")}
 
 
 def trained(path: Path, runs: Path) -> dict[str, Any]:
@@ -111,12 +112,15 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
             assert r["epsilon"] == pytest.approx(alone["epsilon"], rel=1e-12)
             assert np.array_equal(r["sizes"], ranks[0]["sizes"])  # every rank holds rank 0's release
             assert np.array_equal(r["means"], ranks[0]["means"]) and r["dependence"] == ranks[0]["dependence"]
+            assert all(np.array_equal(r["trees"][key], ranks[0]["trees"][key]) for key in ("parent", "logits"))
     exact = results[0][1]  # without noise: the statistics of all the records, as one process has them
     assert np.array_equal(exact["items"], exact_alone["items"])
     assert np.allclose(exact["sizes"], exact_alone["sizes"])
     assert np.allclose(exact["centres"], exact_alone["centres"], atol=1e-9)
     assert np.allclose(exact["means"], exact_alone["means"], atol=1e-9)
     assert exact["dependence"] == pytest.approx(exact_alone["dependence"], rel=1e-12)  # pair counts over all ranks
+    assert np.array_equal(exact["trees"]["parent"], exact_alone["trees"]["parent"])  # edges scored on all records
+    assert np.allclose(exact["trees"]["logits"], exact_alone["trees"]["logits"], atol=1e-9)
 
 
 def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
