@@ -62,9 +62,10 @@ TREE_ABOVE = 0.0
 #: Below this N * epsilon, where DP-SGD would train (from MIN_TRAINING_SCALE up), each group's model is a tree of
 #: items instead, which takes the budget DP-SGD would (the means keep theirs; inf: everywhere; 0: never).
 TREE_TRAINING_SCALE = math.inf
-#: ... over at most this many items (after data.top_items): its pair counts are k dense (m + 1) x (m + 1)
-#: matrices, gigabytes over thousands of items; above it DP-SGD trains as before.
-TREE_MAX_ITEMS = 1_000
+#: Statistics over every pair of items (a tree per group, the pairs over all records, the items' dependence) only
+#: over at most this many items (after data.top_items): each builds dense (m + 1) x (m + 1) counts (k of them for
+#: the trees), gigabytes over thousands of items. Above it DP-SGD trains and nothing is measured over pairs.
+PAIRS_MAX_ITEMS = 1_000
 #: Whether the release of a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE),
 #: its shares taken from the means'.
 TREE_FOLLOWS_PAIRS = False
@@ -180,10 +181,10 @@ def family(facts: PublicFacts, items: int | None = None) -> str:
 
 
 def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
-    """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train, over at most TREE_MAX_ITEMS ``items``
+    """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train, over at most PAIRS_MAX_ITEMS ``items``
     (default: all) and with at most one item per record required (a tree keeps at most one)."""
     scale = facts.records_magnitude * facts.epsilon
-    small = (facts.n_items if items is None else items) <= TREE_MAX_ITEMS
+    small = (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
     trains = max(MIN_TRAINING_SCALE, tree_scale(facts)) <= scale  # below, a tree or independent items already
     return trains and scale < TREE_TRAINING_SCALE and small and facts.min_items <= 1
 
@@ -206,12 +207,13 @@ def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TR
 MERGEABLE = ("lloyd", "kernel_kmeans")
 
 
-def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = None) -> bool:
+def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = None, items: int | None = None) -> bool:
     """Whether the items' dependence is measured to merge the k groups: k > 1, MERGE_BELOW set, a partitioner in
     MERGEABLE (default: PARTITIONER), not a table (its items depend on each other by construction: one value of
-    each attribute)."""
+    each attribute), at most PAIRS_MAX_ITEMS ``items`` (default: all)."""
+    few = (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
     return (k > 1 and MERGE_BELOW > 0 and DEPENDENCE_SHARE > 0 and facts.attributes is None
-            and (partitioner or PARTITIONER) in MERGEABLE)
+            and (partitioner or PARTITIONER) in MERGEABLE and few)
 
 
 def chooses_tree(facts: PublicFacts, k: int, kind: str) -> bool:
@@ -235,11 +237,13 @@ def tree_open(cfg: Config, stated: frozenset[str]) -> bool:
 
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     """Whether the release follows one tree of item pairs measured over all records: from N * epsilon =
-    PAIRS_SCALE up, when its shares are set, there are pairs, each part's model is not a tree already,
-    and the release follows no length histogram (LENGTHS_SHARE: it follows one or the other)."""
+    PAIRS_SCALE up, when its shares are set, there are pairs (at most PAIRS_MAX_ITEMS items), each part's model
+    is not a tree already, and the release follows no length histogram (LENGTHS_SHARE: it follows one or the
+    other)."""
     shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and LENGTHS_SHARE == 0
     model = kind != "tree" or (TREE_FOLLOWS_PAIRS and tree_for_training(facts, items))
-    return shares and items > 1 and model and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
+    few = 1 < items <= PAIRS_MAX_ITEMS
+    return shares and few and model and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
@@ -265,7 +269,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
-    merged = merge and measures_dependence(facts, k, partitioner)
+    merged = merge and measures_dependence(facts, k, partitioner, items)
     dependence_share = DEPENDENCE_SHARE if merged or gate else 0.0
     fixed = (items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
              + dependence_share)
@@ -320,7 +324,7 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
     ``merge``, ``tree``: as for ``public_defaults`` (``tree``: also False when the config states the model);
     ``items``: the items modelled (default: all)."""
     scale = facts.records_magnitude * facts.epsilon
-    k = parts(facts)
+    k, items = parts(facts), facts.n_items if items is None else items
     split = ("one group" if k == 1
              else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
     if k == 1 and scale >= 2 * RECORDS_PER_PART:
@@ -345,13 +349,13 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
         family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
                       f"{max(MIN_TRAINING_SCALE, tree_scale(facts)):,}, enough for DP-SGD to learn correlations "
                       "between items")
-        if (facts.n_items if items is None else items) > TREE_MAX_ITEMS:
-            family_why += (f" (a tree of items, the rules' choice there, is kept to at most {TREE_MAX_ITEMS:,} items, "
+        if items > PAIRS_MAX_ITEMS:
+            family_why += (f" (a tree of items, the rules' choice there, is kept to at most {PAIRS_MAX_ITEMS:,} items, "
                            "whose pair counts fit in memory: set data.top_items)")
     extras = " Every item's total over all records is measured once and the groups' means agree with it." \
         if TOTALS_SHARE > 0 else ""
     extras += (" One tree of item pairs is measured over all records, and the release's item and pair frequencies "
-               f"follow it (N x epsilon is at least {PAIRS_SCALE:,})." if measures_pairs(facts, kind, facts.n_items)
+               f"follow it (N x epsilon is at least {PAIRS_SCALE:,})." if measures_pairs(facts, kind, items)
                else "")
     extras += (f" The items' dependence on each other is measured first, and where it is at least {TREE_ABOVE:g} "
                "per record and edge the group's model is a tree of items instead, which measures their strongest "
@@ -360,7 +364,7 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
     extras += (f" The items' dependence on each other is measured first, and the records form one group where it is "
                f"below {MERGE_BELOW:g} per record and edge, its means taking the partition's budget (items that "
                "barely depend on each other: groups would only split the records)." if merge
-               and measures_dependence(facts, k) else "")
+               and measures_dependence(facts, k, items=items) else "")
     inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
     return f"The rules chose {family_why}, in {split}, from {inputs}.{extras}"
 

@@ -531,8 +531,11 @@ def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(monkeypatch, t
     kinds = {n: public_defaults(facts(n), top_items=None)["model.kind"] for n in (3_000, 30_000, 300_000)}
     assert kinds == {3_000: "independent", 30_000: "tree", 300_000: "tree"}
     assert public_defaults(facts(300_000), top_items=None)["partition.k"] == MAX_PARTS  # the groups stay
-    wide = facts(300_000, items=5_000)  # k dense pair-count matrices over 5,000 items: DP-SGD instead
-    assert public_defaults(wide, top_items=None)["model.kind"] == "vae" and "set data.top_items" in regime(wide)
+    wide = facts(300_000, items=5_000)  # dense pair counts over 5,000 items: DP-SGD instead, nothing over pairs
+    ruled = public_defaults(wide, top_items=None)
+    assert ruled["model.kind"] == "vae" and "set data.top_items" in regime(wide)
+    assert ruled["partition.dependence_noise_multiplier"] is None and ruled["model.pairs_noise_multiplier"] is None
+    assert "dependence" not in regime(wide) and "pairs is measured over all records" not in regime(wide)
     assert public_defaults(wide, top_items=100)["model.kind"] == "tree" and "a tree" in regime(wide, items=100)
     assert "N x epsilon = 100,000 is at least 3,000, where the pairs measured directly" in regime(facts(300_000))
     rng = np.random.default_rng(0)
