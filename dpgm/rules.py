@@ -216,12 +216,14 @@ def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = No
             and (partitioner or PARTITIONER) in MERGEABLE and few)
 
 
-def chooses_tree(facts: PublicFacts, k: int, kind: str) -> bool:
+def chooses_tree(facts: PublicFacts, k: int, kind: str, items: int | None = None) -> bool:
     """Whether the measured dependence may choose a tree instead of DP-SGD (``TREE_ABOVE``): one group, a model
     trained by DP-SGD that the config leaves open (``kind``: ``family``'s), not a table (a tree already at its
-    scales), no record of more than one declared item required (a tree keeps at most one)."""
+    scales), no record of more than one declared item required (a tree keeps at most one), at most
+    PAIRS_MAX_ITEMS ``items`` (default: all)."""
+    few = (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
     return (TREE_ABOVE > 0 and DEPENDENCE_SHARE > 0 and k == 1 and kind == "vae" and facts.attributes is None
-            and facts.min_items <= 1)
+            and facts.min_items <= 1 and few)
 
 
 def parts_open(stated: frozenset[str]) -> bool:
@@ -258,7 +260,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     rho = zcdp_rho(facts.epsilon, facts.delta)
     k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
-    gate = tree and kind is None and chooses_tree(facts, k, family(facts, items))
+    gate = tree and kind is None and chooses_tree(facts, k, family(facts, items), items)
     kind = kind or family(facts, items)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
@@ -360,7 +362,7 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
     extras += (f" The items' dependence on each other is measured first, and where it is at least {TREE_ABOVE:g} "
                "per record and edge the group's model is a tree of items instead, which measures their strongest "
                "pairs directly (the run is charged for the costlier of the two at every RDP order)."
-               if tree and chooses_tree(facts, k, kind) else "")
+               if tree and chooses_tree(facts, k, kind, items) else "")
     extras += (f" The items' dependence on each other is measured first, and the records form one group where it is "
                f"below {MERGE_BELOW:g} per record and edge, its means taking the partition's budget (items that "
                "barely depend on each other: groups would only split the records)." if merge

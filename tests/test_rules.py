@@ -483,6 +483,7 @@ def test_a_tree_threshold_measures_the_dependence_where_one_group_trains_and_the
                                                           delta=1e-6, attributes=5)):
         assert public_defaults(off, top_items=None)["model.tree_above"] == 0.0  # k > 1, independent items, a table
     assert public_defaults(one, top_items=None, kind="vae")["model.tree_above"] == 0.0  # a stated model is kept
+    assert public_defaults(facts(30_000, items=5_000), top_items=None)["model.tree_above"] == 0.0  # dense pairs
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
     apply_public_rules(cfg, one, cfg.stated)  # validates
     assert cfg.model.tree_above == 0.04 and cfg.partition.dependence_noise_multiplier is not None
