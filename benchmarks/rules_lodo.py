@@ -166,6 +166,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tsel15": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.25},
     "ttot10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
     "tnomerge": {"MERGE_BELOW": 0.0},
+    # the tables declare their schemas (DECLARE_SCHEMA): each attribute's values linked in each tree
+    "schema": {},
     "trpp1e4": {"RECORDS_PER_PART": 10_000},
     "trpp2500": {"RECORDS_PER_PART": 2_500},
     "tparts1e4": {"PARTITION_SCALE": 10_000},
@@ -174,6 +176,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
 ATTRIBUTES = {"mushroom": 23, "chess": 37}
+#: Their schemas: the values of each attribute, items running attribute by attribute in id order (mushroom:
+#: UCI's 22 attributes after the class, the values that occur; chess: 36 attributes of two values and one of
+#: three), over every item of the file; ``schema`` maps them to the items a run keeps.
+ATTRIBUTE_SIZES = {"mushroom": [2, 6, 4, 10, 2, 9, 2, 2, 2, 12, 2, 5, 4, 4, 9, 9, 1, 4, 3, 5, 9, 6, 7],
+                   "chess": [2] * 15 + [3] + [2] * 21}
+#: Candidates that declare the tables' schemas (``data.attribute_sizes``) besides their rules' patch.
+DECLARE_SCHEMA = ("schema",)
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
 FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",
@@ -233,6 +242,13 @@ class Held:
         pick = (self.order[:self.half] if size is None
                 else np.random.default_rng([seed, 11]).choice(self.order[:self.half], size, replace=False))
         return self.data.subset(np.sort(pick))
+
+
+def schema(name: str, data: BinaryDataset) -> list[int]:
+    """``name``'s values per attribute among the items ``data`` keeps (its top items: ``meta['item_ids']``)."""
+    of = np.repeat(np.arange(len(ATTRIBUTE_SIZES[name])), ATTRIBUTE_SIZES[name])
+    kept = data.meta.get("item_ids", range(of.size))
+    return np.bincount(of[np.asarray(kept)], minlength=len(ATTRIBUTE_SIZES[name])).tolist()
 
 
 def take_means(evaluation: CountingEvaluation, key: str) -> dict[int, float]:
@@ -297,6 +313,8 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             try:
                 with tempfile.TemporaryDirectory() as tmp:
                     declared = [f"data.attributes={ATTRIBUTES[name]}"] if name in ATTRIBUTES and args.attributes else []
+                    if name in ATTRIBUTE_SIZES and cand in DECLARE_SCHEMA:
+                        declared.append(f"data.attribute_sizes={schema(name, fit)}")
                     cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}", f"threads={args.threads}",
                                                     f"privacy.delta={delta}", f"privacy.target_epsilon={epsilon}",
                                                     *declared])

@@ -19,6 +19,7 @@ LAYER = {
     "streams": 0,  # draws from a torch generator on its own device (a GPU run keeps the CPU stream)
     "registry": 1,
     "config_fields": 1,  # a documented option, its check, the words of a noise option's release
+    "config_data": 1.25,  # the data section of a run's config (where the records come from, declared facts)
     "config_sections": 1.5,  # the typed sections of a run's config (dataclasses, their docs and checks)  # components by name (partitioners, models) and their typed options
     "io": 1,  # atomic writes and output-path checks (raise DpgmError)
     "progress": 1,  # progress.py: the stage bar (public totals, epsilon spent so far) every stage uses

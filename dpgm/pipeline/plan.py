@@ -78,6 +78,10 @@ def check_plan(cfg: Config, data: Records, stages: list[Any]) -> None:
     chunks need every planned stage to read them so (``Stage.streams``)."""
     if cfg.partition.method == "label" and data.labels is None:
         raise ConfigError("partition.method: 'label' needs a dataset with labels")
+    sizes = cfg.data.attribute_sizes
+    if sizes is not None and sum(sizes) != data.n_items:  # the item universe is public
+        raise ConfigError(f"data.attribute_sizes: its values add up to {sum(sizes)} items but the item universe "
+                          f"holds {data.n_items}")
     held = [stage.name for stage in stages if not stage.streams]
     if isinstance(data, ChunkedRecords) and held:
         raise ConfigError(f"data.chunk_mb: stage(s) {', '.join(held)} need the records in memory; "
@@ -116,6 +120,9 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
     if cfg.data.attributes is not None:
         out.append({"quantity": "attributes of the table", "value": f"{cfg.data.attributes} (one item each per record)",
                     "why": "declared as data.attributes"})
+    if cfg.data.attribute_sizes is not None:
+        out.append({"quantity": "values of each attribute", "value": list(cfg.data.attribute_sizes),
+                    "why": "declared as data.attribute_sizes (items run attribute by attribute)"})
     if data.image_shape is not None:
         out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})
     if cfg.partition.method == "label":

@@ -34,6 +34,7 @@ from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
+from dpgm.stages.attributes import project_values, schema_of
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.dependence import plain_counts
 from dpgm.stages.length_bound import mean_bound
@@ -190,6 +191,9 @@ class ItemPairsStage(DictStage):
         # a table's items add up to its attributes only while every item is kept (top_items may drop some values)
         whole = self.cfg.data.attributes if self.cfg.data.top_items is None else None
         sizes, means = table_parts(floor_counts(partition.noisy_sizes), means, whole)
+        schema = schema_of(self.cfg, ctx.output("items"))
+        if schema is not None:  # each attribute's values add up to one
+            means = np.clip(project_values(means, schema, FLOOR), FLOOR, 1.0 - FLOOR)
         bound = mean_bound(self.cfg, ctx)
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)

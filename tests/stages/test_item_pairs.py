@@ -11,6 +11,7 @@ from dpgm.artifact import load_release
 from dpgm.clustering.base import size_shares
 from dpgm.config import Config
 from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
 from dpgm.models.tree import Tree
 from dpgm.pipeline.run import train
 from dpgm.privacy.accountant import Accountant
@@ -203,3 +204,40 @@ def test_a_declared_table_whose_top_items_drop_values_keeps_the_partitions_count
         run_dir, _ = train(cfg, data=data, progress=False)
         marginals.append(load_release(run_dir).models[0].marginals().detach().numpy())
     np.testing.assert_allclose(marginals[1], marginals[0])
+
+
+def test_a_declared_schema_makes_each_attributes_values_add_up_to_one_at_no_cost(tmp_path):
+    """With ``data.attribute_sizes`` the tree's value frequencies of each attribute add up to one (the noisy
+    means projected, ``attributes.project_values``), and the ledger is the undeclared run's: post-processing."""
+    rng = np.random.default_rng(2)
+    first = rng.integers(0, 2, 800)
+    second = np.where(rng.random(800) < 0.8, first, rng.integers(0, 2, 800))
+    x = np.concatenate([np.eye(2)[first], np.eye(2)[second], np.eye(3)[rng.integers(0, 3, 800)]], axis=1)
+    data = BinaryDataset(records=x.astype(np.uint8), item_names=[f"v{j}" for j in range(7)], name="table")
+    runs = {}
+    for name, sizes in (("counted", None), ("schema", [2, 2, 3])):
+        cfg = tiny_config(tmp_path, **{"name": name, "model.kind": "tree", "partition.method": "none",
+                                       "partition.k": 1, "partition.noise_multiplier": 30.0,
+                                       "model.mean_noise_multiplier": 2.0, "model.calibrate": False})
+        cfg.data.attributes, cfg.data.attribute_sizes = 3, sizes
+        cfg.model.options = {"select_epsilon": 1.0, "pair_noise_multiplier": 2.0}
+        run_dir, _ = train(cfg, data=data, progress=False)
+        runs[name] = run_dir
+    ledgers = [PrivacyLedger.load(runs[name] / "release" / "ledger.json").entries for name in runs]
+    assert ledgers[0] == ledgers[1]
+    sums = {name: np.add.reduceat(load_release(run).models[0].marginals().detach().numpy(), [0, 2, 4])
+            for name, run in runs.items()}
+    np.testing.assert_allclose(sums["schema"], 1.0, atol=1e-4)
+    assert np.abs(sums["counted"] - 1.0).max() > 1e-3  # each value's own noise
+    assert sums["counted"].sum() == pytest.approx(3.0, abs=1e-4)
+
+
+def test_a_schema_that_does_not_add_up_to_the_item_universe_is_refused_before_any_release(tmp_path):
+    x = np.eye(3)[np.random.default_rng(0).integers(0, 3, 50)].astype(np.uint8)
+    data = BinaryDataset(records=x, item_names=["a", "b", "c"], name="table")
+    cfg = tiny_config(tmp_path, **{"model.kind": "tree", "partition.method": "none", "partition.k": 1})
+    cfg.data.attribute_sizes = [2, 2]
+    cfg.validate()
+    with pytest.raises(ConfigError, match="add up to 4 items but the item universe holds 3"):
+        train(cfg, data=data, progress=False)
+    assert not any(tmp_path.rglob("ledger.json"))
