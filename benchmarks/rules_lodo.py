@@ -166,10 +166,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tsel15": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.25},
     "ttot10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
     "tnomerge": {"MERGE_BELOW": 0.0},
-    # the tables declare their schemas (DECLARE_SCHEMA): each attribute's value frequencies add up to one
+    # the tables declare their schemas (DECLARE_SCHEMA): each attribute's values linked in each tree
     "schema": {},
-    # the clip's bias undone under the trees: the means by the share of item mass kept, the pairs by that of pairs
-    "tdebias": {"MEAN_DEBIAS": "mass"},
     "trpp1e4": {"RECORDS_PER_PART": 10_000},
     "trpp2500": {"RECORDS_PER_PART": 2_500},
     "tparts1e4": {"PARTITION_SCALE": 10_000},

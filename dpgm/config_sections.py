@@ -138,8 +138,8 @@ class ModelConfig:
         "off", "with mean_clip_quantile: divide the part means by the share the clip keeps, read off the same noisy "
                "length histogram (post-processing; dpgm/stages/length_bound.py): of item mass (mass: exact when an "
                "item is as much likelier in a longer record as the record is longer) or of records (records: exact "
-               "when its presence does not depend on the length; a tree's pair counts by the share of pairs kept); "
-               "the clip shrinks every long record, and at large n that bias outweighs the noise; off: no division")
+               "when its presence does not depend on the length); the clip shrinks every long record, and at large n "
+               "that bias outweighs the noise; off: no division")
     length_bound_noise_multiplier: float = opt(20.0, "noisy_mean with mean_clip_quantile: multiplier of the noisy "
                                                      "length histogram that bounds the record lengths")
     totals_noise_multiplier: float | None = opt(None, "noisy_mean: also release every item's total over all records "

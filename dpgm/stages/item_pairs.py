@@ -37,7 +37,7 @@ from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussi
 from dpgm.stages.attributes import project_values, schema_of
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.dependence import plain_counts
-from dpgm.stages.length_bound import mass_kept, mean_bound
+from dpgm.stages.length_bound import mean_bound
 from dpgm.stages.model_choice import STAGE as CHOICE
 from dpgm.stages.model_choice import TREE, chosen_model, tree_options
 from dpgm.stages.part_means import FLOOR, table_parts
@@ -205,6 +205,6 @@ class ItemPairsStage(DictStage):
         noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=options.pair_noise_multiplier,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
         nonempty = release_min_items(self.cfg) == 1
-        noisy = noisy.reshape(len(edges), -1) / mass_kept(self.cfg, ctx, pairs=True)  # the means' debias, if any
-        fits = [fit_tree(part, y, s, p, nonempty=nonempty) for part, y, s, p in zip(edges, noisy, sizes, means)]
+        fits = [fit_tree(part, y, s, p, nonempty=nonempty)
+                for part, y, s, p in zip(edges, noisy.reshape(len(edges), -1), sizes, means)]
         return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits])}

@@ -59,20 +59,14 @@ def clip_scale(clip_length: np.ndarray | int, lengths: np.ndarray) -> np.ndarray
     return np.minimum(1.0, np.sqrt(np.asarray(clip_length, dtype=np.float64) / np.maximum(lengths, 1.0)))
 
 
-#: What each length weighs in ``kept_share``: its items (mass), its pairs of items (pairs) or its record (records).
-KEPT_WEIGHTS = {"mass": lambda lengths: lengths, "pairs": lambda lengths: lengths * (lengths - 1),
-                "records": lambda lengths: lengths > 0}
-
-
 def kept_share(shares: np.ndarray, length: int, *, records: float, count_noise: float, by: str = "mass") -> float:
     """The share the clip sqrt(L) keeps, from the noisy length shares h (``tail_cut``): of item mass,
-    sum_l h_l l min(1, sqrt(L / l)) / sum_l h_l l (``by`` mass), of pair mass, the same with l (l - 1) for l
-    (``by`` pairs: a pair count weighs a record as an item's does), or of non-empty records, without the
-    factor l (``by`` records). The part means divided by it are unbiased on average over items when an item's
-    presence grows with the length as the length does (mass) or not at all (records)."""
+    sum_l h_l l min(1, sqrt(L / l)) / sum_l h_l l (``by`` mass), or of non-empty records, the same
+    without the factor l (``by`` records). The part means divided by it are unbiased on average over
+    items when an item's presence grows with the length as the length does (mass) or not at all (records)."""
     lengths = np.arange(shares.size, dtype=np.float64)
     h = tail_cut(shares, records=records, count_noise=count_noise)
-    weight = h * KEPT_WEIGHTS[by](lengths)
+    weight = h * (lengths if by == "mass" else lengths > 0)
     if weight.sum() <= 0:
         return 1.0
     return float(weight @ clip_scale(length, lengths) / weight.sum())
@@ -133,16 +127,14 @@ class LengthBoundStage(Stage):
         self.output, self.shares, self.records = state["output"], state.get("shares"), state.get("records", 0.0)
 
 
-def mass_kept(cfg: Config, ctx: StageContext, *, pairs: bool = False) -> float:
+def mass_kept(cfg: Config, ctx: StageContext) -> float:
     """What the part means are divided by: the share the private length bound's clip keeps, as
-    ``model.mean_debias`` reads it, when that is not off and the bound was measured; else 1. ``pairs``: what
-    pair counts at the same clip are divided by (under ``mass``, the share of pair mass kept)."""
+    ``model.mean_debias`` reads it, when that is not off and the bound was measured; else 1."""
     stage = ctx.stages.get(STAGE)
     if cfg.model.mean_debias == "off" or not isinstance(stage, LengthBoundStage) or stage.shares is None:
         return 1.0
-    by = "pairs" if pairs and cfg.model.mean_debias == "mass" else cfg.model.mean_debias
     return kept_share(stage.shares, stage.output, records=stage.records,
-                      count_noise=cfg.model.length_bound_noise_multiplier, by=by)
+                      count_noise=cfg.model.length_bound_noise_multiplier, by=cfg.model.mean_debias)
 
 
 def balanced_bound(cfg: Config, ctx: StageContext, *, noise_multiplier: float) -> float:

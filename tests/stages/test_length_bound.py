@@ -123,15 +123,6 @@ def test_the_kept_share_is_the_clipped_share_of_item_mass_or_of_records() -> Non
     assert kept_share(np.array([1.0, 0.0]), 1, records=1_000, count_noise=1.0) == 1.0  # no mass: nothing to undo
 
 
-def test_the_kept_share_of_pairs_weighs_each_length_by_its_pairs() -> None:
-    """Half the records of 2 items (1 pair), half of 8 (28 pairs); the clip sqrt(2) keeps the short ones whole and
-    weighs each pair of a long one by sqrt(2/8) = 1/2 (a pair count weighs a record as its items' counts do)."""
-    shares = np.array([0, 0, 0.5, 0, 0, 0, 0, 0, 0.5])
-    kept = kept_share(shares, 2, records=1_000, count_noise=1.0, by="pairs")
-    assert kept == pytest.approx((0.5 * 2 + 0.5 * 56 * 0.5) / (0.5 * 2 + 0.5 * 56))
-    assert kept < kept_share(shares, 2, records=1_000, count_noise=1.0)  # long records hold most pairs
-
-
 @pytest.mark.parametrize("debias, mean", [("off", 0.3), ("mass", 0.5), ("records", 0.4)])
 def test_debiased_means_undo_the_clip_on_average(tmp_path, debias, mean) -> None:
     """Half the records hold 4 of 20 items, half 16: the bound sqrt(4) (40% quantile) halves the long ones and
