@@ -168,6 +168,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tnomerge": {"MERGE_BELOW": 0.0},
     # the tables declare their schemas (DECLARE_SCHEMA): each attribute's values linked in each tree
     "schema": {},
+    # the clip's bias undone under the trees: the part means divided by the share of item mass the clip keeps
+    "tdebias": {"MEAN_DEBIAS": "mass"},
     "trpp1e4": {"RECORDS_PER_PART": 10_000},
     "trpp2500": {"RECORDS_PER_PART": 2_500},
     "tparts1e4": {"PARTITION_SCALE": 10_000},
