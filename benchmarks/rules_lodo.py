@@ -170,6 +170,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "schema": {},
     # the clip's bias undone under the trees: the part means divided by the share of item mass the clip keeps
     "tdebias": {"MEAN_DEBIAS": "mass"},
+    # a longer clip under the trees: less weight on the noise against the clip's bias, or a higher quantile
+    "tbal4": {"LENGTH_BALANCE": 4.0},
+    "tq95": {"LENGTH_QUANTILE": 0.95},
     "trpp1e4": {"RECORDS_PER_PART": 10_000},
     "trpp2500": {"RECORDS_PER_PART": 2_500},
     "tparts1e4": {"PARTITION_SCALE": 10_000},
