@@ -12,9 +12,11 @@ bring it. Models:
 - ``bn<K>``: a Bayesian network whose every item has at most K parents, grown greedily as PrivBayes
   grows it (Zhang et al. 2017, Alg. 4 without noise): the next item and its parents among the items
   already placed are the pair of largest mutual information;
+- ``mix<K>``: K groups of records (k-means on the records, exact) with a Chow-Liu tree each, each group
+  drawing its own number of records: the generic rules' model where groups form, without noise;
 - ``independent``: every item at its frequency.
 
-    python benchmarks/model_capacity.py --datasets msnbc --sizes 30000 --json results/model_capacity.json
+    python benchmarks/model_capacity.py --datasets msnbc --sizes 3000 30000 --json results/model_capacity.json
 """
 
 from __future__ import annotations
@@ -85,6 +87,14 @@ def draw(x: np.ndarray, network: Network, rng: np.random.Generator) -> np.ndarra
     return out
 
 
+def mixture_draw(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """len(x) records from ``k`` exact Chow-Liu trees, one per k-means group of x, each drawing its group's size."""
+    from sklearn.cluster import KMeans
+
+    groups = KMeans(n_clusters=k, n_init=3, random_state=int(rng.integers(2**31))).fit_predict(x)
+    return np.concatenate([draw(x[groups == j], chow_liu(x[groups == j]), rng) for j in range(k)])
+
+
 def models(x: np.ndarray, bn: Sequence[int]) -> dict[str, Network | None]:
     """Every model's network (None: the fit sample itself)."""
     out: dict[str, Network | None] = {"sample": None, "independent": {j: [] for j in range(x.shape[1])},
@@ -103,9 +113,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 continue
             fit = held.fit(n, args.seed)
             x = np.asarray(fit.records.todense() if hasattr(fit.records, "todense") else fit.records, dtype=np.int64)
-            for model, network in models(x, args.bn).items():
+            fitted: dict[str, Any] = {**models(x, args.bn), **{f"mix{k}": k for k in args.mix}}
+            for model, network in fitted.items():
                 start = time.perf_counter()
-                drawn = x if network is None else draw(x, network, np.random.default_rng(args.seed))
+                rng = np.random.default_rng(args.seed)
+                drawn = (x if network is None else mixture_draw(x, network, rng) if isinstance(network, int)
+                         else draw(x, network, rng))
                 synthetic = BinaryDataset(records=drawn.astype(np.uint8), item_names=fit.item_names, name=model)
                 tvd = marginal_tvd(held.held_out, synthetic)
                 rows.append({"dataset": name, "size": size, "n_fit": len(x), "n_items": x.shape[1], "model": model,
@@ -121,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--datasets", nargs="+", default=["msnbc"], choices=rules_lodo.DATASETS)
     p.add_argument("--sizes", nargs="+", default=["30000"], help="fit sample sizes, or full (the whole fit half)")
     p.add_argument("--bn", nargs="*", type=int, default=[2, 3], help="the parents' bound K of each network bn<K>")
+    p.add_argument("--mix", nargs="*", type=int, default=[2, 4, 8], help="the groups K of each mixture mix<K>")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")

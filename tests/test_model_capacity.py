@@ -42,3 +42,10 @@ def test_draws_from_the_exact_tree_keep_the_pairs_of_a_chain():
     np.testing.assert_allclose(drawn.T @ drawn / len(x), x.T @ x / len(x), atol=0.02)
     independent = capacity.draw(x, {j: [] for j in range(4)}, np.random.default_rng(2))
     assert abs((independent[:, 0] * independent[:, 3]).mean() - (x[:, 0] * x[:, 3]).mean()) > 0.1
+
+
+def test_a_mixture_of_trees_draws_each_groups_records():
+    rng = np.random.default_rng(3)
+    x = np.concatenate([np.zeros((300, 4), dtype=np.int64), np.ones((100, 4), dtype=np.int64)])
+    drawn = capacity.mixture_draw(x, 2, rng)
+    assert drawn.shape == x.shape and drawn.sum(axis=1).tolist().count(4) == 100
