@@ -20,7 +20,6 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dpgm.cli import run_cli
-from dpgm.clustering.noisy_lloyd import lloyd_releases
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant, epsilon_from_rdp, ledger_rdp, rdp_curve
 from dpgm.privacy.calibrate import sigma_for_epsilon, steps_for_budget, steps_for_epochs
@@ -149,6 +148,8 @@ def _sgd_event(args: argparse.Namespace, sigma: float) -> DpEvent:
 def _kmeans_entries(args: argparse.Namespace) -> list[LedgerEntry]:
     if args.kmeans_iterations is None:
         return []
+    from dpgm.clustering.noisy_lloyd import lloyd_releases  # here: the clustering package loads torch (seconds)
+
     event = GaussianEvent(noise_multiplier=args.kmeans_noise_multiplier)
     # noisy counts and sums per iteration (paper Alg. 2 lines 10-11) plus dpgm's final part sizes
     return [LedgerEntry("kmeans", event, lloyd_releases(args.kmeans_iterations))]
