@@ -30,6 +30,7 @@ from dpgm.clustering.base import Partition
 from dpgm.config import Config
 from dpgm.data.chunks import summed
 from dpgm.data.dataset import BinaryDataset
+from dpgm.mixture_draws import MIN_ACCEPTANCE
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
@@ -124,10 +125,13 @@ def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float,
     ``nonempty``: the release keeps only records holding an item (``release_min_items`` 1). As
     x_j = 1 implies a kept record, P(x_j | kept) = p_j / c with c = 1 - P(empty); so the tree is
     fitted to the means and joints times c, c = 1 - P(empty) of that tree (a fixed point), and the
-    records it keeps have the measured frequencies.
+    records it keeps have the measured frequencies. The iteration from c = 1 finds the largest fixed
+    point; where that is below MIN_ACCEPTANCE (noisy pairs that put every item behind the root, say,
+    leave only c = 0) the tree is fitted as without ``nonempty``, its kept records' frequencies then
+    above the measured ones, rather than a tree that almost never draws a record to keep.
     """
     joints = np.asarray(pair_counts, dtype=np.float64) / size
-    parent, cond = _fit(edges, joints, means)
+    parent, cond = plain = _fit(edges, joints, means)
     if nonempty:
         kept = 1.0
         for _ in range(NONEMPTY_ITERATIONS):
@@ -136,6 +140,8 @@ def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float,
             if abs(again - kept) < 1e-9:
                 break
             kept = again
+        if kept < MIN_ACCEPTANCE:
+            parent, cond = plain
     cond = np.clip(cond, FLOOR, 1.0 - FLOOR)
     return parent, np.log(cond) - np.log1p(-cond)
 

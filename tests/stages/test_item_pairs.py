@@ -112,20 +112,36 @@ def test_the_fitted_tree_keeps_the_noisy_means_and_a_feasible_joint():
 
 
 def test_a_tree_whose_empty_draws_are_dropped_keeps_the_means_among_the_records_kept():
-    means = np.array([0.3, 0.25, 0.2, 0.1, 0.15])
+    means = np.array([0.5, 0.45, 0.4, 0.35, 0.3])
     edges = [(0, 1), (1, 2), (0, 3), (3, 4)]
-    joints = np.array([0.02, 0.1, 0.01, 0.05]) * 1000.0  # counts over a part of 1,000 non-empty records
+    joints = np.array([0.2, 0.1, 0.1, 0.1]) * 1000.0  # counts over a part of 1,000 non-empty records
     tree = Tree(5)
     tree.set_tree(*map(torch.as_tensor, fit_tree(edges, joints, 1000.0, means, nonempty=True)))
     g = torch.Generator().manual_seed(0)
     x = tree.sample(400_000, g).numpy()
     kept = x[x.sum(axis=1) >= 1]
+    assert len(kept) > 0.3 * len(x)  # a tree that keeps its draws, not one that almost never does
     assert np.abs(kept.mean(axis=0) - means).max() < 5 * np.sqrt(0.25 / len(kept))
     # and the kept records' pair frequencies are the measured ones (projected: all within bounds here)
-    assert np.mean(kept[:, 0] * kept[:, 1]) == pytest.approx(0.02, abs=5 * np.sqrt(0.02 / len(kept)))
+    assert np.mean(kept[:, 0] * kept[:, 1]) == pytest.approx(0.2, abs=5 * np.sqrt(0.2 / len(kept)))
     plain = Tree(5)
     plain.set_tree(*map(torch.as_tensor, fit_tree(edges, joints, 1000.0, means)))
     assert np.allclose(plain.marginals().detach().numpy(), means, atol=1e-6)  # without: the means themselves
+
+
+def test_pairs_that_leave_no_kept_fixed_point_fall_back_to_the_plain_fit():
+    """Every item present only with its parent (each pair count at the smaller mean): among kept records the
+    root would have to be in all of them, so c = 1 - P(empty) has no fixed point but 0, where the tree would
+    almost never draw a record to keep; it is then the plain fit, which keeps the root's draws."""
+    means = np.array([0.3, 0.2, 0.1])
+    edges = [(0, 1), (1, 2)]
+    joints = np.array([0.2, 0.1]) * 1000.0
+    parent, logits = fit_tree(edges, joints, 1000.0, means, nonempty=True)
+    plain = fit_tree(edges, joints, 1000.0, means)
+    assert np.array_equal(parent, plain[0]) and np.allclose(logits, plain[1])
+    tree = Tree(3)
+    tree.set_tree(torch.as_tensor(parent), torch.as_tensor(logits))
+    assert np.allclose(tree.marginals().detach().numpy(), means, atol=1e-4)  # the conditionals at FLOOR
 
 
 def test_a_run_charges_the_selections_and_one_release_and_draws_the_pairs(tmp_path):
