@@ -579,7 +579,7 @@ TRIED = (
     ("The clip's bias undone under the trees (lost)", "rules_lodo_tdebias.json",
      ("The part means shrink every record longer than the private length bound, so the trees' item frequencies "
       "fall short of the data's (gowalla whole at epsilon 4: the release's item mass 6 to 8% below the fit "
-      "sample's, most of its single-item TVD). `tdebias` divides the part means by the share of item mass the "
+      "sample's on three seeds, most of its single-item TVD, measured by a script not kept here). `tdebias` divides the part means by the share of item mass the "
       "clip keeps (`MEAN_DEBIAS` mass, read off the noisy length histogram). Every setting but the tables', ten "
       "seeds (three on msnbc 300,000 and whole), `default` and `tdebias` in the same runs. It helps "
       "t10i4d100k, whose items grow with a record's length as the rule assumes (-0.277 against -0.125 at "
