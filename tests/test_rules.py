@@ -562,3 +562,20 @@ def test_a_declared_tables_own_tree_keeps_its_shares_where_the_tree_takes_dp_sgd
     assert "a table of 37 attributes" in regime(table)
     larger = dataclasses.replace(table, records_magnitude=100_000)  # N eps = 400,000: DP-SGD's place
     assert public_defaults(larger, top_items=None)["model.kind"] == "tree" and "DP-SGD's place" in regime(larger)
+
+
+def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.eye(2)[rng.integers(0, 2, 2_000)], np.eye(3)[rng.integers(0, 3, 2_000)]], axis=1)
+    data = BinaryDataset(records=x.astype(np.uint8), item_names=[f"v{j}" for j in range(5)], name="table")
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "data": {"records_magnitude": 1_000, "attribute_sizes": [2, 3]},
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=data, progress=False)
+    run.start()
+    run.checkpoint()
+    run.train({})
+    report = run.finish()
+    assert cfg.model.kind == "tree" and cfg.data.attributes == 2
+    assert "declared schema (data.attribute_sizes)" in report["rules"]
+    assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()

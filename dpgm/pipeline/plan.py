@@ -59,7 +59,10 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
     items = facts.n_items if cfg.data.top_items is None else min(cfg.data.top_items, facts.n_items)
-    return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated), items=items) + kept
+    schema = (" The declared schema (data.attribute_sizes) makes each group's noisy value frequencies of one "
+              "attribute add up to one before its tree is fitted." if cfg.data.attribute_sizes is not None
+              and cfg.model.kind == "tree" else "")
+    return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated), items=items) + schema + kept
 
 
 def check_components(cfg: Config) -> None:
