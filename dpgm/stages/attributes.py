@@ -3,7 +3,7 @@
 A table written as attribute=value items holds exactly one value of each attribute per record, and its
 schema (how many values each attribute has, the items running attribute by attribute) is public. Each
 part's noisy value frequencies of one attribute then add up to one, a constraint the noise breaks:
-``project_values`` restores it by least squares, as post-processing (docs/guide/configs.md, "Tables").
+``project_values`` restores it by least squares, as post-processing (docs/guide/data.md, on tables).
 """
 
 from __future__ import annotations
