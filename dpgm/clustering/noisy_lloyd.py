@@ -7,10 +7,12 @@ sigma_K * B, sensitivity B); new centre = noisy sum / noisy count. Each iteratio
 to the accountant as TWO ``GaussianEvent(noise_multiplier=sigma_K)`` BEFORE its release
 (RDP a / sigma_K^2 per iteration; the same as one Gaussian with multiplier sigma_K / sqrt(2)).
 
-Empty-part rule (data-independent): a part whose NOISY count is <= ``min_count`` keeps its
-previous (already released) centre; its noisy sum is drawn and discarded. Every new centre
-is projected onto the ball of radius B, where every true mean lies (post-processing).
-Nothing divides by a value <= 0 and no centre is NaN.
+Empty-part rule (data-independent): a part whose NOISY count is <= ``min_count`` or
+``noise_floor`` keeps its previous (already released) centre; its noisy sum is drawn and
+discarded. Below the noise floor a centre is mostly noise: its debiased squared norm (below)
+is clipped to 0, it looks nearest to every record it points at, swallows them, drains again,
+and the parts collapse into a few large ones. Every new centre is projected onto the ball of
+radius B, where every true mean lies (post-processing). No centre is NaN.
 
 Debiased assignment (post-processing; on by default): a noisy centre's squared norm
 exceeds the true one by about dim (sigma_K B / count)^2, which makes noisier (smaller)
@@ -40,6 +42,8 @@ from dpgm.progress import stage_bar
 
 #: Default floor on a noisy count below which a part keeps its previous centre.
 DEFAULT_MIN_COUNT = 1.0
+#: A part keeps its previous centre at most this many times sigma_K sqrt(dim) noisy records (``noise_floor``).
+NOISE_FLOOR = 1.0
 
 #: Rows per chunk when computing nearest centres and part sums (bounds the n x k distance
 #: block and the float64 copy of the rows).
@@ -257,6 +261,11 @@ class NoisyLloydResult:
     kept: list[list[int]] = field(default_factory=list)
 
 
+def noise_floor(sigma: float, dim: int) -> float:
+    """NOISE_FLOOR sigma sqrt(dim): the count where the noise in sum / count (norm sigma B sqrt(dim) / n) is B."""
+    return NOISE_FLOOR * sigma * float(np.sqrt(dim))
+
+
 def noisy_centres(
     noisy_sums: np.ndarray,
     noisy_counts: np.ndarray,
@@ -269,11 +278,11 @@ def noisy_centres(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Centres from released sums/counts (post-processing only): (centres, sq-norm estimates, ok).
 
-    Parts with noisy count <= min_count keep their previous centre. The others get
-    sum / count projected onto the radius-``bound`` ball, and the estimate
+    Parts with noisy count <= max(min_count, ``noise_floor``) keep their previous centre. The others
+    get sum / count projected onto the radius-``bound`` ball, and the estimate
     ||c||^2 - dim (sigma bound / count)^2 of their true squared norm (noise bias removed).
     """
-    ok = noisy_counts > min_count
+    ok = noisy_counts > max(min_count, noise_floor(sigma, noisy_sums.shape[1]))
     centres = np.array(previous, dtype=np.float64, copy=True)
     sq = np.array(previous_sq, dtype=np.float64, copy=True)
     raw = noisy_sums[ok] / noisy_counts[ok, None]

@@ -207,6 +207,7 @@ def test_zero_or_negative_noisy_counts_never_give_nan(monkeypatch):
         return noisy_centres(noisy_sums, noisy_counts, *args, **kwargs)
 
     monkeypatch.setattr(noisy_lloyd_module, "noisy_centres", spy)
+    monkeypatch.setattr(noisy_lloyd_module, "NOISE_FLOOR", 0.0)  # min_count's floor alone (the noise floor: below)
     far_kept = far_moved = nonpositive = False
     for seed in range(4):
         released.clear()
@@ -276,8 +277,10 @@ def seeded_lloyd(rows: np.ndarray, init: np.ndarray, seed: int, **kwargs):
     return noisy_lloyd(rows, init, bound=1.0, accountant=Accountant(delta=1e-5), rng=np.random.default_rng(seed), **kwargs)
 
 
-def test_debiased_assignment_avoids_collapse_into_one_part():
-    """At high noise the plain rule hands (almost) every record to the least noisy centre."""
+def test_debiased_assignment_avoids_collapse_into_one_part(monkeypatch):
+    """At high noise the plain rule hands (almost) every record to the least noisy centre (the debiased norms
+    alone: no noise floor, which keeps a drained part's centre and is tested below)."""
+    monkeypatch.setattr(noisy_lloyd_module, "NOISE_FLOOR", 0.0)
     rows, labels = close_blobs(4000, 50)
     init = np.vstack([rows[labels == 0][:1], rows[labels == 1][:1]])
     acc = {True: [], False: []}
@@ -343,3 +346,49 @@ def test_the_statistics_on_a_torch_device_release_what_numpy_releases(method: st
     assert np.allclose(numpy_part.centres, torch_part.centres, atol=1e-4)
     assert np.allclose(numpy_part.noisy_sizes, torch_part.noisy_sizes, atol=1e-6)
     assert np.mean(numpy_part.assignments == torch_part.assignments) > 0.99
+
+
+def sessions(n: int, m: int, seed: int) -> np.ndarray:
+    """Short binary records of eight kinds, each kind with its own few likely items (click-stream-like)."""
+    rng = np.random.default_rng(seed)
+    likely = np.random.default_rng(99).random((8, m)) < 0.2
+    p = np.where(likely[rng.integers(0, 8, n)], 0.6, 0.03)
+    return (rng.random((n, m)) < p).astype(np.float32)
+
+
+def near_empty_parts(monkeypatch, floor: float, k: int = 20, m: int = 17, sigma: float = 14.0) -> list[int]:
+    """Per seed, the parts holding under a tenth of an even share after DP Lloyd from a random partition."""
+    monkeypatch.setattr(noisy_lloyd_module, "NOISE_FLOOR", floor)
+    bound = float(np.sqrt(m))
+    rows = clip_rows(sp.csr_matrix(sessions(20_000, m, 0)), bound)
+    out = []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        first = np.random.default_rng(seed + 100).integers(0, k, rows.shape[0])
+        res = noisy_lloyd(rows, random_unit_centres(k, m, 0.5 * bound, rng), first_assignments=first, iterations=10,
+                          sigma=sigma, bound=bound, accountant=Accountant(delta=1e-5), rng=rng)
+        sizes = np.bincount(res.assignments, minlength=k)
+        out.append(int((sizes < 0.1 * sizes.sum() / k).sum()))
+    return out
+
+
+def test_centres_of_noise_keep_their_previous_centre_and_the_parts_do_not_collapse(monkeypatch):
+    """20 parts of about 1,000 records at sigma 14 in 17 dimensions: a part that drains below sigma sqrt(dim)
+    noisy records gets a centre of noise whose debiased norm is 0; without the floor it swallows records
+    and drains again, and most parts end (nearly) empty, every seed; with it at most two do."""
+    assert min(near_empty_parts(monkeypatch, floor=0.0)) >= 5
+    assert max(near_empty_parts(monkeypatch, floor=1.0)) <= 2
+
+
+def test_noise_floor_by_hand():
+    """A part at or below NOISE_FLOOR sigma sqrt(dim) noisy records keeps its centre and norm; above, it moves."""
+    floor = noisy_lloyd_module.noise_floor(2.0, 4)
+    assert floor == pytest.approx(noisy_lloyd_module.NOISE_FLOOR * 4.0)
+    sums = np.ones((2, 4))
+    counts = np.array([floor, floor + 1.0])
+    prev, prev_sq = np.full((2, 4), 0.25), np.array([0.25, 0.25])
+    centres, sq, ok = noisy_centres(sums, counts, prev, prev_sq, sigma=2.0, bound=2.0, min_count=1.0)
+    assert ok.tolist() == [False, True]
+    np.testing.assert_array_equal(centres[0], prev[0])
+    assert sq[0] == prev_sq[0]
+    np.testing.assert_allclose(centres[1], 1.0 / (floor + 1.0))
