@@ -25,6 +25,7 @@ from dpgm.clustering.noisy_lloyd import (
     lloyd_event,
     lloyd_releases,
     nearest_centre,
+    noise_floor,
     noisy_lloyd,
     on_device,
     random_unit_centres,
@@ -162,6 +163,7 @@ class DPLloyd:
             "init": self.init,
             "norm_bound": self.bound_,
             "min_count": self.min_count,
+            "noise_floor": noise_floor(sigma, dim),  # a part at or below it keeps its centre (public: sigma, dim)
             "debias": self.debias,
             "released_counts": result.noisy_counts.tolist(),
             "kept_previous_centre": result.kept,

@@ -63,6 +63,7 @@ def test_ledger_holds_two_gaussian_releases_per_iteration_and_the_final_sizes():
     assert acc.spent().epsilon == pytest.approx(continuous, rel=1e-12)
     assert part.info["stage_epsilon"] == pytest.approx(acc.spent().epsilon)
     assert part.info["noise_multiplier"] == 12.5 and part.info["feature_dim"] == 32
+    assert part.info["noise_floor"] == pytest.approx(12.5 * 32**0.5)  # the count a part keeps its centre at or below
 
 
 @pytest.mark.parametrize("target", [0.3, 1.0, 5.0])
