@@ -180,13 +180,17 @@ def family(facts: PublicFacts, items: int | None = None) -> str:
     return "independent" if scale < MIN_TRAINING_SCALE else "vae"
 
 
+def pairs_fit(facts: PublicFacts, items: int | None = None) -> bool:
+    """Whether statistics over every pair of the ``items`` modelled (default: all) fit: at most PAIRS_MAX_ITEMS."""
+    return (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
+
+
 def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
     """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train, over at most PAIRS_MAX_ITEMS ``items``
     (default: all) and with at most one item per record required (a tree keeps at most one)."""
     scale = facts.records_magnitude * facts.epsilon
-    small = (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
     trains = max(MIN_TRAINING_SCALE, tree_scale(facts)) <= scale  # below, a tree or independent items already
-    return trains and scale < TREE_TRAINING_SCALE and small and facts.min_items <= 1
+    return trains and scale < TREE_TRAINING_SCALE and pairs_fit(facts, items) and facts.min_items <= 1
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -211,9 +215,8 @@ def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = No
     """Whether the items' dependence is measured to merge the k groups: k > 1, MERGE_BELOW set, a partitioner in
     MERGEABLE (default: PARTITIONER), not a table (its items depend on each other by construction: one value of
     each attribute), at most PAIRS_MAX_ITEMS ``items`` (default: all)."""
-    few = (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
     return (k > 1 and MERGE_BELOW > 0 and DEPENDENCE_SHARE > 0 and facts.attributes is None
-            and (partitioner or PARTITIONER) in MERGEABLE and few)
+            and (partitioner or PARTITIONER) in MERGEABLE and pairs_fit(facts, items))
 
 
 def chooses_tree(facts: PublicFacts, k: int, kind: str, items: int | None = None) -> bool:
@@ -221,9 +224,8 @@ def chooses_tree(facts: PublicFacts, k: int, kind: str, items: int | None = None
     trained by DP-SGD that the config leaves open (``kind``: ``family``'s), not a table (a tree already at its
     scales), no record of more than one declared item required (a tree keeps at most one), at most
     PAIRS_MAX_ITEMS ``items`` (default: all)."""
-    few = (facts.n_items if items is None else items) <= PAIRS_MAX_ITEMS
     return (TREE_ABOVE > 0 and DEPENDENCE_SHARE > 0 and k == 1 and kind == "vae" and facts.attributes is None
-            and facts.min_items <= 1 and few)
+            and facts.min_items <= 1 and pairs_fit(facts, items))
 
 
 def parts_open(stated: frozenset[str]) -> bool:
@@ -244,8 +246,8 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     other)."""
     shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and LENGTHS_SHARE == 0
     model = kind != "tree" or (TREE_FOLLOWS_PAIRS and tree_for_training(facts, items))
-    few = 1 < items <= PAIRS_MAX_ITEMS
-    return shares and few and model and facts.records_magnitude * facts.epsilon >= PAIRS_SCALE
+    scale = facts.records_magnitude * facts.epsilon
+    return shares and items > 1 and pairs_fit(facts, items) and model and scale >= PAIRS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
@@ -351,7 +353,7 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
         family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
                       f"{max(MIN_TRAINING_SCALE, tree_scale(facts)):,}, enough for DP-SGD to learn correlations "
                       "between items")
-        if items > PAIRS_MAX_ITEMS:
+        if not pairs_fit(facts, items):
             family_why += (f" (a tree of items, the rules' choice there, is kept to at most {PAIRS_MAX_ITEMS:,} items, "
                            "whose pair counts fit in memory: set data.top_items)")
     extras = " Every item's total over all records is measured once and the groups' means agree with it." \
