@@ -179,6 +179,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # eight groups from N epsilon = 10,000 (one per 1,250 records at epsilon 1): what exact trees on msnbc ask for
     "tparts8": {"PARTITION_SCALE": 10_000, "RECORDS_PER_PART": 1_250},
     "tpairs": {"TREE_FOLLOWS_PAIRS": True},
+    # groups from N epsilon counted 100 / items times where fewer than 100 items are modelled (msnbc's 17: about 6x)
+    "pitems": {"PARTS_ITEMS": 100},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
@@ -234,11 +236,22 @@ def size_label(size: int | str) -> str:
     return "full" if size in ("full", "half") else str(size)
 
 
+def row_size(row: dict[str, Any]) -> str:
+    """A row's size label, with ``@K`` where its data kept their K most frequent items (``--top-items``)."""
+    return size_label(row["size"]) + (f"@{row['top_items']}" if row.get("top_items") else "")
+
+
+def size_order(label: str) -> tuple[float, int]:
+    """Sort key of a size label (``row_size``): the records ("full" last), then the items kept."""
+    size, _, items = label.partition("@")
+    return float("inf") if size == "full" else float(size), int(items or 0)
+
+
 class Held:
     """One dataset split once: the fit half (as a permutation prefix), the held-out half, its queries."""
 
     def __init__(self, name: str, args: argparse.Namespace) -> None:
-        self.data = load(name, argparse.Namespace(top_items=None, limit=None, subsample=None, seed=0,
+        self.data = load(name, argparse.Namespace(top_items=args.top_items, limit=None, subsample=None, seed=0,
                                                   data_dir=args.data_dir))
         self.order = np.random.default_rng(0).permutation(self.data.n_records)
         self.half = self.data.n_records // 2
@@ -278,7 +291,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
                 rows: list[dict[str, Any]], done: set[tuple[str, str, float, str, int]]) -> None:
     """Every candidate and seed on one (dataset, fit size, epsilon); appends rows."""
     config = config_sections(CONFIGS / "transactions.yaml")
-    label = "full" if size is None else str(size)
+    label = ("full" if size is None else str(size)) + (f"@{args.top_items}" if args.top_items else "")
     evaluation = held.evaluation
     for seed in range(args.seeds):
         todo = [c for c in args.candidates if (name, label, epsilon, c, seed) not in done]
@@ -294,7 +307,8 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
         marginals = take_means(evaluation, "marginals")
         marginals_tvd = marginal_tvd(held.held_out, syn)
         marginals_seconds = time.perf_counter() - start
-        common = {"dataset": name, "size": label, "n_fit": fit.n_records, "n_items": fit.n_items, "epsilon": epsilon,
+        common = {"dataset": name, "size": "full" if size is None else str(size), "top_items": args.top_items,
+                  "n_fit": fit.n_records, "n_items": fit.n_items, "epsilon": epsilon,
                   "seed": seed, "marginals": marginals, "marginals_tvd2": marginals_tvd.twoway,
                   "marginals_tvd3": marginals_tvd.threeway, "marginals_tvd1": marginals_tvd.oneway,
                   "marginals_seconds": marginals_seconds}
@@ -375,14 +389,14 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: b
     for r in rows:
         if score_name == "tvd2" and "tvd2" not in r:
             continue
-        s = (r["dataset"], size_label(r["size"]), float(r["epsilon"]))
+        s = (r["dataset"], row_size(r), float(r["epsilon"]))
         score.setdefault(s, {}).setdefault(r["candidate"], []).append(row_score(r, score_name))
     mean = {s: {c: float(np.mean(v)) for c, v in by.items()} for s, by in score.items()}
     cands = sorted({c for by in mean.values() for c in by}, key=lambda c: (c != "default", c))
     width = max(18, *(len(c) + 2 for c in cands))
 
     def order(s: Setting) -> tuple[float, str, float]:
-        return (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]))
+        return (s[2], s[0], size_order(s[1]))
 
     what = "error / marginals' error" if score_name == "queries" else "2-way TVD / marginals' 2-way TVD"
     lines = [f"score = mean log({what}); below 0: better than marginals; lower is better", "",
@@ -409,10 +423,10 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: b
             best = min(x_mean, key=lambda c: x_mean[c])
             held[x] = {"chosen": x_mean.get(chosen, float("nan")), "default": x_mean.get("default", float("nan")),
                        "best": x_mean[best]}
-            sizes = ",".join(sorted(on_x, key=lambda z: float("inf") if z == "full" else float(z)))
+            sizes = ",".join(sorted(on_x, key=size_order))
             lines.append(f"  {x:<12}{sizes:<22}{chosen:<20}{held[x]['chosen']:>+8.3f}{held[x]['default']:>+9.3f}"
                          f"  {best} {x_mean[best]:+.3f}")
-            for z, by in sorted(on_x.items(), key=lambda t: float("inf") if t[0] == "full" else float(t[0])):
+            for z, by in sorted(on_x.items(), key=lambda t: size_order(t[0])):
                 lines.append(f"  {'':<12}  {z:<20}{'':<20}{by.get(chosen, float('nan')):>+8.3f}"
                              f"{by.get('default', float('nan')):>+9.3f}  {min(by, key=by.get)} {min(by.values()):+.3f}")
         if held:
@@ -438,7 +452,7 @@ def peer_table(rows: list[dict[str, Any]], peer_rows: list[dict[str, Any]], cand
     groups where the candidate is at or below the peer and below the marginals, and both 2-way TVDs
     (means over the seeds both ran)."""
     def by_setting(rs: list[dict[str, Any]]) -> dict[tuple[str, str, float, int], dict[str, Any]]:
-        return {(r["dataset"], size_label(r["size"]), float(r["epsilon"]), r["seed"]): r for r in rs}
+        return {(r["dataset"], row_size(r), float(r["epsilon"]), r["seed"]): r for r in rs}
 
     ours = by_setting([r for r in rows if r["candidate"] == candidate])
     three = any("tvd3" in p for p in peer_rows)
@@ -448,10 +462,10 @@ def peer_table(rows: list[dict[str, Any]], peer_rows: list[dict[str, Any]], cand
               f"{'<= peer':>9}{'< marg.':>9}{'TVD':>9}{'peer TVD':>9}" + (f"{'TVD3':>9}{'peer TVD3':>10}" if three else ""))]
     settings: dict[tuple[str, str, float, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for p in peer_rows:
-        key = (p["dataset"], size_label(p["size"]), float(p["epsilon"]), p["seed"])
+        key = (p["dataset"], row_size(p), float(p["epsilon"]), p["seed"])
         if key in ours:
             settings.setdefault((*key[:3], p["peer"]), []).append((ours[key], p))
-    for s in sorted(settings, key=lambda s: (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]), s[3])):
+    for s in sorted(settings, key=lambda s: (s[2], s[0], size_order(s[1]), s[3])):
         pairs = settings[s]
         mine = np.mean([group_errors(o, "groups") for o, _ in pairs], axis=0)
         theirs = np.mean([group_errors(p, "groups") for _, p in pairs], axis=0)
@@ -476,14 +490,14 @@ def group_table(rows: list[dict[str, Any]], candidate: str = "default") -> str:
     seeds), and the groups where every candidate's error is above the marginals'."""
     cells: dict[tuple[str, str, float], dict[str, list[list[float]]]] = {}
     for r in rows:
-        s = (r["dataset"], size_label(r["size"]), float(r["epsilon"]))
+        s = (r["dataset"], row_size(r), float(r["epsilon"]))
         by = cells.setdefault(s, {})
         by.setdefault(r["candidate"], []).append(group_errors(r, "groups"))
         by.setdefault("marginals", []).append(group_errors(r, "marginals"))
     head = (f"{'setting':<26}{candidate + ' (groups 1..5)':>45}{'marginals (groups 1..5)':>45}"
             f"  groups where every candidate loses to marginals")
     lines = ["mean relative error per length group (1: shortest queries ... 5: longest)", head]
-    for s in sorted(cells, key=lambda s: (s[2], s[0], float("inf") if s[1] == "full" else float(s[1]))):
+    for s in sorted(cells, key=lambda s: (s[2], s[0], size_order(s[1]))):
         by = {c: np.mean(v, axis=0) for c, v in cells[s].items()}
         if candidate not in by:
             continue
@@ -508,14 +522,14 @@ def plot_peers(rows: list[dict[str, Any]], folder: Path, candidate: str = "defau
         who = r.get("peer") or r["candidate"]
         if who != candidate and not r.get("peer"):
             continue
-        cell = lines.setdefault((r["dataset"], size_label(r["size"]), float(r["epsilon"])), {})
+        cell = lines.setdefault((r["dataset"], row_size(r), float(r["epsilon"])), {})
         cell.setdefault(who, []).append(group_errors(r, "groups"))
         if not r.get("peer"):
             cell.setdefault("marginals", []).append(group_errors(r, "marginals"))
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for dataset in sorted({k[0] for k in lines}, key=lambda d: DATASETS.index(d) if d in DATASETS else 99):
-        sizes = sorted({k[1] for k in lines if k[0] == dataset}, key=lambda z: float("inf") if z == "full" else float(z))
+        sizes = sorted({k[1] for k in lines if k[0] == dataset}, key=size_order)
         epsilons = sorted({k[2] for k in lines if k[0] == dataset})
         fig, axes = plt.subplots(len(sizes), len(epsilons), figsize=(4.2 * len(epsilons), 2.8 * len(sizes)),
                                  squeeze=False, sharex=True)
@@ -557,6 +571,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
     p.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 4.0])
     p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--top-items", type=int, default=None, metavar="K",
+                   help="keep each dataset's K most frequent items (default: 100; msnbc and chess keep all theirs); "
+                        "rows and summaries label the size SIZE@K")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--peers", nargs="*", default=[], choices=PEERS,
                    help="also fit these baselines (need mbi) on the same records and score them beside the rules")
@@ -584,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_candidate(cand)
     sizes = [None if z in ("full", "half") else int(z) for z in args.sizes]
     rows: list[dict[str, Any]] = read_rows(args.json) if args.resume and args.json and Path(args.json).exists() else []
-    done = {(r["dataset"], size_label(r["size"]), float(r["epsilon"]), r["candidate"], r["seed"]) for r in rows}
+    done = {(r["dataset"], row_size(r), float(r["epsilon"]), r["candidate"], r["seed"]) for r in rows}
     skipped: list[str] = []
     held: dict[str, Held] = {}
     for size in sizes:  # small sizes first: a stopped sweep has every dataset at them

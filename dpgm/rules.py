@@ -33,11 +33,9 @@ SINGLE_PART_MEANS_SHARE: float | None = None
 #: Share of the noisy record-length histogram the release follows (0: none).
 LENGTHS_SHARE = 0.0
 #: Share of the noisy count of empty records, which then form a part of their own
-#: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (no record
-#: is empty).
+#: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
 EMPTY_SHARE = 0.01
-#: Share of the noisy item totals over all records, which the part means are made to agree with
-#: (``model.totals_noise_multiplier``; 0: off).
+#: Share of the noisy item totals over all records, which the part means agree with (0: off; totals_noise_multiplier).
 TOTALS_SHARE = 0.0
 #: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
 #: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items). A
@@ -45,11 +43,9 @@ TOTALS_SHARE = 0.0
 #: attribute=value items (each record holds one item per attribute) and bias all its means.
 LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.02, 0.9
 #: The weight of the means' noise against the clip's bias in the length that raises L when longer
-#: (``model.mean_clip_balance``; None: off): with little noise, a clip at the quantile costs more in
-#: bias than it saves.
+#: (``model.mean_clip_balance``; None: off): with little noise, a clip at the quantile costs more than it saves.
 LENGTH_BALANCE: float | None = 16.0
-#: What share the length bound's clip keeps the part means are divided by (``model.mean_debias``: off,
-#: mass or records; read off the same noisy histogram).
+#: What share the length bound's clip keeps the part means are divided by (``model.mean_debias``: off, mass, records).
 MEAN_DEBIAS = "off"
 #: Share of the items' measured dependence (dpgm.stages.dependence), from the means' share, where the rules
 #: form k > 1 groups and MERGE_BELOW is set: below MERGE_BELOW (per record and edge) the records form one group,
@@ -66,14 +62,16 @@ TREE_TRAINING_SCALE = math.inf
 #: over at most this many items (after data.top_items): each builds dense (m + 1) x (m + 1) counts (k of them for
 #: the trees), gigabytes over thousands of items. Above it DP-SGD trains and nothing is measured over pairs.
 PAIRS_MAX_ITEMS = 1_000
-#: Whether the release of a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE),
-#: its shares taken from the means'.
+#: Whether a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE; from the means').
 TREE_FOLLOWS_PAIRS = False
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
 #: three groups halve each group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
+#: The number of items RECORDS_PER_PART and PARTITION_SCALE hold for (None: any number): with fewer items each
+#: group's tree and means cost less, and N * epsilon counts PARTS_ITEMS / items times (never less).
+PARTS_ITEMS: int | None = None
 LLOYD_ITERATIONS = 10
 #: The partitioner of k > 1 parts, by its rule in PARTITIONER_RULES (lloyd, kernel_kmeans, lsh_tree).
 PARTITIONER = "lloyd"
@@ -157,10 +155,13 @@ def _lsh_tree(rho: float) -> dict[str, Any]:
 PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree": _lsh_tree}
 
 
-def parts(facts: PublicFacts) -> int:
+def parts(facts: PublicFacts, items: int | None = None) -> int:
     """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
-    one below N * epsilon = PARTITION_SCALE."""
+    one below N * epsilon = PARTITION_SCALE; N * epsilon scaled up where fewer ``items`` (default: all) than
+    PARTS_ITEMS are modelled."""
     scale = facts.records_magnitude * facts.epsilon
+    if PARTS_ITEMS is not None:
+        scale *= max(1.0, PARTS_ITEMS / (facts.n_items if items is None else items))
     return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
 
 
@@ -260,8 +261,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     global pairs (``measures_pairs``); ``merge``: False when the config states the parts (no measured
     merge, ``measures_dependence``); ``tree``: False when the config turns the choice of a tree off."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
-    k = parts(facts)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
+    k = parts(facts, items)
     gate = tree and kind is None and chooses_tree(facts, k, family(facts, items), items)
     kind = kind or family(facts, items)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
@@ -328,7 +329,8 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
     ``merge``, ``tree``: as for ``public_defaults`` (``tree``: also False when the config states the model);
     ``items``: the items modelled (default: all)."""
     scale = facts.records_magnitude * facts.epsilon
-    k, items = parts(facts), facts.n_items if items is None else items
+    items = facts.n_items if items is None else items
+    k = parts(facts, items)
     split = ("one group" if k == 1
              else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
     if k == 1 and scale >= 2 * RECORDS_PER_PART:

@@ -52,6 +52,17 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
     assert public_defaults(facts(300_000), top_items=None)["partition.method"] == "lloyd"
 
 
+def test_fewer_items_count_n_epsilon_more_times_where_parts_items_is_set(monkeypatch) -> None:
+    """PARTS_ITEMS 100: 17 items make N eps = 10,000 count as 58,824 (11 groups); 100 or more items change nothing."""
+    from dpgm import rules
+
+    assert parts(facts(30_000), items=17) == 1  # shipped: the number of items does not count
+    monkeypatch.setattr(rules, "PARTS_ITEMS", 100)
+    assert parts(facts(30_000), items=17) == 11
+    assert parts(facts(30_000, items=100)) == parts(facts(30_000, items=400)) == 1
+    assert public_defaults(facts(30_000, items=400), top_items=17)["partition.k"] == 11  # the items modelled count
+
+
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
     """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58% of which the
     global pairs take 30% at N epsilon = 100,000 (no record-length histogram for the release) and the items'
