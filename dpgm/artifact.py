@@ -271,7 +271,8 @@ def save_models(
         "noisy_sizes": torch.as_tensor(np.asarray(noisy_sizes, dtype=np.float64)),
         "model": {"kind": model_cfg.kind, "hidden": list(model_cfg.hidden), "latent": model_cfg.latent,
                   "rbm_hidden": model_cfg.rbm_hidden, "gibbs_steps": model_cfg.gibbs_steps,
-                  "chains": model_cfg.chains, "channels": list(model_cfg.channels), "norm": model_cfg.norm},
+                  "chains": model_cfg.chains, "channels": list(model_cfg.channels), "norm": model_cfg.norm,
+                  "options": dict(model_cfg.options)},  # which model a kind builds (a tree over attributes)
         "item_names": list(item_names),
         "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,

@@ -102,7 +102,8 @@ class ModelConfig:
                            "part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; "
                            "needs output_bias: noisy_mean); tree = a tree of items per part fitted to its noisy mean "
                            "and noisy pair counts (no DP-SGD; ledger stage item_pairs; options select_epsilon, "
-                           "pair_noise_multiplier; dpgm/stages/item_pairs.py)")
+                           "pair_noise_multiplier, and by_attribute: a tree over a declared table's attributes; "
+                           "dpgm/stages/item_pairs.py)")
     options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked "  # noqa: RUF009
                                       "against its options dataclass)")
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009
@@ -326,6 +327,9 @@ class Config:
         require(self.model.tree_above <= 0 or (self.partition.dependence_noise_multiplier is not None
                                                and self.data.min_items <= 1), "model", "tree_above",
                 "needs partition.dependence_noise_multiplier (the measurement) and data.min_items 0 or 1")
+        require(not (self.model.kind == "tree" and self.model.options.get("by_attribute"))
+                or self.data.attribute_sizes is not None, "model", "options",
+                "by_attribute needs data.attribute_sizes (the attributes its tree is over)")
         require(self.model.kind != "tree" or self.data.min_items <= 1, "model", "kind",
                  "tree supports data.min_items 0 or 1 (it keeps its frequencies among non-empty records only)")
         require(self.model.calibrate != "total"

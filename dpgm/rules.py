@@ -77,8 +77,7 @@ LLOYD_ITERATIONS = 10
 PARTITIONER = "lloyd"
 #: lsh_tree: hash bits and the share of its rho on the tree's counts.
 LSH_MAX_DEPTH, LSH_COUNT_SHARE = 20, 0.2
-#: A record's L2 norm is clipped to that of this many items in the noisy part means (without the
-#: private length bound).
+#: A record's L2 norm is clipped to that of this many items in the noisy part means (without the length bound).
 MEAN_CLIP_ITEMS = 9
 #: Below this N * epsilon DP-SGD is skipped: each part's model is its noisy mean record (independent
 #: items) and the means get DP-SGD's share too.
@@ -91,24 +90,22 @@ TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
 #: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
 TABLE_TREE_SCALE = 10_000
-#: Whether a tree leaves the empty records to a part of their own (its draws holding no item are then
-#: dropped, ``item_pairs.fit_tree``) or draws them itself.
+#: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
+TABLE_BY_ATTRIBUTE = False
+#: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``fit_tree``) or not.
 TREE_EMPTY_PART = True
-#: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs):
-#: its edge selections and its pair counts (0: off), taken from the means' share, from N * epsilon = PAIRS_SCALE
-#: up, for a model that is not a tree of items already.
+#: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs): its
+#: selections and pair counts (0: off), from the means' share, from N eps = PAIRS_SCALE up, for a model not a tree.
 PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.1, 0.2, 30_000
 #: The clip of the pair counts (``model.pairs_clip``): the means' (``means``), or ``balanced`` for this one
 #: release (the counts then carry the item totals too).
 PAIRS_CLIP = "balanced"
 #: The items' weight against the pairs' in that balanced release (``model.pairs_item_weight``).
 PAIRS_ITEM_WEIGHT = 1.0
-#: Budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding).
-MARGIN = 0.01
+MARGIN = 0.01  # budget left unspent when nothing is calibrated to the exact ledger (a margin for rounding)
 #: DP-SGD: about this many records of each part per step, for this many steps.
 PART_BATCH, STEPS, MAX_SAMPLING_RATE = 256, 200, 0.1
-#: DP-SGD's fixed clip of each record's gradient (L2 norm).
-CLIP_NORM = 30.0
+CLIP_NORM = 30.0  # DP-SGD's fixed clip of each record's gradient (L2 norm)
 
 
 @dataclass(frozen=True)
@@ -121,6 +118,7 @@ class PublicFacts:
     delta: float
     min_items: int = 0  # data.min_items, declared
     attributes: int | None = None  # data.attributes, declared: a table, one item per attribute in every record
+    schema: bool = False  # data.attribute_sizes declared: which item is a value of which attribute
 
 
 def zcdp_rho(epsilon: float, delta: float) -> float:
@@ -317,8 +315,10 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         out.update({"partition.method": "none", "partition.noise_multiplier": sigma_for_share(rho, partition_share)})
     else:
         out.update(PARTITIONER_RULES[partitioner or PARTITIONER](rho * partition_share))
-    if kind == "tree":
-        out["model.options"] = tree_options(rho, items, tree_share)
+    if kind == "tree":  # over the declared attributes where TABLE_BY_ATTRIBUTE and the schema say which item is whose
+        over = TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None
+        out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share),
+                                "by_attribute": over}
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out

@@ -289,8 +289,8 @@ def test_below_the_tree_scale_a_tree_per_group_spends_the_budget(monkeypatch, tm
     assert cost == pytest.approx((1 - rules.MARGIN) * rho)
     # a config that states the tree gets its options from the rules too, at any scale
     stated = public_defaults(facts(300_000), top_items=None, kind="tree")
-    assert stated["model.kind"] == "tree" and set(stated["model.options"]) == {"select_epsilon",
-                                                                               "pair_noise_multiplier"}
+    assert stated["model.kind"] == "tree" and stated["model.options"].keys() == {"select_epsilon",
+                                                                                 "pair_noise_multiplier", "by_attribute"}
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "runs_dir": str(tmp_path), "seed": 0})
     run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
@@ -352,6 +352,30 @@ def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_decl
     run.start()
     assert cfg.model.kind == "tree" and run.accountant.ledger.count("length_bound") == 0
     assert any(p["quantity"] == "attributes of the table" for p in run.public)
+    assert 0.95 < run.planned_epsilon() <= 1.0
+
+
+def test_a_declared_schema_puts_the_tables_tree_over_its_attributes_at_the_same_cost(monkeypatch, tmp_path) -> None:
+    """TABLE_BY_ATTRIBUTE with data.attribute_sizes: the tree spans the T attributes, its T - 1 selections priced
+    from the same share (each at a larger epsilon than the items' m - 1); without the schema, a tree of items."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "TABLE_BY_ATTRIBUTE", True)
+    table = PublicFacts(n_items=100, records_magnitude=1_000, epsilon=1.0, delta=1e-6, attributes=23)
+    items = public_defaults(table, top_items=None)["model.options"]
+    assert items["by_attribute"] is False  # the count alone does not say which item is whose value
+    chosen = public_defaults(dataclasses.replace(table, schema=True), top_items=None)
+    options = chosen["model.options"]
+    assert options["by_attribute"] is True
+    assert options["select_epsilon"] ** 2 * 22 == pytest.approx(items["select_epsilon"] ** 2 * 99)
+    assert options["pair_noise_multiplier"] == pytest.approx(items["pair_noise_multiplier"])
+    sizes = [3] * 5 + [2]
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "data": {"attribute_sizes": sizes}, "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, sum(sizes)), progress=False)
+    run.start()
+    assert cfg.model.kind == "tree" and cfg.model.options["by_attribute"] is True
+    assert "spans the attributes" in run.rules_why
     assert 0.95 < run.planned_epsilon() <= 1.0
 
 

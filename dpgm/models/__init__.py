@@ -1,5 +1,5 @@
-"""Generative models per part: VAE, convolutional VAE, RBM, independent items and a tree of items (plain nn.Modules,
-no privacy code).
+"""Generative models per part: VAE, convolutional VAE, RBM, independent items, a tree of items and one of a table's
+attributes (plain nn.Modules, no privacy code).
 
 Both follow the ``GenerativeModel`` protocol (protocol.py); DP-SGD (dpgm.training.dpsgd) needs
 only its ``DPSGDModel`` part.
@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from dpgm.config import STATISTICS_ONLY, ModelConfig
+from dpgm.models.attribute_tree import AttributeTree
 from dpgm.models.conv_vae import ConvVAE
 from dpgm.models.independent import Independent
 from dpgm.models.protocol import DPSGDModel, GenerativeModel
@@ -19,8 +20,8 @@ from dpgm.models.tree import Tree, TreeOptions
 from dpgm.models.vae import VAE
 from dpgm.registry import Registry
 
-__all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "ConvVAE", "DPSGDModel", "GenerativeModel", "Independent", "Tree",
-           "build_model"]
+__all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "AttributeTree", "ConvVAE", "DPSGDModel", "GenerativeModel",
+           "Independent", "Tree", "build_model"]
 
 
 #: Models by ``model.kind``: each factory takes (model config, options, n_items, generator).
@@ -55,5 +56,5 @@ def _independent(cfg: ModelConfig, _options: None, n_items: int, _generator: tor
 
 
 @MODELS.register("tree", options=TreeOptions, doc="a tree of items fitted to noisy pair counts (no DP-SGD)")
-def _tree(cfg: ModelConfig, _options: TreeOptions, n_items: int, _generator: torch.Generator | None) -> nn.Module:
-    return Tree(n_items)
+def _tree(cfg: ModelConfig, options: TreeOptions, n_items: int, _generator: torch.Generator | None) -> nn.Module:
+    return AttributeTree(n_items) if options.by_attribute else Tree(n_items)

@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from dpgm.models.protocol import BernoulliSampling
+from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 
 
-class Independent(BernoulliSampling, nn.Module):
+class Independent(NoPostProcessing, BernoulliSampling, nn.Module):
     """Bernoulli items with logits ``output_bias()`` [n_items], independent of each other."""
 
     def __init__(self, n_items: int) -> None:
@@ -46,12 +46,6 @@ class Independent(BernoulliSampling, nn.Module):
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         return self.record_losses(x.to(self.out.bias.dtype), self.step_noise(x.shape[0], generator))
-
-    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
-        return None
-
-    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
-        return None
 
     def output_bias(self) -> Tensor:
         """The item logits [n_items]."""

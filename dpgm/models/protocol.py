@@ -79,3 +79,13 @@ class BernoulliSampling:
         """0/1 records [n, n_items] (float), Bernoulli draws at ``sample_probs``: systematic (dpgm.models.draws)
         or independent."""
         return bernoulli_draws(self.sample_probs(n, generator), generator, systematic=systematic)
+
+
+class NoPostProcessing:
+    """No data-independent loss term (every model but the RBM): nothing drawn for one, nothing added."""
+
+    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
+        return None
+
+    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
+        return None

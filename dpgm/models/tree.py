@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dpgm.models.draws import bernoulli_draws
-from dpgm.models.protocol import BernoulliSampling
+from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 
 
 @dataclass(frozen=True)
@@ -26,13 +26,15 @@ class TreeOptions:
 
     select_epsilon: float = 0.1  # epsilon of each of the n_items - 1 edge selections (exponential mechanism)
     pair_noise_multiplier: float = 20.0  # noise std / L2 sensitivity of the chosen pairs' counts
+    #: a tree over a declared table's attributes (dpgm.models.attribute_tree; needs data.attribute_sizes)
+    by_attribute: bool = False
 
     def __post_init__(self) -> None:
         if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):
             raise ValueError("select_epsilon and pair_noise_multiplier must be > 0")
 
 
-class Tree(BernoulliSampling, nn.Module):
+class Tree(NoPostProcessing, BernoulliSampling, nn.Module):
     """``parent[j]`` (-1: a root) and ``logits[j, v]`` = logit P(item j | its parent = v) (a root: both equal)."""
 
     def __init__(self, n_items: int) -> None:
@@ -69,12 +71,6 @@ class Tree(BernoulliSampling, nn.Module):
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         return self.record_losses(x.to(self.logits.dtype), self.step_noise(x.shape[0], generator))
-
-    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
-        return None
-
-    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
-        return None
 
     def output_bias(self) -> Tensor:
         """The roots' logits (column 0); the part means' starting point, replaced by ``set_tree``."""
@@ -123,3 +119,25 @@ def order_of(parent: Tensor) -> Tensor:
             d += 1
             depth[i] = d
     return torch.tensor(sorted(range(len(parent)), key=lambda i: (depth[i], i)), dtype=torch.long)
+
+
+def orient(edges: list[tuple[int, int]], nodes: int) -> list[tuple[int, int]]:
+    """(parent, child) for every edge of a forest over ``nodes``, directed away from each component's lowest
+    node, in an order where a parent is reached before its children."""
+    neighbours: list[list[int]] = [[] for _ in range(nodes)]
+    for u, v in edges:
+        neighbours[u].append(v)
+        neighbours[v].append(u)
+    seen, out = [False] * nodes, []
+    for root in range(nodes):
+        if seen[root]:
+            continue
+        seen[root], stack = True, [root]
+        while stack:
+            u = stack.pop()
+            for v in neighbours[u]:
+                if not seen[v]:
+                    seen[v] = True
+                    out.append((u, v))
+                    stack.append(v)
+    return out

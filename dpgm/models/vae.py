@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
-from dpgm.models.protocol import BernoulliSampling
+from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 from dpgm.streams import draw_device
 
 
@@ -42,7 +42,7 @@ def mlp(widths: Sequence[int], generator: torch.Generator | None) -> nn.Sequenti
     return nn.Sequential(*layers)
 
 
-class GaussianVAE(BernoulliSampling, nn.Module):
+class GaussianVAE(NoPostProcessing, BernoulliSampling, nn.Module):
     """Encoder -> Gaussian q(z|x) -> decoder -> Bernoulli logits: the ELBO, sampling and the DP-SGD
     interface shared by every VAE here, whatever its encoder and decoder (MLP: ``VAE``; convolutional:
     dpgm.models.conv_vae). The encoder maps [..., B, n_items] to [..., B, 2 latent] (mean, log-variance),
@@ -99,14 +99,6 @@ class GaussianVAE(BernoulliSampling, nn.Module):
         device, dtype = self._device_dtype()
         x = x.to(device=device, dtype=dtype)
         return self.record_losses(x, self.step_noise(x.shape[0], generator))
-
-    def post_processing_noise(self, generator: torch.Generator | None) -> Tensor | None:
-        """None: the VAE has no data-independent loss term, hence no draws for one."""
-        return None
-
-    def post_processing_loss(self, noise: Tensor) -> Tensor | None:
-        """No data-independent loss term for the VAE."""
-        return None
 
     def output_bias(self) -> Tensor:
         """The decoder's last bias [n_items]: the logit offset of every item (dpgm.stages.part_means)."""

@@ -51,7 +51,8 @@ def released_config(cfg: Config) -> dict[str, Any]:
 def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> PublicFacts:
     """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
     return PublicFacts(n_items=data.n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
-                       delta=delta, min_items=cfg.data.min_items, attributes=cfg.data.attributes)
+                       delta=delta, min_items=cfg.data.min_items, attributes=cfg.data.attributes,
+                       schema=cfg.data.attribute_sizes is not None)
 
 
 def rules_why(cfg: Config, facts: PublicFacts) -> str:
@@ -59,8 +60,10 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
     items = facts.n_items if cfg.data.top_items is None else min(cfg.data.top_items, facts.n_items)
+    over = (" Its tree spans the attributes, not the items: one value of each per record, each drawn given "
+            "another's." if cfg.model.options.get("by_attribute") else "")
     schema = (" The declared schema (data.attribute_sizes) makes each group's noisy value frequencies of one "
-              "attribute add up to one before its tree is fitted." if cfg.data.attribute_sizes is not None
+              "attribute add up to one before its tree is fitted." + over if cfg.data.attribute_sizes is not None
               and cfg.model.kind == "tree" else "")
     return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated), items=items) + schema + kept
 

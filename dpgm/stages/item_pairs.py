@@ -31,11 +31,20 @@ from dpgm.config import Config
 from dpgm.data.chunks import summed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.mixture_draws import MIN_ACCEPTANCE
+from dpgm.models.tree import TreeOptions, orient
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
-from dpgm.stages.attributes import project_values, schema_of
+from dpgm.stages.attribute_pairs import (
+    attribute_distances,
+    attribute_marginals,
+    edge_tables,
+    fit_attribute_tree,
+    value_counts,
+    value_offsets,
+)
+from dpgm.stages.attributes import Schema, project_values, schema_of
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.dependence import plain_counts
 from dpgm.stages.length_bound import mean_bound
@@ -80,6 +89,12 @@ def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -
                       np.stack([plain_counts(r) for r in rows]))
 
 
+def part_value_counts(chunk: BinaryDataset, partition: Partition, schema: Schema) -> np.ndarray:
+    """[k, D, D]: each part's ``attribute_pairs.value_counts`` of its records in ``chunk``."""
+    parts = np.asarray(partition.parts_of(chunk))
+    return np.stack([value_counts(chunk.records[parts == j], schema) for j in range(partition.k)])
+
+
 def table_distances(plain: np.ndarray, size: float, means: np.ndarray) -> np.ndarray:
     """Per pair a < b (``np.triu_indices`` order), the L1 distance between its 2 x 2 table of counts
     (from ``plain_counts``) and ``size`` x the table of independent items at ``means`` (MST's score).
@@ -95,15 +110,21 @@ def table_distances(plain: np.ndarray, size: float, means: np.ndarray) -> np.nda
 
 def grow_trees(plain: Sequence[np.ndarray], sizes: np.ndarray, means: np.ndarray, *, epsilon: float,
                accountant: Accountant, rng: np.random.Generator, stage: str = STAGE) -> list[list[tuple[int, int]]]:
-    """Per part, the n_items - 1 edges of a spanning tree, each picked by an ``epsilon`` exponential
-    mechanism (``table_distances``, sensitivity 1) among the pairs joining two components; ``plain``:
-    each part's ``plain_counts``; ``stage``: the ledger's name for the selections."""
-    k, m = means.shape
-    a, b = np.triu_indices(m, 1)
-    components = [np.arange(m) for _ in range(k)]
-    edges: list[list[tuple[int, int]]] = [[] for _ in range(k)]
-    scores = [table_distances(plain[j], sizes[j], means[j]) for j in range(k)]
-    for _ in range(m - 1):
+    """Per part, the n_items - 1 edges of a spanning tree over its items (``spanning_trees``, scored by
+    ``table_distances``); ``plain``: each part's ``plain_counts``; ``stage``: the ledger's name for the selections."""
+    scores = [table_distances(plain[j], sizes[j], means[j]) for j in range(means.shape[0])]
+    return spanning_trees(scores, means.shape[1], epsilon=epsilon, accountant=accountant, rng=rng, stage=stage)
+
+
+def spanning_trees(scores: Sequence[np.ndarray], nodes: int, *, epsilon: float, accountant: Accountant,
+                   rng: np.random.Generator, stage: str = STAGE) -> list[list[tuple[int, int]]]:
+    """Per part, the ``nodes`` - 1 edges of a spanning tree (Kruskal), each picked by an ``epsilon`` exponential
+    mechanism among the pairs joining two components; ``scores``: each part's score of every pair a < b
+    (``np.triu_indices`` order), of sensitivity 1. One round charges one event (the parts are disjoint)."""
+    a, b = np.triu_indices(nodes, 1)
+    components = [np.arange(nodes) for _ in scores]
+    edges: list[list[tuple[int, int]]] = [[] for _ in scores]
+    for _ in range(nodes - 1):
         open_pairs = [np.flatnonzero(comp[a] != comp[b]) for comp in components]
         picks = exponential_mechanisms([u[o] for u, o in zip(scores, open_pairs)], epsilon=epsilon, sensitivity=1.0,
                                        accountant=accountant, stage=stage, rng=rng)  # one round, every part
@@ -150,28 +171,15 @@ def _fit(edges: list[tuple[int, int]], joints: np.ndarray, means: np.ndarray) ->
     """(parent [m], P(item | parent = 0 or 1) [m, 2]) from the means and the edges' joint frequencies."""
     m = means.size
     joint = {}
-    neighbours: list[list[int]] = [[] for _ in range(m)]
     for (u, v), c in zip(edges, joints):
         joint[(u, v)] = joint[(v, u)] = c
-        neighbours[u].append(v)
-        neighbours[v].append(u)
     parent = np.full(m, -1, dtype=np.int64)
     cond = np.repeat(means[:, None], 2, axis=1)
-    seen = np.zeros(m, dtype=bool)
-    for root in range(m):
-        if seen[root]:
-            continue
-        seen[root], stack = True, [root]
-        while stack:
-            u = stack.pop()
-            for v in neighbours[u]:
-                if seen[v]:
-                    continue
-                seen[v], parent[v] = True, u
-                stack.append(v)
-                pu, pv = means[u], means[v]
-                p11 = np.clip(joint[(u, v)], max(0.0, pu + pv - 1.0), min(pu, pv))
-                cond[v] = ((pv - p11) / (1.0 - pu), p11 / pu)
+    for u, v in orient(edges, m):
+        parent[v] = u
+        pu, pv = means[u], means[v]
+        p11 = np.clip(joint[(u, v)], max(0.0, pu + pv - 1.0), min(pu, pv))
+        cond[v] = ((pv - p11) / (1.0 - pu), p11 / pu)
     return parent, cond
 
 
@@ -200,6 +208,8 @@ class ItemPairsStage(DictStage):
         schema = schema_of(self.cfg, ctx.output("items"))
         if schema is not None:  # each attribute's values add up to one
             means = np.clip(project_values(means, schema, FLOOR), FLOOR, 1.0 - FLOOR)
+        if options.by_attribute and schema is not None:  # the config requires the schema with by_attribute
+            return attribute_trees(ctx, partition, sizes, means, schema, options)
         bound = mean_bound(self.cfg, ctx)
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)
@@ -214,3 +224,23 @@ class ItemPairsStage(DictStage):
         fits = [fit_tree(part, y, s, p, nonempty=nonempty)
                 for part, y, s, p in zip(edges, noisy.reshape(len(edges), -1), sizes, means)]
         return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits])}
+
+
+def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, means: np.ndarray, schema: Schema,
+                    options: TreeOptions) -> dict[str, np.ndarray]:
+    """Each part's tree over the declared attributes (dpgm.stages.attribute_pairs); output: {"attribute": [k, m],
+    "parent": [k, T], "probs": [k, T, S + 1, S + 1]} (dpgm.models.attribute_tree)."""
+    offsets, T = value_offsets(schema), schema.complete.size
+    width = int(np.diff(offsets).max())
+    counts = summed(ctx.data, lambda chunk: part_value_counts(chunk, partition, schema))  # this rank's
+    marginals = [attribute_marginals(p, schema) for p in means]
+    scores = [attribute_distances(c, s, q, offsets)
+              for c, s, q in zip(collective.sum_over_ranks(counts), sizes, marginals)]
+    edges = spanning_trees(scores, T, epsilon=options.select_epsilon, accountant=ctx.accountant, rng=ctx.rng)
+    tables = np.stack([edge_tables(c, e, offsets, width) for c, e in zip(counts, edges)])
+    noisy = gaussian_release(tables, sensitivity=float(np.sqrt(max(T - 1, 0))),
+                             noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant, stage=STAGE,
+                             rng=ctx.rng) if T > 1 else tables
+    fits = [fit_attribute_tree(e, y, s, q, width) for e, y, s, q in zip(edges, noisy, sizes, marginals)]
+    return {"attribute": np.repeat(schema.of[None], partition.k, axis=0),
+            "parent": np.stack([f[0] for f in fits]), "probs": np.stack([f[1] for f in fits])}

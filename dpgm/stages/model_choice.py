@@ -49,18 +49,26 @@ def tree_options(model: ModelConfig) -> TreeOptions:
     return MODELS.options("tree", model.options if model.kind == "tree" else model.tree_options)
 
 
-def tree_releases(options: TreeOptions, n_items: int) -> Releases:
-    """What a tree charges (dpgm.stages.item_pairs): n_items - 1 selection rounds and one Gaussian release of
-    the chosen pairs' counts (drawn as a discrete Gaussian, whose curve is the same); nothing for one item."""
-    if n_items < 2:
+def tree_releases(options: TreeOptions, nodes: int) -> Releases:
+    """What a tree over ``nodes`` items or attributes charges (dpgm.stages.item_pairs): nodes - 1 selection rounds
+    and one Gaussian release of the chosen pairs' counts (drawn as a discrete Gaussian, whose curve is the same);
+    nothing for one node."""
+    if nodes < 2:
         return ()
-    return ((ExponentialEvent(epsilon=options.select_epsilon), n_items - 1),
+    return ((ExponentialEvent(epsilon=options.select_epsilon), nodes - 1),
             (GaussianEvent(noise_multiplier=options.pair_noise_multiplier), 1))
+
+
+def tree_nodes(cfg: Config, options: TreeOptions, n_items: int) -> int:
+    """The nodes a tree spans: the declared attributes (``by_attribute``, dpgm.stages.attribute_pairs) or the items."""
+    sizes = cfg.data.attribute_sizes
+    return len(sizes) if options.by_attribute and sizes is not None else n_items
 
 
 def choice(cfg: Config, n_items: int, training: Releases, taken: int) -> ChoiceEvent:
     """The choice's ledger entry: a tree's releases against ``training``'s (DP-SGD's steps)."""
-    return ChoiceEvent(branches=(tree_releases(tree_options(cfg.model), n_items), training), taken=taken)
+    options = tree_options(cfg.model)
+    return ChoiceEvent(branches=(tree_releases(options, tree_nodes(cfg, options, n_items)), training), taken=taken)
 
 
 def training_plan(cfg: Config, n_items: int, steps: Callable[[float], Releases]) -> Callable[[float], list]:

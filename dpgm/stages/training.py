@@ -144,8 +144,8 @@ class TrainingStage(Stage):
             for model, probs in zip(models, means):
                 start_at_means(model, probs)
         if trees is not None:
-            for model, parent, logits in zip(models, trees["parent"], trees["logits"]):
-                model.set_tree(torch.as_tensor(parent), torch.as_tensor(logits))
+            for j, model in enumerate(models):  # a tree of items or of attributes: its own arrays by name
+                model.set_tree(**{name: torch.as_tensor(value[j]) for name, value in trees.items()})
         if isinstance(ctx.data, ChunkedRecords):  # one pass over the file draws a window of steps' batches
             seed = int(torch.randint(2**62, (1,), generator=ctx.generator))  # on resume: the saved one
             records = ChunkedPoissonBatches(ctx.data, partition.parts_of, cfg.training.sampling_rate,

@@ -1,0 +1,126 @@
+"""Noisy attribute pairs of a declared table (``model.options.by_attribute``): a tree over its attributes.
+
+The table's counterpart of dpgm.stages.item_pairs' tree of items, as MST builds it on the table itself
+(McKenna, Miklau, Sheldon 2021). Each attribute is one variable, its values the modelled items of the
+attribute and ``none`` (value 0); a record takes the first of its items of each attribute
+(``value_counts``), so it holds exactly one value of each whatever the data hold. Per part: T - 1
+rounds of an exponential mechanism grow a spanning tree over the T attributes (``attribute_distances``:
+MST's L1 score against independence at the noisy means), then the chosen pairs' tables of counts are
+released with Gaussian noise, and each attribute's values given its parent's follow from them and the
+noisy means (``fit_attribute_tree``: post-processing, the tree's frequencies are the noisy means).
+
+Privacy (add/remove one record): a record falls in exactly one cell of each pair's table, so it moves
+every score by at most 1 (each round: one epsilon exponential mechanism, parts disjoint) and the T - 1
+released tables by sqrt(T - 1) in L2 norm (one Gaussian mechanism of that sensitivity). T is the
+declared schema's, whatever items are modelled: the plan does not depend on the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgm.models.tree import orient
+from dpgm.stages.attributes import Schema
+
+#: Sweeps at most of iterative proportional fitting that make a noisy pair table agree with both noisy marginals,
+#: until the columns' margins are within RAKING_TOLERANCE (the rows' hold exactly after each sweep).
+RAKING_SWEEPS, RAKING_TOLERANCE = 2_000, 1e-10
+#: Weight of independence mixed into a noisy pair table before raking (every cell stays reachable).
+INDEPENDENCE_WEIGHT = 1e-6
+
+
+def value_offsets(schema: Schema) -> np.ndarray:
+    """[T + 1]: attribute t's values (none first, then its items) are columns offsets[t] .. offsets[t + 1] - 1
+    of ``value_counts``."""
+    sizes = np.bincount(schema.of, minlength=schema.complete.size) + 1
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def record_values(records: Any, schema: Schema) -> np.ndarray:
+    """[n, T]: each record's value of every attribute, 0 (none) or 1 + the rank of the first of its items
+    of the attribute among the attribute's items in column order."""
+    x = records.toarray() if sp.issparse(records) else np.asarray(records)
+    out = np.zeros((x.shape[0], schema.complete.size), dtype=np.int64)
+    for t in range(schema.complete.size):
+        held = x[:, schema.of == t] > 0
+        if held.shape[1]:
+            out[:, t] = np.where(held.any(axis=1), held.argmax(axis=1) + 1, 0)
+    return out
+
+
+def value_counts(records: Any, schema: Schema) -> np.ndarray:
+    """[D, D] (D = items + attributes): the counts of every pair of values over ``records`` (a sum over
+    records; the block of attributes a, b is their table, a diagonal block the attribute's marginal)."""
+    values = record_values(records, schema) + value_offsets(schema)[:-1]
+    d = int(value_offsets(schema)[-1])
+    rows = np.repeat(np.arange(values.shape[0]), values.shape[1])
+    onehot = sp.csr_matrix((np.ones(values.size), (rows, values.ravel())), shape=(values.shape[0], d))
+    return np.asarray((onehot.T @ onehot).todense(), dtype=np.float64)
+
+
+def attribute_marginals(means: np.ndarray, schema: Schema) -> list[np.ndarray]:
+    """Per attribute, its values' frequencies [none, items...] from one part's (projected) item means,
+    none = 1 - their sum (at least 0), normalised to one."""
+    out = []
+    for t in range(schema.complete.size):
+        values = means[schema.of == t]
+        q = np.concatenate([[max(0.0, 1.0 - values.sum())], values])
+        out.append(q / q.sum())
+    return out
+
+
+def attribute_distances(counts: np.ndarray, size: float, marginals: list[np.ndarray],
+                        offsets: np.ndarray) -> np.ndarray:
+    """Per pair a < b of attributes (``np.triu_indices`` order), the L1 distance between its table of counts
+    and ``size`` x the table of independent attributes at ``marginals`` (MST's score). One record adds 1 to
+    one cell of every table: sensitivity 1."""
+    a, b = np.triu_indices(len(marginals), 1)
+    return np.array([np.abs(counts[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]]
+                            - size * np.outer(marginals[i], marginals[j])).sum() for i, j in zip(a, b)])
+
+
+def edge_tables(counts: np.ndarray, edges: list[tuple[int, int]], offsets: np.ndarray, width: int) -> np.ndarray:
+    """[len(edges), width, width]: each edge's table of counts, zero-padded (padding never moves)."""
+    out = np.zeros((len(edges), width, width))
+    for e, (a, b) in enumerate(edges):
+        table = counts[offsets[a]:offsets[a + 1], offsets[b]:offsets[b + 1]]
+        out[e, :table.shape[0], :table.shape[1]] = table
+    return out
+
+
+def rake(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """The non-negative joint frequencies nearest (iterative proportional fitting) a noisy ``table`` whose
+    margins are ``rows`` and ``columns`` (each summing to one)."""
+    joint = np.maximum(table, 0.0) + INDEPENDENCE_WEIGHT * np.outer(rows, columns)
+    for _ in range(RAKING_SWEEPS):
+        joint *= (columns / np.maximum(joint.sum(axis=0), 1e-300))[None, :]
+        joint *= (rows / np.maximum(joint.sum(axis=1), 1e-300))[:, None]
+        if np.abs(joint.sum(axis=0) - columns).max() < RAKING_TOLERANCE:
+            break
+    return joint
+
+
+def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: float,
+                       marginals: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(parent [T], probs [T, width, width]) of one part from its attributes' noisy marginals and its edges'
+    noisy tables of counts (``edge_tables`` order): the forest directed away from each component's lowest
+    attribute, each child's values given its parent's from the raked table, so every attribute keeps its
+    marginal exactly."""
+    T = len(marginals)
+    parent = np.full(T, -1, dtype=np.int64)
+    probs = np.zeros((T, width, width))
+    for t, q in enumerate(marginals):
+        probs[t, :, :q.size] = q
+    table = {}
+    for (a, b), counts in zip(edges, tables):
+        joint = counts[:marginals[a].size, :marginals[b].size] / size
+        table[(a, b)], table[(b, a)] = joint, joint.T
+    for u, v in orient(edges, T):
+        parent[v] = u
+        joint = rake(table[(u, v)], marginals[u], marginals[v])
+        rows = joint.sum(axis=1, keepdims=True)  # a value its parent never takes: the marginal
+        probs[v, :joint.shape[0], :joint.shape[1]] = np.where(rows > 0, joint / np.maximum(rows, 1e-300), marginals[v])
+    return parent, probs

@@ -1,0 +1,138 @@
+"""A tree over a declared table's attributes: one value per attribute, sensitivity 1 per table, marginals kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from dpgm.artifact import load_release
+from dpgm.config import Config
+from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.models.attribute_tree import AttributeTree
+from dpgm.pipeline.run import train
+from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
+from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.release import sample_dataset
+from dpgm.stages.attribute_pairs import (
+    attribute_distances,
+    attribute_marginals,
+    edge_tables,
+    fit_attribute_tree,
+    rake,
+    record_values,
+    value_counts,
+    value_offsets,
+)
+from dpgm.stages.attributes import Schema
+from dpgm.stages.item_pairs import STAGE
+from tests.training.test_run import tiny_config
+
+#: Three attributes of 3, 2 and 4 values, every value modelled.
+SCHEMA = Schema(of=np.array([0, 0, 0, 1, 1, 2, 2, 2, 2]), complete=np.array([True, True, True]))
+
+
+def _table(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Records of SCHEMA: attribute 1 follows attribute 0's parity, attribute 2 attribute 1's value."""
+    a = rng.integers(0, 3, n)
+    b = (a % 2) ^ (rng.random(n) < 0.1)
+    c = np.where(b == 1, rng.integers(0, 2, n), rng.integers(2, 4, n))
+    x = np.zeros((n, 9), dtype=np.uint8)
+    x[np.arange(n), a], x[np.arange(n), 3 + b], x[np.arange(n), 5 + c] = 1, 1, 1
+    return x
+
+
+def test_each_record_takes_one_value_of_every_attribute_whatever_it_holds():
+    records = np.array([[1, 1, 0, 0, 0, 0, 0, 0, 1],   # two values of attribute 0: the first counts
+                        [0, 0, 0, 0, 0, 0, 0, 0, 0]], dtype=np.uint8)  # none of any
+    assert record_values(records, SCHEMA).tolist() == [[1, 0, 4], [0, 0, 0]]
+    counts = value_counts(records, SCHEMA)
+    offsets = value_offsets(SCHEMA)
+    for t in range(3):  # every attribute's diagonal block counts each record once
+        assert np.trace(counts[offsets[t]:offsets[t + 1], offsets[t]:offsets[t + 1]]) == 2
+
+
+def test_a_record_moves_each_pair_table_by_one_cell_and_each_score_by_at_most_one():
+    """The sensitivities charged: 1 per selection score, sqrt(T - 1) for the T - 1 tables of a spanning tree."""
+    rng = np.random.default_rng(0)
+    base = _table(300, rng)
+    offsets, width = value_offsets(SCHEMA), 5
+    marginals = attribute_marginals(base.mean(axis=0), SCHEMA)
+    edges = [(0, 1), (1, 2)]
+    for _ in range(50):
+        extra = (rng.random((1, 9)) < 0.4).astype(np.uint8)  # any record, in the schema or not
+        before, after = value_counts(base, SCHEMA), value_counts(np.vstack([base, extra]), SCHEMA)
+        moved = edge_tables(after, edges, offsets, width) - edge_tables(before, edges, offsets, width)
+        assert [np.abs(table).sum() for table in moved] == [1.0, 1.0]
+        assert np.linalg.norm(moved) == pytest.approx(np.sqrt(len(edges)))
+        shift = attribute_distances(after, 300.0, marginals, offsets) - attribute_distances(before, 300.0, marginals,
+                                                                                            offsets)
+        assert np.abs(shift).max() <= 1.0 + 1e-9
+
+
+def test_raking_meets_both_margins_without_negative_mass():
+    noisy = np.array([[0.3, -0.05], [0.1, 0.7]])
+    joint = rake(noisy, np.array([0.4, 0.6]), np.array([0.5, 0.5]))
+    assert (joint >= 0).all()
+    np.testing.assert_allclose(joint.sum(axis=1), [0.4, 0.6], atol=1e-6)
+    np.testing.assert_allclose(joint.sum(axis=0), [0.5, 0.5], atol=1e-6)
+
+
+def test_the_fitted_tree_keeps_the_noisy_marginals_and_without_noise_the_tables():
+    rng = np.random.default_rng(1)
+    x = _table(20_000, rng)
+    counts, offsets = value_counts(x, SCHEMA), value_offsets(SCHEMA)
+    edges, width = [(0, 1), (1, 2)], 5
+    means = np.clip(x.mean(axis=0) + rng.normal(0, 0.01, 9), 0.01, 0.99)  # noisy means
+    marginals = attribute_marginals(means, SCHEMA)
+    noisy = edge_tables(counts, edges, offsets, width) + rng.normal(0, 30.0, (2, width, width))
+    parent, probs = fit_attribute_tree(edges, noisy, 20_000.0, marginals, width)
+    assert parent.tolist() == [-1, 0, 1]
+    model = AttributeTree(9)
+    model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent), torch.as_tensor(probs))
+    expected = np.concatenate([q[1:] for q in marginals])
+    np.testing.assert_allclose(model.marginals().numpy(), expected, atol=1e-6)
+    # without noise the tree draws the records' pair tables, up to sampling error
+    parent, probs = fit_attribute_tree(edges, edge_tables(counts, edges, offsets, width), 20_000.0,
+                                       attribute_marginals(x.mean(axis=0), SCHEMA), width)
+    model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent), torch.as_tensor(probs))
+    drawn = model.sample(20_000, torch.Generator().manual_seed(0)).numpy()
+    assert (drawn.sum(axis=1) == 3).all()  # one value of every attribute
+    assert np.abs(value_counts(drawn, SCHEMA) - counts).max() / 20_000 < 0.01
+
+
+def _run(tmp_path, name: str, by_attribute: bool, rng: np.random.Generator):
+    x = _table(1_500, rng)
+    data = BinaryDataset(records=x, item_names=[f"v{j}" for j in range(9)], name="table")
+    cfg: Config = tiny_config(tmp_path, **{"name": name, "model.kind": "tree", "partition.method": "none",
+                                           "partition.k": 1, "partition.noise_multiplier": 30.0,
+                                           "model.mean_noise_multiplier": 2.0, "model.calibrate": False})
+    cfg.data.attributes, cfg.data.attribute_sizes = 3, [3, 2, 4]
+    cfg.model.options = {"select_epsilon": 1.0, "pair_noise_multiplier": 2.0, "by_attribute": by_attribute}
+    return train(cfg, data=data, progress=False)
+
+
+def test_a_run_charges_t_minus_one_rounds_and_one_release_and_draws_one_value_per_attribute(tmp_path):
+    run_dir, _ = _run(tmp_path, "attributes", True, np.random.default_rng(2))
+    ledger = PrivacyLedger.load(run_dir / "release" / "ledger.json")
+    pairs = [e for e in ledger.entries if e.stage == STAGE]
+    assert [(e.event, e.count) for e in pairs[:-1]] == [(ExponentialEvent(epsilon=1.0), 2)]  # T - 1 rounds
+    release = pairs[-1].event
+    assert isinstance(release, DiscreteGaussianEvent) and release.noise_multiplier == 2.0 and pairs[-1].count == 1
+    model = load_release(run_dir).models[0]
+    assert isinstance(model, AttributeTree) and model.parent.numel() == 3
+    drawn = sample_dataset(run_dir, 3_000, seed=0).records
+    assert (np.asarray(drawn.sum(axis=1)).ravel() == 3).all()
+    items = _run(tmp_path, "items", False, np.random.default_rng(2))[0]  # the tree of items: 8 rounds
+    rounds = [e.count for e in PrivacyLedger.load(items / "release" / "ledger.json").entries
+              if e.stage == STAGE and isinstance(e.event, ExponentialEvent)]
+    assert rounds == [8]
+
+
+def test_a_tree_over_attributes_needs_the_schema(tmp_path):
+    cfg: Config = tiny_config(tmp_path, **{"model.kind": "tree", "partition.method": "none", "partition.k": 1,
+                                           "model.calibrate": False})
+    cfg.model.options = {"by_attribute": True}
+    with pytest.raises(ConfigError, match="by_attribute needs data.attribute_sizes"):
+        cfg.validate()
