@@ -170,6 +170,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "schema": {},
     # the tables' trees over their declared attributes (one value of each per record) instead of their items
     "atree": {"TABLE_BY_ATTRIBUTE": True},
+    "itree": {"TABLE_BY_ATTRIBUTE": False},
     # the clip's bias undone under the trees: the part means divided by the share of item mass the clip keeps
     "tdebias": {"MEAN_DEBIAS": "mass"},
     # a longer clip under the trees: less weight on the noise against the clip's bias, or a higher quantile
@@ -193,7 +194,7 @@ ATTRIBUTES = {"mushroom": 23, "chess": 37}
 ATTRIBUTE_SIZES = {"mushroom": [2, 6, 4, 10, 2, 9, 2, 2, 2, 12, 2, 5, 4, 4, 9, 9, 1, 4, 3, 5, 9, 6, 7],
                    "chess": [2] * 15 + [3] + [2] * 21}
 #: Candidates that declare the tables' schemas (``data.attribute_sizes``) besides their rules' patch.
-DECLARE_SCHEMA = ("schema", "atree")
+DECLARE_SCHEMA = ("schema", "atree", "itree")
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
 FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",

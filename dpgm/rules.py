@@ -91,7 +91,7 @@ TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
 TABLE_TREE_SCALE = 10_000
 #: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
-TABLE_BY_ATTRIBUTE = False
+TABLE_BY_ATTRIBUTE = True
 #: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``fit_tree``) or not.
 TREE_EMPTY_PART = True
 #: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs): its
