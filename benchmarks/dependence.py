@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gain = groups_gain(args.compare, args.one, args.epsilon) if args.compare else {}
     rows: list[dict[str, Any]] = []
     for name in args.datasets or list(rules_lodo.DATASETS):
-        held = rules_lodo.Held(name, argparse.Namespace(data_dir=None, queries=5))
+        held = rules_lodo.Held(name, argparse.Namespace(data_dir=None, queries=5, top_items=None))
         for label in args.sizes:
             size = None if label == "full" else int(label)
             if size is not None and size > held.half:

@@ -106,7 +106,7 @@ def models(x: np.ndarray, bn: Sequence[int]) -> dict[str, Network | None]:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for name in args.datasets:
-        held = rules_lodo.Held(name, argparse.Namespace(data_dir=args.data_dir, queries=5))  # the fewest queries it draws: unused here
+        held = rules_lodo.Held(name, argparse.Namespace(data_dir=args.data_dir, queries=5, top_items=None))  # the fewest queries it draws: unused here
         for size in args.sizes:
             n = None if size == "full" else int(size)
             if n is not None and n > held.half:

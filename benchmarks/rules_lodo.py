@@ -171,6 +171,12 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the tables' trees over their declared attributes (one value of each per record) instead of their items
     "atree": {"TABLE_BY_ATTRIBUTE": True},
     "itree": {"TABLE_BY_ATTRIBUTE": False},
+    # the tables' trees over attributes: their selections' part of the tree's 40% of rho, and the tree's share
+    # against the means' (10% : 30% shipped)
+    "atsel5": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.35},
+    "atsel15": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.25},
+    "atlight": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
+    "atheavy": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.45},
     # the clip's bias undone under the trees: the part means divided by the share of item mass the clip keeps
     "tdebias": {"MEAN_DEBIAS": "mass"},
     # a longer clip under the trees: less weight on the noise against the clip's bias, or a higher quantile
@@ -194,7 +200,7 @@ ATTRIBUTES = {"mushroom": 23, "chess": 37}
 ATTRIBUTE_SIZES = {"mushroom": [2, 6, 4, 10, 2, 9, 2, 2, 2, 12, 2, 5, 4, 4, 9, 9, 1, 4, 3, 5, 9, 6, 7],
                    "chess": [2] * 15 + [3] + [2] * 21}
 #: Candidates that declare the tables' schemas (``data.attribute_sizes``) besides their rules' patch.
-DECLARE_SCHEMA = ("schema", "atree", "itree")
+DECLARE_SCHEMA = ("schema", "atree", "itree", "atsel5", "atsel15", "atlight", "atheavy")
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
 FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",
