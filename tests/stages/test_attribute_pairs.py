@@ -136,3 +136,24 @@ def test_a_tree_over_attributes_needs_the_schema(tmp_path):
     cfg.model.options = {"by_attribute": True}
     with pytest.raises(ConfigError, match="by_attribute needs data.attribute_sizes"):
         cfg.validate()
+
+
+def test_an_attribute_none_of_whose_values_is_modelled_is_always_none():
+    """top_items may drop every value of an attribute: it stays a node (the plan counts the declared T), always
+    none, and the tree still draws one value of every other attribute."""
+    schema = Schema(of=np.array([0, 0, 2, 2]), complete=np.array([True, False, True]))
+    rng = np.random.default_rng(3)
+    x = np.zeros((2_000, 4), dtype=np.uint8)
+    x[np.arange(2_000), rng.integers(0, 2, 2_000)] = 1
+    x[np.arange(2_000), 2 + rng.integers(0, 2, 2_000)] = 1
+    offsets = value_offsets(schema)
+    assert np.diff(offsets).tolist() == [3, 1, 3]
+    assert (record_values(x, schema)[:, 1] == 0).all()
+    marginals = attribute_marginals(x.mean(axis=0), schema)
+    counts = value_counts(x, schema)
+    edges = [(0, 1), (1, 2)]
+    parent, probs = fit_attribute_tree(edges, edge_tables(counts, edges, offsets, 3), 2_000.0, marginals, 3)
+    model = AttributeTree(4)
+    model.set_tree(torch.as_tensor(schema.of), torch.as_tensor(parent), torch.as_tensor(probs))
+    drawn = model.sample(1_000, torch.Generator().manual_seed(1)).numpy()
+    assert (drawn[:, :2].sum(axis=1) == 1).all() and (drawn[:, 2:].sum(axis=1) == 1).all()
