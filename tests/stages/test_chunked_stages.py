@@ -132,3 +132,23 @@ def test_the_sketch_releases_the_same_from_chunks(tmp_path: Path) -> None:
     assert np.allclose(pm.noisy_sizes, pc.noisy_sizes, rtol=1e-3)
     saved = RULES["nearest_decoded"].from_state(pickle.loads(pickle.dumps(pc.rule.state_dict())))
     assert np.mean(saved(memory.records) == pm.assignments) > 0.98
+
+
+def test_the_value_counts_of_a_tree_over_attributes_are_the_same_from_chunks(tmp_path: Path) -> None:
+    """The counts the tree over attributes scores and releases (``item_pairs.part_value_counts``), summed chunk by
+    chunk, per part by the partition's rule: the same as over the records in memory."""
+    from dpgm.clustering.base import Partition
+    from dpgm.data.chunks import summed
+    from dpgm.stages.attributes import Schema
+    from dpgm.stages.item_pairs import part_value_counts
+
+    memory, chunks = both(tmp_path)
+    schema = Schema(of=np.repeat(np.arange(10), 4), complete=np.ones(10, dtype=bool))
+
+    def rule(records) -> np.ndarray:
+        return np.asarray(records[:, 0].todense()).ravel().astype(np.int64)  # two parts: item 0 held or not
+
+    partition = Partition(assignments=None, noisy_sizes=np.array([300.0, 300.0]), rule=rule)
+    counts = [summed(data, lambda chunk: part_value_counts(chunk, partition, schema)) for data in (memory, chunks)]
+    assert np.array_equal(counts[0], counts[1])
+    assert np.trace(counts[0][:, :5, :5], axis1=1, axis2=2).tolist() == np.bincount(rule(memory.records)).tolist()
