@@ -148,23 +148,34 @@ def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float,
     fitted to the means and joints times c, c = 1 - P(empty) of that tree (a fixed point), and the
     records it keeps have the measured frequencies. The iteration from c = 1 finds the largest fixed
     point; where that is below MIN_ACCEPTANCE (noisy pairs that put every item behind the root, say,
-    leave only c = 0) the tree is fitted as without ``nonempty``, its kept records' frequencies then
-    above the measured ones, rather than a tree that almost never draws a record to keep.
+    leave only c = 0) the part's items are independent at the means instead, fitted the same way (a
+    fixed point above 0 wherever the means add up to more than one), and only where that fails too is
+    the tree fitted as without ``nonempty``, its kept records' frequencies then above the measured
+    ones, rather than a model that almost never draws a record to keep.
     """
     joints = np.asarray(pair_counts, dtype=np.float64) / size
-    parent, cond = plain = _fit(edges, joints, means)
+    parent, cond = _fit(edges, joints, means)
     if nonempty:
-        kept = 1.0
-        for _ in range(NONEMPTY_ITERATIONS):
-            parent, cond = _fit(edges, joints * kept, means * kept)
-            again = 1.0 - float(np.prod(1.0 - cond[:, 0]))  # P(empty): every item 0 given 0 parents
-            if abs(again - kept) < 1e-9:
+        for forest, pairs in ((edges, joints), ([], joints[:0])):  # the tree, else independent items
+            fit, kept = _nonempty_fit(forest, pairs, means)
+            if kept >= MIN_ACCEPTANCE:
+                parent, cond = fit
                 break
-            kept = again
-        if kept < MIN_ACCEPTANCE:
-            parent, cond = plain
     cond = np.clip(cond, FLOOR, 1.0 - FLOOR)
     return parent, np.log(cond) - np.log1p(-cond)
+
+
+def _nonempty_fit(edges: list[tuple[int, int]], joints: np.ndarray,
+                  means: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], float]:
+    """(``_fit`` of the means and joints times c, c) at the largest fixed point c = 1 - P(empty), iterated from 1."""
+    kept = 1.0
+    for _ in range(NONEMPTY_ITERATIONS):
+        fit = _fit(edges, joints * kept, means * kept)
+        again = 1.0 - float(np.prod(1.0 - fit[1][:, 0]))  # P(empty): every item 0 given 0 parents
+        if abs(again - kept) < 1e-9:
+            break
+        kept = again
+    return fit, kept
 
 
 def _fit(edges: list[tuple[int, int]], joints: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

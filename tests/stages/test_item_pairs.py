@@ -129,10 +129,23 @@ def test_a_tree_whose_empty_draws_are_dropped_keeps_the_means_among_the_records_
     assert np.allclose(plain.marginals().detach().numpy(), means, atol=1e-6)  # without: the means themselves
 
 
+def test_pairs_that_leave_no_kept_fixed_point_fall_back_to_independent_items_that_keep_the_means():
+    """Every item present only with its parent: among kept records the root would have to be in all of them, so
+    the tree has no fixed point c = 1 - P(empty) but 0. Independent items at these means (adding up to 1.5)
+    have one: the part's model is then independent items, and the records it keeps have the means."""
+    means = np.array([0.6, 0.5, 0.4])
+    parent, logits = fit_tree([(0, 1), (1, 2)], np.array([0.5, 0.4]) * 1000.0, 1000.0, means, nonempty=True)
+    assert (parent == -1).all()
+    tree = Tree(3)
+    tree.set_tree(torch.as_tensor(parent), torch.as_tensor(logits))
+    x = tree.sample(200_000, torch.Generator().manual_seed(0)).numpy()
+    kept = x[x.sum(axis=1) >= 1]
+    assert np.abs(kept.mean(axis=0) - means).max() < 5 * np.sqrt(0.25 / len(kept))
+
+
 def test_pairs_that_leave_no_kept_fixed_point_fall_back_to_the_plain_fit():
-    """Every item present only with its parent (each pair count at the smaller mean): among kept records the
-    root would have to be in all of them, so c = 1 - P(empty) has no fixed point but 0, where the tree would
-    almost never draw a record to keep; it is then the plain fit, which keeps the root's draws."""
+    """As above, but the means add up to less than one: independent items have no fixed point above 0 either
+    (the tree would almost never draw a record to keep); it is then the plain fit, which keeps the root's draws."""
     means = np.array([0.3, 0.2, 0.1])
     edges = [(0, 1), (1, 2)]
     joints = np.array([0.2, 0.1]) * 1000.0
