@@ -41,17 +41,24 @@ def silence(setattr: Any) -> None:
 
 
 def released(path: Path, runs: Path) -> dict[str, Any]:
-    """The run's stages on this rank's records: its ledger and its released statistics."""
+    """The run's stages on this rank's records: its ledger and its released statistics; and the trees of a run
+    that declares the items a table of ten attributes of four values, its trees over the attributes."""
     from dpgm.config import config_from_dict
     from dpgm.pipeline.run import TrainingRun
 
     run = TrainingRun(config_from_dict(config(path, runs)), runs / "d", progress=False)
     run.start()
     partition = run.output("partition")
+    table = config(path, runs)
+    table["name"], table["data"]["attribute_sizes"] = "t", [4] * 10
+    table["model"]["options"]["by_attribute"] = True
+    by_attribute = TrainingRun(config_from_dict(table), runs / "t", progress=False)
+    by_attribute.start()
     return {"ledger": run.accountant.ledger.to_dict(), "epsilon": run.accountant.spent().epsilon,
             "n": run.data.n_records, "items": run.context.data.meta.get("item_ids"), "sizes": partition.noisy_sizes,
             "centres": partition.centres, "means": run.output("part_means"), "dependence": run.output("dependence"),
-            "trees": run.output("item_pairs")}
+            "trees": run.output("item_pairs"), "table_ledger": by_attribute.accountant.ledger.to_dict(),
+            "table_trees": by_attribute.output("item_pairs")}
 
 
 def trained(path: Path, runs: Path) -> dict[str, Any]:
@@ -113,6 +120,9 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
             assert np.array_equal(r["sizes"], ranks[0]["sizes"])  # every rank holds rank 0's release
             assert np.array_equal(r["means"], ranks[0]["means"]) and r["dependence"] == ranks[0]["dependence"]
             assert all(np.array_equal(r["trees"][key], ranks[0]["trees"][key]) for key in ("parent", "logits"))
+            assert r["table_ledger"] == alone["table_ledger"]
+            assert all(np.array_equal(r["table_trees"][key], ranks[0]["table_trees"][key])
+                       for key in ("attribute", "parent", "probs"))
     exact = results[0][1]  # without noise: the statistics of all the records, as one process has them
     assert np.array_equal(exact["items"], exact_alone["items"])
     assert np.allclose(exact["sizes"], exact_alone["sizes"])
@@ -121,6 +131,8 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
     assert exact["dependence"] == pytest.approx(exact_alone["dependence"], rel=1e-12)  # pair counts over all ranks
     assert np.array_equal(exact["trees"]["parent"], exact_alone["trees"]["parent"])  # edges scored on all records
     assert np.allclose(exact["trees"]["logits"], exact_alone["trees"]["logits"], atol=1e-9)
+    assert np.array_equal(exact["table_trees"]["parent"], exact_alone["table_trees"]["parent"])  # tables of all ranks
+    assert np.allclose(exact["table_trees"]["probs"], exact_alone["table_trees"]["probs"], atol=1e-9)
 
 
 def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
