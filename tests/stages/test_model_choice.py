@@ -95,3 +95,17 @@ def test_a_tree_above_without_what_it_needs_is_refused(settings, message: str) -
 
 def test_a_single_item_tree_releases_nothing() -> None:
     assert tree_releases(TreeOptions(), 1) == ()
+
+
+def test_a_tree_over_attributes_declares_its_t_minus_one_rounds_in_the_choice() -> None:
+    """A tree chosen on the measured dependence whose options span a declared table's attributes: the choice's
+    tree branch holds T - 1 selection rounds, as the attribute tree spends (``item_pairs``), not m - 1."""
+    from dpgm.stages.model_choice import choice, tree_nodes
+
+    cfg = config_from_dict({"data": {"attribute_sizes": [3, 2, 4]}})
+    cfg.model.tree_options = {"select_epsilon": 0.5, "pair_noise_multiplier": 3.0, "by_attribute": True}
+    options = TreeOptions(**cfg.model.tree_options)
+    assert tree_nodes(cfg, options, 9) == 3
+    assert choice(cfg, 9, (), TREE).branches[0] == tree_releases(options, 3)
+    assert tree_releases(options, 3)[0][1] == 2
+    assert tree_nodes(cfg, TreeOptions(), 9) == 9  # a tree of items: every item a node
