@@ -14,12 +14,26 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import Tensor, nn
 
 from dpgm.models.draws import choose
 from dpgm.models.protocol import NoPostProcessing
 from dpgm.models.tree import order_of
+
+
+def record_values(records: Any, of: np.ndarray, attributes: int) -> np.ndarray:
+    """[n, T]: each record's value of every attribute (``of``: the attribute of each item), 0 (none) or 1 + the
+    rank of the first of its items of the attribute among the attribute's items in column order."""
+    x = records.toarray() if sp.issparse(records) else np.asarray(records)
+    out = np.zeros((x.shape[0], attributes), dtype=np.int64)
+    for t in range(attributes):
+        held = x[:, of == t] > 0
+        if held.shape[1]:
+            out[:, t] = np.where(held.any(axis=1), held.argmax(axis=1) + 1, 0)
+    return out
 
 
 class AttributeTree(NoPostProcessing, nn.Module):
@@ -61,15 +75,9 @@ class AttributeTree(NoPostProcessing, nn.Module):
         return torch.nonzero(self.attribute == t).flatten()
 
     def values(self, x: Tensor) -> Tensor:
-        """Each record's value of every attribute [n, T] from 0/1 records [n, n_items] (the first of its
-        items held, 0 where it holds none)."""
-        out = torch.zeros(x.shape[0], self.parent.numel(), dtype=torch.long, device=x.device)
-        for t in range(self.parent.numel()):
-            items = self.items_of(t)
-            if items.numel():
-                held = x[:, items] > 0
-                out[:, t] = torch.where(held.any(1), held.float().argmax(1) + 1, 0)
-        return out
+        """Each record's value of every attribute [n, T] from 0/1 records [n, n_items] (``record_values``)."""
+        of = self.attribute.cpu().numpy()
+        return torch.as_tensor(record_values(x.detach().cpu().numpy(), of, self.parent.numel()), device=x.device)
 
     @torch.no_grad()
     def sample(self, n: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from dpgm.models.attribute_tree import record_values as attribute_values
 from dpgm.models.tree import orient
 from dpgm.stages.attributes import Schema
 
@@ -40,15 +41,9 @@ def value_offsets(schema: Schema) -> np.ndarray:
 
 
 def record_values(records: Any, schema: Schema) -> np.ndarray:
-    """[n, T]: each record's value of every attribute, 0 (none) or 1 + the rank of the first of its items
-    of the attribute among the attribute's items in column order."""
-    x = records.toarray() if sp.issparse(records) else np.asarray(records)
-    out = np.zeros((x.shape[0], schema.complete.size), dtype=np.int64)
-    for t in range(schema.complete.size):
-        held = x[:, schema.of == t] > 0
-        if held.shape[1]:
-            out[:, t] = np.where(held.any(axis=1), held.argmax(axis=1) + 1, 0)
-    return out
+    """[n, T]: each record's value of every attribute (``attribute_tree.record_values``: the first of its items
+    of the attribute, or none)."""
+    return attribute_values(records, schema.of, schema.complete.size)
 
 
 def value_counts(records: Any, schema: Schema) -> np.ndarray:
