@@ -190,6 +190,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tpairs": {"TREE_FOLLOWS_PAIRS": True},
     # groups from N epsilon counted 100 / items times where fewer than 100 items are modelled (msnbc's 17: about 6x)
     "pitems": {"PARTS_ITEMS": 100},
+    # the trees' edges shrunk towards independence where measured within z noise stds of it (z = 1, 2)
+    "tshrink1": {"TREE_PAIR_SHRINK": 1.0},
+    "tshrink2": {"TREE_PAIR_SHRINK": 2.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
