@@ -190,6 +190,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tpairs": {"TREE_FOLLOWS_PAIRS": True},
     # groups from N epsilon counted 100 / items times where fewer than 100 items are modelled (msnbc's 17: about 6x)
     "pitems": {"PARTS_ITEMS": 100},
+    # pitems with at most N / 1,000 or N / 2,000 groups (N the declared magnitude): no group of a few hundred records
+    "pit1k": {"PARTS_ITEMS": 100, "MIN_PART_RECORDS": 1_000},
+    "pit2k": {"PARTS_ITEMS": 100, "MIN_PART_RECORDS": 2_000},
     # the trees' edges shrunk towards independence where measured within z noise stds of it (z = 1, 2)
     "tshrink1": {"TREE_PAIR_SHRINK": 1.0},
     "tshrink2": {"TREE_PAIR_SHRINK": 2.0},
@@ -202,7 +205,8 @@ ATTRIBUTES = {"mushroom": 23, "chess": 37}
 #: three), over every item of the file; ``schema`` maps them to the items a run keeps.
 ATTRIBUTE_SIZES = {"mushroom": [2, 6, 4, 10, 2, 9, 2, 2, 2, 12, 2, 5, 4, 4, 9, 9, 1, 4, 3, 5, 9, 6, 7],
                    "chess": [2] * 15 + [3] + [2] * 21}
-#: Candidates that declare the tables' schemas (``data.attribute_sizes``) besides their rules' patch.
+#: Candidates that declare the tables' schemas (``data.attribute_sizes``) besides their rules' patch, whatever
+#: ``--schema`` says (which declares it for every candidate, as the shipped rules' users do).
 DECLARE_SCHEMA = ("schema", "atree", "itree", "atsel5", "atsel15", "atlight", "atheavy")
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
@@ -346,7 +350,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
             try:
                 with tempfile.TemporaryDirectory() as tmp:
                     declared = [f"data.attributes={ATTRIBUTES[name]}"] if name in ATTRIBUTES and args.attributes else []
-                    if name in ATTRIBUTE_SIZES and cand in DECLARE_SCHEMA:
+                    if name in ATTRIBUTE_SIZES and (cand in DECLARE_SCHEMA or args.schema):
                         declared.append(f"data.attribute_sizes={schema(name, fit)}")
                     cfg = config_from_dict(config, [f"runs_dir={tmp}", "name=lodo", f"seed={seed}", f"threads={args.threads}",
                                                     f"privacy.delta={delta}", f"privacy.target_epsilon={epsilon}",
@@ -593,6 +597,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="a peer's options, e.g. aim.max_rounds=20 (a public cap on AIM's rounds)")
     p.add_argument("--no-attributes", dest="attributes", action="store_false",
                    help="do not declare the tables' attributes (data.attributes) to the rules")
+    p.add_argument("--schema", action="store_true",
+                   help="declare the tables' schemas (data.attribute_sizes) for every candidate, not only DECLARE_SCHEMA's")
     p.add_argument("--threads", type=int, default=1, help="the runs' torch and BLAS threads (config key threads)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
     p.add_argument("--json", default=None, metavar="PATH")

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgm.config import STATISTICS_ONLY, Config
-from dpgm.privacy.calibrate import calibrate
-from dpgm.privacy.events import GaussianEvent
+from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). Every share and
 #: threshold below was chosen by leave-one-dataset-out (benchmarks/rules_lodo.py; the results page).
@@ -58,16 +57,16 @@ TREE_ABOVE = 0.0
 #: Below this N * epsilon, where DP-SGD would train (from MIN_TRAINING_SCALE up), each group's model is a tree of
 #: items instead, which takes the budget DP-SGD would (the means keep theirs; inf: everywhere; 0: never).
 TREE_TRAINING_SCALE = math.inf
-#: Statistics over every pair of items (a tree per group, the pairs over all records, the items' dependence) only
-#: over at most this many items (after data.top_items): each builds dense (m + 1) x (m + 1) counts (k of them for
-#: the trees), gigabytes over thousands of items. Above it DP-SGD trains and nothing is measured over pairs.
+#: Statistics over every pair of items (trees, the pairs over all records, the dependence) only over at most this many
+#: items (after data.top_items): each builds dense (m + 1)^2 counts, gigabytes over thousands; above it DP-SGD trains.
 PAIRS_MAX_ITEMS = 1_000
 #: Whether a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE; from the means').
 TREE_FOLLOWS_PAIRS = False
-#: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
-RECORDS_PER_PART, MAX_PARTS = 5_000, 20
-#: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
-#: three groups halve each group's records and the partition takes its share of rho for little structure.
+#: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS and at most
+#: N / MIN_PART_RECORDS (0: no bound: a part holds enough records for its model at any epsilon).
+RECORDS_PER_PART, MAX_PARTS, MIN_PART_RECORDS = 5_000, 20, 0
+#: Below this N * epsilon one group whatever RECORDS_PER_PART gives (0: never): two or three groups halve each
+#: group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
 #: The number of items RECORDS_PER_PART and PARTITION_SCALE hold for (None: any number): with fewer items each
 #: group's tree and means cost less, and N * epsilon counts PARTS_ITEMS / items times (never less).
@@ -121,17 +120,6 @@ class PublicFacts:
     schema: bool = False  # data.attribute_sizes declared: which item is a value of which attribute
 
 
-def zcdp_rho(epsilon: float, delta: float) -> float:
-    """Largest rho whose zCDP curve the accountant puts at <= epsilon at delta (via ``calibrate``)."""
-    sigma = calibrate(lambda s: [(GaussianEvent(noise_multiplier=s), 1)], target_epsilon=epsilon, delta=delta)
-    return 1.0 / (2.0 * sigma * sigma)
-
-
-def sigma_for_share(rho: float, share: float, releases: int = 1) -> float:
-    """Multiplier of ``releases`` Gaussian releases that together cost ``share`` of rho."""
-    return math.sqrt(releases / (2.0 * share * rho))
-
-
 def _lloyd(rho: float) -> dict[str, Any]:
     """DP Lloyd from a random partition: 2 T + 1 Gaussian releases costing ``rho``."""
     return {"partition.method": "lloyd", "partition.iterations": LLOYD_ITERATIONS, "partition.init": "random",
@@ -154,13 +142,14 @@ PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree
 
 
 def parts(facts: PublicFacts, items: int | None = None) -> int:
-    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
-    one below N * epsilon = PARTITION_SCALE; N * epsilon scaled up where fewer ``items`` (default: all) than
-    PARTS_ITEMS are modelled."""
+    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS and
+    N / MIN_PART_RECORDS; one below N * epsilon = PARTITION_SCALE; N * epsilon scaled up where fewer ``items``
+    (default: all) than PARTS_ITEMS are modelled."""
     scale = facts.records_magnitude * facts.epsilon
     if PARTS_ITEMS is not None:
         scale *= max(1.0, PARTS_ITEMS / (facts.n_items if items is None else items))
-    return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
+    most = min(MAX_PARTS, facts.records_magnitude // MIN_PART_RECORDS) if MIN_PART_RECORDS else MAX_PARTS
+    return 1 if scale < PARTITION_SCALE else max(1, min(most, int(scale // RECORDS_PER_PART)))
 
 
 def tree_scale(facts: PublicFacts) -> int:

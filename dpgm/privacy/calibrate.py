@@ -17,7 +17,7 @@ import numpy as np
 
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy.accountant import epsilon_from_rdp, pure_epsilon, rdp_curve
-from dpgm.privacy.events import DpEvent, SampledGaussianEvent
+from dpgm.privacy.events import DpEvent, GaussianEvent, SampledGaussianEvent
 from dpgm.privacy.rdp import DEFAULT_ORDERS
 
 #: Search range for the noise multiplier; beyond it a plan is useless anyway.
@@ -213,6 +213,18 @@ def steps_for_budget(
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """Largest rho whose zCDP curve the accountant puts at <= epsilon at delta (via ``calibrate``): the
+    budget that fixed-noise stages share (a Gaussian release with multiplier sigma costs 1 / (2 sigma^2))."""
+    sigma = calibrate(lambda s: [(GaussianEvent(noise_multiplier=s), 1)], target_epsilon=epsilon, delta=delta)
+    return 1.0 / (2.0 * sigma * sigma)
+
+
+def sigma_for_share(rho: float, share: float, releases: int = 1) -> float:
+    """Multiplier of ``releases`` Gaussian releases that together cost ``share`` of rho."""
+    return math.sqrt(releases / (2.0 * share * rho))
 
 
 def records_magnitude(n: int) -> int:
