@@ -193,9 +193,6 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # pitems with at most N / 1,000 or N / 2,000 groups (N the declared magnitude): no group of a few hundred records
     "pit1k": {"PARTS_ITEMS": 100, "MIN_PART_RECORDS": 1_000},
     "pit2k": {"PARTS_ITEMS": 100, "MIN_PART_RECORDS": 2_000},
-    # the trees' edges shrunk towards independence where measured within z noise stds of it (z = 1, 2)
-    "tshrink1": {"TREE_PAIR_SHRINK": 1.0},
-    "tshrink2": {"TREE_PAIR_SHRINK": 2.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

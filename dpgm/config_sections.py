@@ -102,8 +102,8 @@ class ModelConfig:
                            "part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; "
                            "needs output_bias: noisy_mean); tree = a tree of items per part fitted to its noisy mean "
                            "and noisy pair counts (no DP-SGD; ledger stage item_pairs; options select_epsilon, "
-                           "pair_noise_multiplier, pair_shrink, and by_attribute: a tree over a declared table's "
-                           "attributes; dpgm/stages/item_pairs.py)")
+                           "pair_noise_multiplier, and by_attribute: a tree over a declared table's attributes; "
+                           "dpgm/stages/item_pairs.py)")
     options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked "  # noqa: RUF009
                                       "against its options dataclass)")
     hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009

@@ -82,10 +82,9 @@ MEAN_CLIP_ITEMS = 9
 #: items) and the means get DP-SGD's share too.
 MIN_TRAINING_SCALE = 3_000
 #: Below this N * epsilon each part's model is a tree of items (dpgm.stages.item_pairs) instead of
-#: independent items or DP-SGD (0: never); its edge selections and its pair counts take these shares, and
-#: its edges measured within TREE_PAIR_SHRINK noise stds of independence shrink to it (``pair_shrink``; 0: off).
+#: independent items or DP-SGD (0: never); its edge selections and its pair counts take these shares.
 TREE_SCALE = 0
-TREE_SELECT_SHARE, TREE_PAIRS_SHARE, TREE_PAIR_SHRINK = 0.1, 0.3, 0.0
+TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: Below this N * epsilon a declared table (``data.attributes``: one item per attribute in every record)
 #: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
 #: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
@@ -97,7 +96,8 @@ TREE_EMPTY_PART = True
 #: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs): its
 #: selections and pair counts (0: off), from the means' share, from N eps = PAIRS_SCALE up, for a model not a tree.
 PAIRS_SELECT_SHARE, PAIRS_COUNTS_SHARE, PAIRS_SCALE = 0.1, 0.2, 30_000
-#: The pair counts' clip (``model.pairs_clip``): the means' (``means``), or ``balanced`` (carrying the item totals).
+#: The clip of the pair counts (``model.pairs_clip``): the means' (``means``), or ``balanced`` for this one
+#: release (the counts then carry the item totals too).
 PAIRS_CLIP = "balanced"
 #: The items' weight against the pairs' in that balanced release (``model.pairs_item_weight``).
 PAIRS_ITEM_WEIGHT = 1.0
@@ -192,7 +192,7 @@ def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TR
     TREE_SELECT_SHARE + TREE_PAIRS_SHARE, the pair counts the rest."""
     select = share * TREE_SELECT_SHARE / (TREE_SELECT_SHARE + TREE_PAIRS_SHARE)
     return {"select_epsilon": select_epsilon(rho, select, n_items), "pair_noise_multiplier": sigma_for_share(
-        rho, share - select), "pair_shrink": TREE_PAIR_SHRINK}
+        rho, share - select)}
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).

@@ -302,8 +302,8 @@ def test_below_the_tree_scale_a_tree_per_group_spends_the_budget(monkeypatch, tm
     assert cost == pytest.approx((1 - rules.MARGIN) * rho)
     # a config that states the tree gets its options from the rules too, at any scale
     stated = public_defaults(facts(300_000), top_items=None, kind="tree")
-    assert stated["model.kind"] == "tree" and stated["model.options"].keys() == {
-        "select_epsilon", "pair_noise_multiplier", "pair_shrink", "by_attribute"}
+    assert stated["model.kind"] == "tree" and stated["model.options"].keys() == {"select_epsilon",
+                                                                                 "pair_noise_multiplier", "by_attribute"}
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "runs_dir": str(tmp_path), "seed": 0})
     run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)

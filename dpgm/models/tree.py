@@ -28,15 +28,10 @@ class TreeOptions:
     pair_noise_multiplier: float = 20.0  # noise std / L2 sensitivity of the chosen pairs' counts
     #: a tree over a declared table's attributes (dpgm.models.attribute_tree; needs data.attribute_sizes)
     by_attribute: bool = False
-    #: an edge's noisy joint shrinks to independence by (1 - (z std / d)^2)+, d its distance from independence
-    #: and std its noise's (``item_pairs.shrink_joints``; post-processing; 0: off)
-    pair_shrink: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):
             raise ValueError("select_epsilon and pair_noise_multiplier must be > 0")
-        if not self.pair_shrink >= 0:
-            raise ValueError("pair_shrink must be >= 0")
 
 
 class Tree(NoPostProcessing, BernoulliSampling, nn.Module):

@@ -136,21 +136,8 @@ def spanning_trees(scores: Sequence[np.ndarray], nodes: int, *, epsilon: float, 
     return edges
 
 
-def shrink_joints(edges: list[tuple[int, int]], joints: np.ndarray, means: np.ndarray, std: float) -> np.ndarray:
-    """The edges' joint frequencies shrunk towards independence at ``means`` (Breiman's nonnegative garrote):
-    d = joint - p_a p_b becomes d (1 - (std / d)^2)+, ``std`` the noise std of a joint. An edge measured
-    within its noise of independence is fitted as independent; a strong one keeps its count. Post-processing."""
-    if not edges or std <= 0:
-        return joints
-    a, b = np.array(edges).T
-    independent = means[a] * means[b]
-    d = joints - independent
-    keep = np.clip(1.0 - std ** 2 / np.maximum(d ** 2, 1e-300), 0.0, 1.0)
-    return independent + d * keep
-
-
 def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float, means: np.ndarray, *,
-             nonempty: bool = False, shrink: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+             nonempty: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(parent [m], logits [m, 2]) of one part from its noisy means and the noisy counts of its edges.
 
     The forest is directed away from each component's lowest item. An edge's joint frequency is
@@ -164,10 +151,9 @@ def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float,
     leave only c = 0) the part's items are independent at the means instead, fitted the same way (a
     fixed point above 0 wherever the means add up to more than one), and only where that fails too is
     the tree fitted as without ``nonempty``, its kept records' frequencies then above the measured
-    ones, rather than a model that almost never draws a record to keep. ``shrink``: the noise std of the
-    counts, by which ``shrink_joints`` takes the joints towards independence (0: off).
+    ones, rather than a model that almost never draws a record to keep.
     """
-    joints = shrink_joints(edges, np.asarray(pair_counts, dtype=np.float64) / size, means, shrink / size)
+    joints = np.asarray(pair_counts, dtype=np.float64) / size
     parent, cond = _fit(edges, joints, means)
     if nonempty:
         for forest, pairs in ((edges, joints), ([], joints[:0])):  # the tree, else independent items
@@ -246,8 +232,7 @@ class ItemPairsStage(DictStage):
         noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=options.pair_noise_multiplier,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
         nonempty = release_min_items(self.cfg) == 1
-        shrink = options.pair_shrink * options.pair_noise_multiplier * bound  # z x the counts' noise std
-        fits = [fit_tree(part, y, s, p, nonempty=nonempty, shrink=shrink)
+        fits = [fit_tree(part, y, s, p, nonempty=nonempty)
                 for part, y, s, p in zip(edges, noisy.reshape(len(edges), -1), sizes, means)]
         return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits])}
 

@@ -12,7 +12,7 @@ from dpgm.clustering.base import size_shares
 from dpgm.config import Config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
-from dpgm.models.tree import Tree, TreeOptions
+from dpgm.models.tree import Tree
 from dpgm.pipeline.run import train
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
@@ -24,7 +24,6 @@ from dpgm.stages.item_pairs import (
     fit_tree,
     grow_trees,
     plain_counts,
-    shrink_joints,
     table_distances,
     weighted_pair_counts,
 )
@@ -158,32 +157,6 @@ def test_pairs_that_leave_no_kept_fixed_point_fall_back_to_the_plain_fit():
     assert np.allclose(tree.marginals().detach().numpy(), means, atol=1e-4)  # the conditionals at FLOOR
 
 
-def test_joints_within_their_noise_of_independence_shrink_to_it_and_strong_ones_stay():
-    means = np.array([0.5, 0.4, 0.2, 0.3])
-    edges = [(0, 1), (1, 2), (0, 3)]
-    independent = np.array([0.2, 0.08, 0.15])
-    d = np.array([0.0005, 0.05, -0.03])  # within one std, far above it, far below it
-    shrunk = shrink_joints(edges, independent + d, means, std=0.001)
-    assert shrunk[0] == pytest.approx(0.2)  # d^2 < std^2: independence
-    assert shrunk[1] - 0.08 == pytest.approx(0.05 * (1 - (0.001 / 0.05) ** 2))  # the garrote's factor
-    assert shrunk[2] - 0.15 == pytest.approx(-0.03 * (1 - (0.001 / 0.03) ** 2))
-    assert np.array_equal(shrink_joints(edges, independent + d, means, std=0.0), independent + d)  # off
-
-
-def test_a_shrunk_tree_keeps_the_means_and_its_weak_edge_is_independent():
-    means = np.array([0.3, 0.6, 0.2])
-    edges = [(0, 1), (1, 2)]
-    size = 1000.0
-    counts = np.array([0.18 + 0.002, 0.12 + 0.06]) * size  # (0, 1) within noise of independence, (1, 2) strong
-    parent, logits = fit_tree(edges, counts, size, means, shrink=5.0)  # std 5 counts = 0.005 of the joint
-    cond = 1 / (1 + np.exp(-logits))
-    assert cond[1, 0] == pytest.approx(cond[1, 1]) == pytest.approx(0.6)  # item 1 independent of item 0
-    assert cond[2, 1] * means[1] == pytest.approx(0.18 - 0.06 * (0.005 / 0.06) ** 2)
-    tree = Tree(3)
-    tree.set_tree(torch.as_tensor(parent), torch.as_tensor(logits))
-    assert np.allclose(tree.marginals().detach().numpy(), means, atol=1e-6)
-
-
 def test_a_run_charges_the_selections_and_one_release_and_draws_the_pairs(tmp_path):
     over = {"data.source": "digits", "model.kind": "tree", "partition.method": "label", "partition.k": 10,
             "model.mean_noise_multiplier": 5.0, "model.calibrate": False,
@@ -297,9 +270,3 @@ def test_a_schema_that_does_not_add_up_to_the_item_universe_is_refused_before_an
     with pytest.raises(ConfigError, match="add up to 4 items but the item universe holds 3"):
         train(cfg, data=data, progress=False)
     assert not any(tmp_path.rglob("ledger.json"))
-
-
-@pytest.mark.parametrize("options", [{"select_epsilon": 0.0}, {"pair_noise_multiplier": -1.0}, {"pair_shrink": -0.5}])
-def test_tree_options_out_of_range_are_refused(options):
-    with pytest.raises(ValueError, match="must be"):
-        TreeOptions(**options)
