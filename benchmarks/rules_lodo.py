@@ -190,9 +190,6 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tpairs": {"TREE_FOLLOWS_PAIRS": True},
     # groups from N epsilon counted 100 / items times where fewer than 100 items are modelled (msnbc's 17: about 6x)
     "pitems": {"PARTS_ITEMS": 100},
-    # pitems with at most N / 1,000 or N / 2,000 groups (N the declared magnitude): no group of a few hundred records
-    "pit1k": {"PARTS_ITEMS": 100, "MIN_PART_RECORDS": 1_000},
-    "pit2k": {"PARTS_ITEMS": 100, "MIN_PART_RECORDS": 2_000},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

@@ -62,11 +62,10 @@ TREE_TRAINING_SCALE = math.inf
 PAIRS_MAX_ITEMS = 1_000
 #: Whether a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE; from the means').
 TREE_FOLLOWS_PAIRS = False
-#: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS and at most
-#: N / MIN_PART_RECORDS (0: no bound: a part holds enough records for its model at any epsilon).
-RECORDS_PER_PART, MAX_PARTS, MIN_PART_RECORDS = 5_000, 20, 0
-#: Below this N * epsilon one group whatever RECORDS_PER_PART gives (0: never): two or three groups halve each
-#: group's records and the partition takes its share of rho for little structure.
+#: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
+RECORDS_PER_PART, MAX_PARTS = 5_000, 20
+#: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
+#: three groups halve each group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
 #: The number of items RECORDS_PER_PART and PARTITION_SCALE hold for (None: any number): with fewer items each
 #: group's tree and means cost less, and N * epsilon counts PARTS_ITEMS / items times (never less).
@@ -142,14 +141,13 @@ PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree
 
 
 def parts(facts: PublicFacts, items: int | None = None) -> int:
-    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS and
-    N / MIN_PART_RECORDS; one below N * epsilon = PARTITION_SCALE; N * epsilon scaled up where fewer ``items``
-    (default: all) than PARTS_ITEMS are modelled."""
+    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
+    one below N * epsilon = PARTITION_SCALE; N * epsilon scaled up where fewer ``items`` (default: all) than
+    PARTS_ITEMS are modelled."""
     scale = facts.records_magnitude * facts.epsilon
     if PARTS_ITEMS is not None:
         scale *= max(1.0, PARTS_ITEMS / (facts.n_items if items is None else items))
-    most = min(MAX_PARTS, facts.records_magnitude // MIN_PART_RECORDS) if MIN_PART_RECORDS else MAX_PARTS
-    return 1 if scale < PARTITION_SCALE else max(1, min(most, int(scale // RECORDS_PER_PART)))
+    return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
 
 
 def tree_scale(facts: PublicFacts) -> int:

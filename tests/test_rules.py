@@ -63,18 +63,6 @@ def test_fewer_items_count_n_epsilon_more_times_where_parts_items_is_set(monkeyp
     assert public_defaults(facts(30_000, items=400), top_items=17)["partition.k"] == 11  # the items modelled count
 
 
-def test_min_part_records_bounds_the_groups_by_the_declared_magnitude(monkeypatch) -> None:
-    """MIN_PART_RECORDS 2,000: N = 10,000 holds at most 5 groups, N = 1,000 one, whatever epsilon and PARTS_ITEMS."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "PARTS_ITEMS", 100)
-    monkeypatch.setattr(rules, "MIN_PART_RECORDS", 2_000)
-    assert parts(facts(30_000), items=17) == 5
-    assert parts(facts(3_000, epsilon=4.0), items=17) == 1  # N eps 4,000 counts as 23,529: k would be 4
-    assert parts(facts(300_000)) == MAX_PARTS  # N / 2,000 = 50: MAX_PARTS binds
-    monkeypatch.setattr(rules, "MIN_PART_RECORDS", 0)
-    assert parts(facts(3_000, epsilon=4.0), items=17) == 4
-
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
     """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58% of which the
