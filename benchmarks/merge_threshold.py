@@ -1,13 +1,15 @@
-"""Which ``MERGE_BELOW`` or ``TREE_ABOVE`` (dpgm/rules.py): a threshold on the items' measured dependence, below
-which the partition merges its groups into one (``--gate merge``), or at or above which one group's model is a
-tree of items instead of DP-SGD's (``--gate tree``), chosen by leave-one-dataset-out.
+"""Which ``MERGE_BELOW``, ``TREE_ABOVE`` or ``INDEPENDENT_BELOW`` (dpgm/rules.py): a threshold on the items' measured
+dependence, below which the partition merges its groups into one (``--gate merge``), at or above which one group's
+model is a tree of items instead of DP-SGD's (``--gate tree``), or below which its items are independent instead
+of a tree (``--gate independent``), chosen by leave-one-dataset-out.
 
 A run's draws up to the choice do not depend on the threshold: with the same seed, the measured dependence
 and every release before the choice are the same whatever it is. So ``rules_lodo.py``'s two candidates of a
-gate, one measured and never taking the other way (``dep_keep``, ``tree_keep``) and one measured and always
-taking it (``dep_merge``, ``tree_take``), run on the same seeds, give every threshold's rows exactly: a seed's
-row for threshold T is its taking row where the measured dependence (the row's ``dependence``) is on the
-taking side of T, else its keeping row. This writes those rows as candidates ``merge<T>`` or ``tree<T>`` beside
+gate, one measured and never taking the other way (``dep_keep``, ``tree_keep``, ``ind_keep``) and one measured
+and always taking it (``dep_merge``, ``tree_take``, ``ind_take``), run on the same seeds, give every threshold's
+rows exactly: a seed's row for threshold T is its taking row where the measured dependence (the row's
+``dependence``) is on the taking side of T, else its keeping row. This writes those rows as candidates
+``merge<T>``, ``tree<T>`` or ``ind<T>`` beside
 the files' ``default`` rows and prints ``rules_lodo.py``'s summary (the LODO choice among them, the mean and
 worst held-out score, the groups beside the peers in the files).
 
@@ -38,7 +40,8 @@ class Gate(NamedTuple):
 
 
 GATES = {"merge": Gate("dep_keep", "dep_merge", lambda measured, t: measured < t, "merge"),
-         "tree": Gate("tree_keep", "tree_take", lambda measured, t: measured >= t, "tree")}
+         "tree": Gate("tree_keep", "tree_take", lambda measured, t: measured >= t, "tree"),
+         "independent": Gate("ind_keep", "ind_take", lambda measured, t: measured < t, "ind")}
 
 
 def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GATES["merge"]) -> list[dict[str, Any]]:
@@ -65,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="+", help="rules_lodo.py files with the gate's two candidates' rows (and default, "
                                             "peers)")
-    p.add_argument("--gate", choices=sorted(GATES), default="merge", help="merge: MERGE_BELOW; tree: TREE_ABOVE")
+    p.add_argument("--gate", choices=sorted(GATES), default="merge",
+                   help="merge: MERGE_BELOW; tree: TREE_ABOVE; independent: INDEPENDENT_BELOW")
     p.add_argument("--thresholds", nargs="+", type=float, default=[0.018, 0.022, 0.025, 0.03, 0.04])
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)

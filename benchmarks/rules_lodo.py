@@ -190,6 +190,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tpairs": {"TREE_FOLLOWS_PAIRS": True},
     # groups from N epsilon counted 100 / items times where fewer than 100 items are modelled (msnbc's 17: about 6x)
     "pitems": {"PARTS_ITEMS": 100},
+    # the items' dependence measured where one group's tree takes DP-SGD's place (or groups may merge): never or always
+    # independent items at the means, which take the tree's budget (merge_threshold.py --gate independent)
+    "ind_keep": {"INDEPENDENT_BELOW": 1e-9},
+    "ind_take": {"INDEPENDENT_BELOW": 1.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

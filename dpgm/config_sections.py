@@ -172,7 +172,8 @@ class ModelConfig:
                              "release picks by weight (more: closer to the measured frequencies, slower)")
     tree_above: float = opt(0.0, "with partition.dependence_noise_multiplier: at or above this measured dependence "
                                  "each part's model is a tree of items (options tree_options, as kind tree's) "
-                                 "instead of this model trained by DP-SGD; the ledger holds the costlier branch at "
+                                 "instead of this model trained by DP-SGD, or instead of kind independent, whose "
+                                 "means below it take the tree's budget; the ledger holds the costlier branch at "
                                  "every order (dpgm/stages/model_choice.py); 0: never")
     tree_options: dict[str, Any] = opt({}, "with tree_above: the tree's options (select_epsilon, "  # noqa: RUF009
                                            "pair_noise_multiplier)")
@@ -225,10 +226,11 @@ class ModelConfig:
         require(self.kind != "tree" or (self.output_bias == "noisy_mean" and not self.calibrate), "model", "kind",
                  "tree needs output_bias: noisy_mean and calibrate: false (its items keep the noisy part means)")
         require(self.tree_above >= 0, "model", "tree_above", "must be >= 0")
-        require(self.tree_above == 0 or (self.kind not in STATISTICS_ONLY and self.output_bias == "noisy_mean"
-                                         and self.pairs_noise_multiplier is None and self.length_noise_multiplier
-                                         is None), "model", "tree_above", "needs a model trained by DP-SGD with "
-                "output_bias: noisy_mean, and no pairs_noise_multiplier or length_noise_multiplier")
+        require(self.tree_above == 0 or (self.kind not in STATISTICS_ONLY or self.kind == "independent")
+                and self.output_bias == "noisy_mean" and self.pairs_noise_multiplier is None
+                and self.length_noise_multiplier is None, "model", "tree_above", "needs a model trained by DP-SGD or "
+                "kind independent, with output_bias: noisy_mean, and no pairs_noise_multiplier or "
+                "length_noise_multiplier")
         require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
         require(not self.calibrate or self.output_bias == "noisy_mean", "model", "calibrate",
                  "needs output_bias: noisy_mean (the calibration targets are the noisy part means)")

@@ -111,6 +111,10 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
     return "\n".join(lines) + "\n"
 
 
+#: What a group's model was where the measured dependence chose no tree, by the configured kind (default: DP-SGD's).
+INSTEAD_OF_TREE = {"independent": "independent items at its noisy means, which took the tree's budget"}
+
+
 def _dependence_words(dep: dict[str, Any]) -> str:
     """Which way the measured dependence fell against merge_below and tree_above, in one sentence."""
     ways = []
@@ -119,8 +123,9 @@ def _dependence_words(dep: dict[str, Any]) -> str:
                     f"records formed {'one group' if dep['parts_merged'] else 'their groups'}")
     if dep.get("tree_above", 0) > 0:
         chosen = dep["tree_chosen"]
+        otherwise = INSTEAD_OF_TREE.get(dep.get("otherwise", ""), "trained by DP-SGD")
         ways.append(f"{'at or above' if chosen else 'below'} tree_above = {dep['tree_above']:g}: each group's model "
-                    f"was {'a tree of items' if chosen else 'trained by DP-SGD'} (the run is charged the costlier "
+                    f"was {'a tree of items' if chosen else otherwise} (the run is charged the costlier "
                     "of the two at every RDP order)")
     return (f"The items' measured dependence was {dep['per_record_and_edge']:.4f} per record and edge (noisy), "
             + "; ".join(ways) + ".")

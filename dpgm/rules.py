@@ -54,6 +54,10 @@ DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
 #: DP-SGD's (``model.tree_above``; 0: never measured for it), where the records form one group and DP-SGD
 #: trains; the tree takes the budget DP-SGD would, its selections a TREE_SELECT_SHARE : TREE_PAIRS_SHARE part.
 TREE_ABOVE = 0.0
+#: Where one group's model would be a tree in DP-SGD's place (one group from the start, or groups that may merge),
+#: below this measured dependence its items are independent instead, their means taking the tree's budget
+#: (``model.kind: independent`` with ``model.tree_above``; 0: always the tree).
+INDEPENDENT_BELOW = 0.0
 #: Below this N * epsilon, where DP-SGD would train (from MIN_TRAINING_SCALE up), each group's model is a tree of
 #: items instead, which takes the budget DP-SGD would (the means keep theirs; inf: everywhere; 0: never).
 TREE_TRAINING_SCALE = math.inf
@@ -214,6 +218,13 @@ def chooses_tree(facts: PublicFacts, k: int, kind: str, items: int | None = None
             and facts.min_items <= 1 and pairs_fit(facts, items))
 
 
+def chooses_independent(facts: PublicFacts, k: int, kind: str, merged: bool, items: int | None = None) -> bool:
+    """Whether the measured dependence chooses between a tree in DP-SGD's place and independent items
+    (INDEPENDENT_BELOW): one group, or groups that may merge (``merged``), and not a table (its tree is its own)."""
+    return (INDEPENDENT_BELOW > 0 and DEPENDENCE_SHARE > 0 and kind == "tree" and tree_for_training(facts, items)
+            and facts.attributes is None and (k == 1 or merged))
+
+
 def parts_open(stated: frozenset[str]) -> bool:
     """Whether the rules may choose the parts (and merge them): the config states neither their number nor method."""
     return not {"partition.k", "partition.method"} & stated
@@ -248,7 +259,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     rho = zcdp_rho(facts.epsilon, facts.delta)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
     k = parts(facts, items)
-    gate = tree and kind is None and chooses_tree(facts, k, family(facts, items), items)
+    open_kind = tree and kind is None
+    gate = open_kind and chooses_tree(facts, k, family(facts, items), items)
     kind = kind or family(facts, items)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
@@ -260,13 +272,14 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
-    dependence_share = DEPENDENCE_SHARE if merged or gate else 0.0
+    untrained = open_kind and chooses_independent(facts, k, kind, merged, items)
+    dependence_share = DEPENDENCE_SHARE if merged or gate or untrained else 0.0
     fixed = (items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
              + dependence_share)
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
     if kind == "tree" and tree_for_training(facts, items):
-        tree_share = 1.0 - fixed - trained + pairs_share - MARGIN  # the pairs' share comes from the means'
+        tree_share = 1.0 - fixed - trained + pairs_share + dependence_share - MARGIN  # both from the means'
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
                    else trained - pairs_share - dependence_share)
     out: dict[str, Any] = {
@@ -306,60 +319,12 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         over = TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None
         out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share),
                                 "by_attribute": over}
+    if untrained:  # the measured dependence chooses the tree or independent items at the means
+        out.update({"model.kind": "independent", "model.calibrate": True, "model.tree_above": INDEPENDENT_BELOW,
+                    "model.tree_options": out.pop("model.options")})
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out
-
-
-def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: int | None = None) -> str:
-    """Which model family and how many parts the rules chose, and why, in one sentence (for the report);
-    ``merge``, ``tree``: as for ``public_defaults`` (``tree``: also False when the config states the model);
-    ``items``: the items modelled (default: all)."""
-    scale = facts.records_magnitude * facts.epsilon
-    items = facts.n_items if items is None else items
-    k = parts(facts, items)
-    split = ("one group" if k == 1
-             else f"{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})")
-    if k == 1 and scale >= 2 * RECORDS_PER_PART:
-        split += f" (N x epsilon = {scale:,.0f} is below {PARTITION_SCALE:,}, where groups cost more than they buy)"
-    kind = family(facts, items)
-    table = (f"the data are a table of {facts.attributes} attributes (declared) and " if facts.attributes is not None
-             and tree_scale(facts) > TREE_SCALE else "")
-    if kind == "tree" and tree_for_training(facts, items):
-        below = f" and below {TREE_TRAINING_SCALE:,}" if math.isfinite(TREE_TRAINING_SCALE) else ""
-        family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges, in "
-                      f"DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is at least "
-                      f"{MIN_TRAINING_SCALE:,}{below}, where the pairs measured directly buy more than the models "
-                      "DP-SGD trains")
-    elif kind == "tree":
-        family_why = (f"a tree of items per group, fitted to noisy pair counts along privately chosen edges: "
-                      f"{table}N x epsilon = {scale:,.0f} is below {tree_scale(facts):,}, where measured "
-                      "pairs buy more than DP-SGD")
-    elif kind == "independent":
-        family_why = (f"independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below "
-                      f"{MIN_TRAINING_SCALE:,}, where DP-SGD's noise costs more than the correlations it learns")
-    else:
-        family_why = (f"a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least "
-                      f"{max(MIN_TRAINING_SCALE, tree_scale(facts)):,}, enough for DP-SGD to learn correlations "
-                      "between items")
-        if not pairs_fit(facts, items):
-            family_why += (f" (a tree of items, the rules' choice there, is kept to at most {PAIRS_MAX_ITEMS:,} items, "
-                           "whose pair counts fit in memory: set data.top_items)")
-    extras = " Every item's total over all records is measured once and the groups' means agree with it." \
-        if TOTALS_SHARE > 0 else ""
-    extras += (" One tree of item pairs is measured over all records, and the release's item and pair frequencies "
-               f"follow it (N x epsilon is at least {PAIRS_SCALE:,})." if measures_pairs(facts, kind, items)
-               else "")
-    extras += (f" The items' dependence on each other is measured first, and where it is at least {TREE_ABOVE:g} "
-               "per record and edge the group's model is a tree of items instead, which measures their strongest "
-               "pairs directly (the run is charged for the costlier of the two at every RDP order)."
-               if tree and chooses_tree(facts, k, kind, items) else "")
-    extras += (f" The items' dependence on each other is measured first, and the records form one group where it is "
-               f"below {MERGE_BELOW:g} per record and edge, its means taking the partition's budget (items that "
-               "barely depend on each other: groups would only split the records)." if merge
-               and measures_dependence(facts, k, items=items) else "")
-    inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
-    return f"The rules chose {family_why}, in {split}, from {inputs}.{extras}"
 
 
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
-from dpgm.rules import MAX_PARTS, TREE_TRAINING_SCALE, PublicFacts, parts, public_defaults, regime, zcdp_rho
+from dpgm.regime import regime
+from dpgm.rules import MAX_PARTS, TREE_TRAINING_SCALE, PublicFacts, parts, public_defaults, zcdp_rho
 from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -615,3 +616,39 @@ def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> 
     assert cfg.model.kind == "tree" and cfg.data.attributes == 2
     assert "declared schema (data.attribute_sizes)" in report["rules"]
     assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()
+
+
+def test_independent_below_lets_the_measured_dependence_choose_the_tree_or_independent_items(
+        monkeypatch, tmp_path) -> None:
+    """INDEPENDENT_BELOW: where one group's tree takes DP-SGD's place (or groups may merge), the dependence is
+    measured from the means' share and chooses the tree or independent items; the tree's options and budget are
+    the same as without the choice, and a run spends within its target either way."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
+    one = facts(30_000)
+    before = public_defaults(one, top_items=None)
+    monkeypatch.setattr(rules, "INDEPENDENT_BELOW", 0.02)
+    out = public_defaults(one, top_items=None)
+    rho = zcdp_rho(one.epsilon, one.delta)
+    assert out["model.kind"] == "independent" and out["model.tree_above"] == 0.02 and out["partition.k"] == 1
+    assert out["model.tree_options"] == before["model.options"]  # the tree's share is unchanged
+    assert 1 / (2 * out["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
+    means = 1 / (2 * out["model.mean_noise_multiplier"] ** 2)
+    assert means == pytest.approx((rules.MEANS_SHARE - rules.DEPENDENCE_SHARE) * rho)  # the measurement's share
+    assert "where it is below 0.02 per record and edge each group's items are independent" in regime(one)
+    many = public_defaults(facts(300_000), top_items=None)  # groups that may merge: the same measurement serves both
+    assert many["model.kind"] == "independent" and many["partition.merge_below"] == rules.MERGE_BELOW
+    table = PublicFacts(n_items=75, records_magnitude=10_000, epsilon=4.0, delta=1e-6, attributes=37)
+    assert public_defaults(table, top_items=None)["model.kind"] == "tree"  # a table's tree is its own
+    assert public_defaults(one, top_items=None, kind="tree")["model.kind"] == "tree"  # stated: kept
+    rng = np.random.default_rng(0)
+    x = sp.csr_matrix((rng.random((30_000, 12)) < 0.2).astype(np.float32))  # independent items
+    data = BinaryDataset(records=x, item_names=[f"i{j}" for j in range(12)])
+    cfg = config_from_dict({"rules": "public", "runs_dir": str(tmp_path), "seed": 1,
+                            "privacy": {"target_epsilon": 2.0, "delta": 1e-6}})
+    run = TrainingRun(cfg, tmp_path / "run", data=data, progress=False)
+    run.start()
+    assert cfg.model.kind == "independent" and run.output("item_pairs") is None  # below: independent items
+    assert run.accountant.ledger.count("model_choice") == 1
+    assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0

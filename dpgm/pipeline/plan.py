@@ -24,7 +24,8 @@ from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
-from dpgm.rules import PublicFacts, parts_open, regime, tree_open
+from dpgm.regime import regime
+from dpgm.rules import PublicFacts, parts_open, tree_open
 from dpgm.stages.dependence import merges
 from dpgm.stages.model_choice import tree_chosen, tree_options
 from dpgm.training.mixture import STAGE
@@ -166,7 +167,7 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     if measured is not None:  # released: the parts merge below merge_below, a tree is chosen from tree_above
         report["dependence"] = {"per_record_and_edge": measured, "merge_below": cfg.partition.merge_below,
                                 "parts_merged": merges(cfg, measured), "tree_above": cfg.model.tree_above,
-                                "tree_chosen": tree_chosen(cfg, measured)}
+                                "tree_chosen": tree_chosen(cfg, measured), "otherwise": cfg.model.kind}
     t = cfg.training
     method = "none: the items' dependence is below merge_below" if merges(cfg, measured) else cfg.partition.method
     model = "tree: the items' dependence is at least tree_above" if tree_chosen(cfg, measured) else cfg.model.kind

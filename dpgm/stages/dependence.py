@@ -38,6 +38,7 @@ from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release
 from dpgm.stages.base import Stage, StageContext
+from dpgm.stages.model_choice import tree_chosen, tree_precision, untrained_choice
 
 #: Ledger stage of this release.
 STAGE = "dependence"
@@ -111,11 +112,14 @@ def parts(cfg: Config, ctx: StageContext) -> int:
 
 
 def mean_noise(cfg: Config, ctx: StageContext) -> float:
-    """The part means' multiplier: ``model.mean_noise_multiplier``, or where ``merges`` the one that also spends
-    the partitioner's releases but the count, lloyd_releases(T) - 1 at ``partition.noise_multiplier`` (the
-    zCDP costs 1 / (2 sigma^2) add up; module docstring)."""
-    sigma = cfg.model.mean_noise_multiplier
-    if not merges(cfg, ctx.output(STAGE)):
-        return sigma
-    moved = (lloyd_releases(cfg.partition.iterations) - 1) / cfg.partition.noise_multiplier ** 2
-    return 1.0 / math.sqrt(1.0 / sigma ** 2 + moved)
+    """The part means' multiplier: ``model.mean_noise_multiplier``, or one that also spends what other releases
+    would have cost (the zCDP costs 1 / (2 sigma^2) add up; module docstring): where ``merges``, the partitioner's
+    releases but the count, lloyd_releases(T) - 1 at ``partition.noise_multiplier``; where independent items are
+    chosen instead of a tree (dpgm.stages.model_choice), the tree's (``tree_precision``)."""
+    sigma, measured = cfg.model.mean_noise_multiplier, ctx.output(STAGE)
+    moved = 0.0
+    if merges(cfg, measured):
+        moved += (lloyd_releases(cfg.partition.iterations) - 1) / cfg.partition.noise_multiplier ** 2
+    if untrained_choice(cfg) and not tree_chosen(cfg, measured):
+        moved += tree_precision(cfg, ctx.data.n_items)
+    return sigma if moved == 0 else 1.0 / math.sqrt(1.0 / sigma ** 2 + moved)

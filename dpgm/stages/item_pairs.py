@@ -49,7 +49,7 @@ from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.dependence import plain_counts
 from dpgm.stages.length_bound import mean_bound
 from dpgm.stages.model_choice import STAGE as CHOICE
-from dpgm.stages.model_choice import TREE, chosen_model, tree_options
+from dpgm.stages.model_choice import TREE, chosen_model, tree_options, untrained_choice
 from dpgm.stages.part_means import FLOOR, table_parts
 from dpgm.stages.training import choice_entry, release_min_items
 
@@ -209,7 +209,7 @@ class ItemPairsStage(DictStage):
         model = chosen_model(self.cfg, ctx.output("dependence"))
         if model.kind != "tree":  # the configured model is trained (dpgm.stages.model_choice)
             return None
-        if self.cfg.model.kind != "tree":  # a tree chosen on the measured dependence: the choice first
+        if self.cfg.model.kind != "tree" and not untrained_choice(self.cfg):  # chosen instead of DP-SGD: the choice
             ctx.accountant.spend(CHOICE, choice_entry(self.cfg, ctx.accountant, ctx.data.n_items, TREE))
         options = tree_options(model)
         partition, means = ctx.output("partition"), ctx.output("part_means")

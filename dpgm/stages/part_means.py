@@ -38,6 +38,8 @@ from dpgm.stages.base import ArrayStage, StageContext
 from dpgm.stages.dependence import mean_noise
 from dpgm.stages.item_totals import consistent_sums
 from dpgm.stages.length_bound import mass_kept, mean_bound
+from dpgm.stages.model_choice import STAGE as CHOICE
+from dpgm.stages.model_choice import untrained_choice, untrained_choice_entry
 
 #: Ledger stage of this release.
 STAGE = "part_means"
@@ -250,6 +252,8 @@ class PartMeansStage(ArrayStage):
     def run(self, ctx: StageContext) -> np.ndarray:
         partition = ctx.output("partition")
         data = ctx.data
+        if untrained_choice(self.cfg):  # a tree or independent items: the choice first, the means' noise follows it
+            ctx.accountant.spend(CHOICE, untrained_choice_entry(self.cfg, data.n_items, ctx.output("dependence")))
         chunked = isinstance(data, ChunkedRecords)
         records, assignments = (data, partition.rule) if chunked else (data.records, partition.assignments)
         return noisy_part_means(records, assignments, partition.noisy_sizes,

@@ -12,7 +12,8 @@ from dpgm.artifact import load_release
 from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
-from dpgm.models.tree import TreeOptions
+from dpgm.models.independent import Independent
+from dpgm.models.tree import Tree, TreeOptions
 from dpgm.pipeline.run import train
 from dpgm.privacy.accountant import ledger_rdp
 from dpgm.privacy.calibrate import plan_rdp
@@ -82,8 +83,8 @@ def test_tree_above_zero_never_chooses_and_a_measurement_at_the_threshold_does()
 
 @pytest.mark.parametrize(("settings", "message"), [
     ({"model": {"tree_above": 0.03}}, "dependence_noise_multiplier"),
-    ({"model": {"tree_above": 0.03, "kind": "independent"}, "partition": {"dependence_noise_multiplier": 1.0}},
-     "trained by DP-SGD"),
+    ({"model": {"tree_above": 0.03, "kind": "tree"}, "partition": {"dependence_noise_multiplier": 1.0}},
+     "trained by DP-SGD or kind independent"),
     ({"model": {"tree_above": 0.03, "pairs_noise_multiplier": 2.0}, "partition": {"dependence_noise_multiplier": 1.0}},
      "pairs_noise_multiplier"),
     ({"model": {"tree_above": -1.0}}, ">= 0"),
@@ -109,3 +110,42 @@ def test_a_tree_over_attributes_declares_its_t_minus_one_rounds_in_the_choice() 
     assert choice(cfg, 9, (), TREE).branches[0] == tree_releases(options, 3)
     assert tree_releases(options, 3)[0][1] == 2
     assert tree_nodes(cfg, TreeOptions(), 9) == 9  # a tree of items: every item a node
+
+
+def _untrained_config(tmp_path, name: str, tree_above: float):
+    return config_from_dict({
+        "runs_dir": str(tmp_path), "name": name, "privacy": {"delta": 1e-6}, "seed": 4,
+        "model": {"kind": "independent", "mean_noise_multiplier": 2.0, "calibrate": True, "tree_above": tree_above,
+                  "tree_options": TREE_OPTIONS},
+        "partition": {"method": "none", "noise_multiplier": 4.0, "dependence_noise_multiplier": 3.0}})
+
+
+def test_a_tree_or_independent_items_whose_means_take_its_budget_at_the_same_epsilon(tmp_path) -> None:
+    x = _chain_records(4_000, 6, np.random.default_rng(5))
+    data = BinaryDataset(records=x, item_names=[f"i{j}" for j in range(6)])
+    exact = heaviest_tree(independence_distances(plain_counts(x))) / (len(x) * 5)
+    tree_dir, tree = train(_untrained_config(tmp_path, "tree", exact / 2), data=data, progress=False)
+    ind_dir, ind = train(_untrained_config(tmp_path, "ind", exact * 2), data=data, progress=False)
+    assert tree["dependence"]["tree_chosen"] and not ind["dependence"]["tree_chosen"]
+    assert ind["plan"]["model"] == "independent" and tree["plan"]["model"].startswith("tree: the items")
+    ledgers = {name: PrivacyLedger.load(d / "release" / "ledger.json") for name, d in
+               (("tree", tree_dir), ("ind", ind_dir))}
+    (tree_choice,), (ind_choice,) = (list(_entries(ledgers[n], STAGE)) for n in ("tree", "ind"))
+    assert (tree_choice.taken, ind_choice.taken) == (TREE, TRAINED) and tree_choice.branches == ind_choice.branches
+    # the choice is charged before the means, whose multiplier follows it: the tree's 1 / sigma^2 moves to them
+    for ledger in ledgers.values():
+        stages = [e.stage for e in ledger.entries]
+        assert stages.index(STAGE) < stages.index("part_means")
+    (means_tree,), (means_ind,) = (list(_entries(ledgers[n], "part_means")) for n in ("tree", "ind"))
+    moved = 5 * TREE_OPTIONS["select_epsilon"] ** 2 / 4 + 1 / TREE_OPTIONS["pair_noise_multiplier"] ** 2
+    assert means_tree.noise_multiplier == 2.0
+    assert means_ind.noise_multiplier ** -2 == pytest.approx(2.0 ** -2 + moved, rel=1e-12)
+    (extra, count), = ind_choice.branches[TRAINED]
+    assert count == 1 and extra.noise_multiplier ** -2 == pytest.approx(moved, rel=1e-12)
+    # the independent branch's curve is at least the tree's at every order: the ledgers end at one epsilon
+    assert np.all(plan_rdp(ind_choice.branches[TRAINED]) >= plan_rdp(tree_choice.branches[TREE]) - 1e-15)
+    assert not _entries(ledgers["ind"], "item_pairs") and _entries(ledgers["tree"], "item_pairs")
+    assert tree["epsilon"] == pytest.approx(ind["epsilon"], rel=1e-9)
+    assert "independent items at its noisy means" in summary_markdown(ind, dataset="chain", version="0", commit="x")
+    assert isinstance(load_release(ind_dir / "release").models[0], Independent)
+    assert isinstance(load_release(tree_dir / "release").models[0], Tree)
