@@ -279,7 +279,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
     if kind == "tree" and tree_for_training(facts, items):
-        tree_share = 1.0 - fixed - trained + pairs_share + dependence_share - MARGIN  # both from the means'
+        tree_share = 1.0 - fixed - trained + pairs_share - MARGIN  # the pairs' share comes from the means'
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
                    else trained - pairs_share - dependence_share)
     out: dict[str, Any] = {

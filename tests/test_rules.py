@@ -621,8 +621,8 @@ def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> 
 def test_independent_below_lets_the_measured_dependence_choose_the_tree_or_independent_items(
         monkeypatch, tmp_path) -> None:
     """INDEPENDENT_BELOW: where one group's tree takes DP-SGD's place (or groups may merge), the dependence is
-    measured from the means' share and chooses the tree or independent items; the tree's options and budget are
-    the same as without the choice, and a run spends within its target either way."""
+    measured, from the tree's share as where groups merge, and chooses the tree or independent items; the means
+    keep their share, and a run spends within its target either way."""
     from dpgm import rules
 
     monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
@@ -632,10 +632,12 @@ def test_independent_below_lets_the_measured_dependence_choose_the_tree_or_indep
     out = public_defaults(one, top_items=None)
     rho = zcdp_rho(one.epsilon, one.delta)
     assert out["model.kind"] == "independent" and out["model.tree_above"] == 0.02 and out["partition.k"] == 1
-    assert out["model.tree_options"] == before["model.options"]  # the tree's share is unchanged
+    assert out["model.mean_noise_multiplier"] == before["model.mean_noise_multiplier"]
     assert 1 / (2 * out["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
-    means = 1 / (2 * out["model.mean_noise_multiplier"] ** 2)
-    assert means == pytest.approx((rules.MEANS_SHARE - rules.DEPENDENCE_SHARE) * rho)  # the measurement's share
+    options, plain = out["model.tree_options"], before["model.options"]
+    tree, plain_tree = ((one.n_items - 1) * o["select_epsilon"] ** 2 / 8 + 1 / (2 * o["pair_noise_multiplier"] ** 2)
+                        for o in (options, plain))
+    assert tree == pytest.approx(plain_tree - rules.DEPENDENCE_SHARE * rho)  # the measurement's share
     assert "where it is below 0.02 per record and edge each group's items are independent" in regime(one)
     many = public_defaults(facts(300_000), top_items=None)  # groups that may merge: the same measurement serves both
     assert many["model.kind"] == "independent" and many["partition.merge_below"] == rules.MERGE_BELOW
