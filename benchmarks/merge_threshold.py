@@ -46,7 +46,8 @@ GATES = {"merge": Gate("dep_keep", "dep_merge", lambda measured, t: measured < t
 
 def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GATES["merge"]) -> list[dict[str, Any]]:
     """Candidate ``<prefix><threshold>``: per (dataset, size, epsilon, seed) the taking row where the measured
-    dependence is on the taking side of ``threshold``, else the keeping row (seeds without the row that way: none)."""
+    dependence is on the taking side of ``threshold``, else the keeping row (seeds without the row that way: none;
+    settings where the rules measure nothing: the keeping row)."""
     def key(r: dict[str, Any]) -> tuple[Any, ...]:
         return r["dataset"], r["size"], float(r["epsilon"]), r["seed"]
 
@@ -54,10 +55,10 @@ def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GA
     taken = {key(r): r for r in rows if r["candidate"] == gate.take}
     out = []
     for k in sorted(set(kept) | set(taken)):
-        measured = {r["dependence"]["per_record_and_edge"] for r in (kept.get(k), taken.get(k)) if r}
+        measured = {r["dependence"]["per_record_and_edge"] for r in (kept.get(k), taken.get(k)) if r and "dependence" in r}
         if len(measured) > 1:
             raise SystemExit(f"{k}: {gate.keep} and {gate.take} measured different dependences (not the same draws)")
-        takes = gate.takes(measured.pop(), threshold)
+        takes = bool(measured) and gate.takes(measured.pop(), threshold)  # nothing measured: the gate does not apply
         chosen = taken.get(k) if takes else kept.get(k)
         if chosen is not None:  # the way this threshold takes was run
             out.append({**chosen, "candidate": f"{gate.prefix}{threshold:g}", "taken": takes})
@@ -82,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              for t in args.thresholds}
     print(f"\nseeds taking {gate.take} per threshold:", taken)
     measured = sorted({(r["dataset"], r["size"], float(r["epsilon"]), r["seed"],
-                        round(r["dependence"]["per_record_and_edge"], 5)) for r in rows if r["candidate"] == gate.keep})
+                        round(r["dependence"]["per_record_and_edge"], 5)) for r in rows
+                       if r["candidate"] == gate.keep and "dependence" in r})
     if args.json:  # every row read and the thresholds' rows (an input of this script again), each input's provenance
         parts = [{"file": Path(f).name, **{k: v for k, v in json.loads(Path(f).read_text()).items() if k != "rows"}}
                  for f in args.files]
