@@ -33,12 +33,13 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_output
 from dpgm.mixture_draws import check_acceptance, draw_records, mixture_shares
-from dpgm.models.tilt import tilted_picks
+from dpgm.models.tilt import length_problem, resample, tilted_picks
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
 
-#: Rounds of draws, at most, to fill each length's share when the release follows a record-length histogram.
-LENGTH_ROUNDS = 5
+#: Draws per released record whose tilt follows a record-length histogram (``_draw_following``): a larger pool lets
+#: the tilt reach rarer lengths, and move the rest further from what the models measured.
+LENGTH_POOL = 3
 
 #: One step of a release: (shares over the parts, number of records drawn with them).
 Draw = tuple[np.ndarray, int]
@@ -132,42 +133,22 @@ def _tilt_of(mixture: ReleasedMixture) -> _Tilt | None:
 
 def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
                     threshold: float | None, shares: torch.Tensor) -> tuple[np.ndarray, np.ndarray, int]:
-    """Up to ``c`` records whose lengths follow ``shares``, their parts, and how many were drawn.
+    """``c`` records whose lengths follow ``shares``, their parts, and how many were drawn.
 
-    Each of the c slots draws a length from ``shares``. Rounds of c draws fill each length's slots
-    with drawn records of that length, in draw order (the draws are independent, so these are
-    random ones), for at most LENGTH_ROUNDS rounds; slots still open then take the last round's
-    unused records of at least ``min_items`` items. The result is shuffled, so the output order
-    says nothing about lengths. Post-processing of the models and of the released histogram.
+    A pool of LENGTH_POOL x c draws is tilted (dpgm.models.tilt, ``length_problem``) to the noisy length shares
+    while each part keeps its share, its items' frequencies and its tree's pairs', then resampled systematically
+    by the tilt's weights, in random order: the lengths move, what the models measured stays. Post-processing of
+    the models and of the released histogram.
     """
-    want = torch.bincount(torch.multinomial(shares, c, replacement=True, generator=generator),
-                          minlength=len(shares)).numpy()
-    kept: list[tuple[np.ndarray, np.ndarray]] = []
-    rounds = 0
-    while rounds < LENGTH_ROUNDS and want.any():
-        rounds += 1
-        records, parts, _ = draw_records(mixture, c, probs, generator, threshold)
-        lengths = records.sum(axis=1, dtype=np.int64)
-        pick = take_lengths(lengths, want)
-        want -= np.bincount(lengths[pick], minlength=len(want))
-        kept.append((records[pick], parts[pick]))
-    if want.any():  # the models rarely draw some lengths: fill with what they do draw
-        unused = np.setdiff1d(np.flatnonzero(lengths >= mixture.min_items), pick, assume_unique=True)
-        fill = unused[: int(want.sum())]
-        kept.append((records[fill], parts[fill]))
-    records, parts = np.concatenate([r for r, _ in kept]), np.concatenate([p for _, p in kept])
-    order = torch.randperm(len(records), generator=generator).numpy()
-    return records[order], parts[order], c * rounds
-
-
-def take_lengths(lengths: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Indices of the first want[l] records of each length l (fewer where there are fewer), in draw order."""
-    order = np.argsort(lengths, kind="stable")
-    starts = np.searchsorted(lengths[order], np.arange(len(want)))
-    have = np.bincount(lengths, minlength=len(want))[: len(want)]
-    take = np.minimum(want, have)
-    parts = [order[s: s + t] for s, t in zip(starts, take) if t]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    pool, parts, drawn = draw_records(mixture, c * LENGTH_POOL, probs, generator, threshold, mixture.min_items,
+                                      systematic=False)
+    if len(pool) == 0:
+        return pool, parts, drawn
+    f, targets = length_problem(pool, parts, mixture.models, probs.numpy(), shares.numpy())
+    offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
+    picks, _ = resample(f, targets, count=c, offset=offset)
+    picks = picks[torch.randperm(c, generator=generator).numpy()]
+    return pool[picks], parts[picks], drawn * c // len(pool)
 
 
 def _label_parts(mixture: ReleasedMixture, labels: Sequence[int] | None) -> list[int]:

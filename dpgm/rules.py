@@ -29,7 +29,7 @@ from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.58
 #: The means' share where the records form one group and DP-SGD trains (None: MEANS_SHARE).
 SINGLE_PART_MEANS_SHARE: float | None = None
-#: Share of the noisy record-length histogram the release follows (0: none).
+#: Share of the noisy record-length histogram the release follows (0: none; never for a declared table).
 LENGTHS_SHARE = 0.0
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
@@ -266,7 +266,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured
     # the length histogram's first bin already holds the empty records
-    empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and LENGTHS_SHARE == 0
+    lengths_share = LENGTHS_SHARE if not table else 0.0  # a table's records all hold one item per attribute
+    empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and lengths_share == 0
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
@@ -274,7 +275,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     merged = merge and measures_dependence(facts, k, partitioner, items)
     untrained = open_kind and chooses_independent(facts, k, kind, merged, items)
     dependence_share = DEPENDENCE_SHARE if merged or gate or untrained else 0.0
-    fixed = (items_share + partition_share + LENGTHS_SHARE + empty_share + TOTALS_SHARE + bound_share + pairs_share
+    fixed = (items_share + partition_share + lengths_share + empty_share + TOTALS_SHARE + bound_share + pairs_share
              + dependence_share)
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
@@ -292,7 +293,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.output_bias": "noisy_mean", "model.calibrate": kind != "tree",
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS if facts.attributes is None else facts.attributes, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
-        "model.length_noise_multiplier": sigma_for_share(rho, LENGTHS_SHARE) if LENGTHS_SHARE > 0 else None,
+        "model.length_noise_multiplier": sigma_for_share(rho, lengths_share) if lengths_share > 0 else None,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
         "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
         "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,

@@ -214,6 +214,10 @@ def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) ->
     apply_public_rules(cfg, f, cfg.stated)  # validates
     assert cfg.partition.empty_part_noise_multiplier is None
     assert 1 / (2 * cfg.model.length_noise_multiplier**2) == pytest.approx(0.05 * zcdp_rho(f.epsilon, f.delta))
+    assert "histogram of record lengths is measured" in regime(f)
+    table = dataclasses.replace(f, attributes=17)  # one item per attribute: every record of one length
+    assert public_defaults(table, top_items=None)["model.length_noise_multiplier"] is None
+    assert "record lengths" not in regime(table)
 
 
 def test_a_stated_partitioner_gets_its_own_rule() -> None:

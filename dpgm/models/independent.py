@@ -47,6 +47,10 @@ class Independent(NoPostProcessing, BernoulliSampling, nn.Module):
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         return self.record_losses(x.to(self.out.bias.dtype), self.step_noise(x.shape[0], generator))
 
+    def marginals(self) -> Tensor:
+        """Each item's exact frequency under the model [n_items]."""
+        return torch.sigmoid(self.out.bias)
+
     def output_bias(self) -> Tensor:
         """The item logits [n_items]."""
         return self.out.bias

@@ -7,12 +7,15 @@ feature means are t is q(x) exp(theta . f(x)) / Z (Csiszar 1975; the raking of s
 log mean exp(F theta) - theta . t + ridge |theta|^2 / 2 (the ridge keeps theta finite when noisy
 targets lie outside what the pool can reach); ``tilt_weights`` gives each draw of the pool its
 weight, and ``tilted_picks`` resamples the pool by them (the release fits each chunk's own pool,
-dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). Post-processing of
-the model and of the measured frequencies: nothing here reads the records.
+dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). ``length_problem``
+poses the tilt of a mixture's draws to a noisy histogram of record lengths that keeps what the models
+measured: each part's share, items and tree pairs. Post-processing of the model and of the measured
+frequencies: nothing here reads the records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -83,10 +86,45 @@ def tilt_weights(f: sp.csr_matrix, theta: np.ndarray) -> np.ndarray:
 def tilted_picks(pool: Any, edges: np.ndarray, targets: np.ndarray, *, count: int, offset: float,
                  empty: bool = False, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(indices of ``count`` pool records, theta): the pool's tilt to ``targets`` (``fit_tilt`` from ``start``),
-    then a systematic resample by its weights (one uniform ``offset`` in [0, 1): each record is picked
-    its expected number of times, rounded down or up)."""
-    f = features(pool, edges, empty=empty)
+    then a systematic resample by its weights (``resample``)."""
+    return resample(features(pool, edges, empty=empty), targets, count=count, offset=offset, start=start)
+
+
+def resample(f: sp.csr_matrix, targets: np.ndarray, *, count: int, offset: float,
+             start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of ``count`` rows of ``f``, theta): the tilt of the rows to ``targets``, then a systematic resample
+    by its weights (one uniform ``offset`` in [0, 1): each row is picked its expected number of times, rounded down
+    or up)."""
     theta = fit_tilt(f, targets, start=start)
     cumulative = np.cumsum(tilt_weights(f, theta))
     picks = np.searchsorted(cumulative, (offset + np.arange(count)) / count * cumulative[-1])
     return picks.clip(0, len(cumulative) - 1), theta
+
+
+def length_problem(pool: Any, parts: np.ndarray, models: Sequence[Any], shares: np.ndarray,
+                   lengths: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """(features, targets) of a tilt of a mixture's draws ``pool`` (from ``parts``, drawn by ``shares``) to the
+    record-length shares ``lengths`` [0..m] that keeps each part's share, its items' frequencies and its tree's
+    edges' joint frequencies: the model's exact ones where it gives them (``marginals``, ``edge_joints``), else
+    the pool's. Lengths from the last one with a share up are one bin."""
+    x = sp.csr_matrix(pool, dtype=np.float64)
+    n, k = x.shape[0], len(shares)
+    own = sp.csr_matrix((np.ones(n), (np.arange(n), parts)), shape=(n, k))
+    columns, targets = [], []
+    for j in range(k):
+        in_j = sp.csr_matrix(x.multiply(own[:, [j]]))
+        model = models[j] if j < len(models) else None
+        marginals = getattr(model, "marginals", None)
+        items = (shares[j] * marginals().detach().cpu().numpy().astype(np.float64) if marginals is not None
+                 else np.asarray(in_j.sum(axis=0)).ravel() / n)
+        columns.append(in_j)
+        targets.append(items)
+        if hasattr(model, "edge_joints"):
+            edges, joints = model.edge_joints()
+            columns.append(sp.csr_matrix(in_j[:, edges[:, 0]].multiply(in_j[:, edges[:, 1]])))
+            targets.append(shares[j] * joints)
+    top = max(1, int(np.flatnonzero(lengths > 0).max())) if np.any(lengths > 0) else 1
+    held = np.minimum(np.diff(x.indptr), top)
+    columns += [own, sp.csr_matrix((np.ones(n), (np.arange(n), held)), shape=(n, top + 1))]
+    targets += [np.asarray(shares, dtype=np.float64), np.append(lengths[:top], lengths[top:].sum())]
+    return sp.hstack(columns, format="csr"), np.concatenate(targets)

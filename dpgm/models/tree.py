@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -101,6 +102,15 @@ class Tree(NoPostProcessing, BernoulliSampling, nn.Module):
             k = int(self.parent[j])
             p[j] = cond[j, 0] if k < 0 else (1 - p[k]) * cond[j, 0] + p[k] * cond[j, 1]
         return p
+
+
+    def edge_joints(self) -> tuple[np.ndarray, np.ndarray]:
+        """(edges [e, 2] as (parent, child), P(both items) [e]): each edge's exact joint frequency."""
+        child = torch.nonzero(self.parent >= 0).flatten()
+        parent = self.parent[child]
+        joints = self.marginals()[parent] * torch.sigmoid(self.logits[child, 1])
+        return (torch.stack([parent, child], dim=1).cpu().numpy().astype(np.int64),
+                joints.detach().cpu().numpy().astype(np.float64))
 
 
 def order_of(parent: Tensor) -> Tensor:

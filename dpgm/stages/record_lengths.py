@@ -5,9 +5,9 @@ items) drift from the data's: sparse data get empty records that no real record 
 queries over many items ("holds any of these items") undercount. The histogram of lengths
 0..n_items is one Gaussian mechanism of L2 sensitivity 1 (adding or removing a record changes
 one bin by one), charged before the noise is drawn; its noisy counts are projected onto
-non-negative ones with the same total (no mass added) and normalised. The release then keeps,
-from a surplus of drawn records, as many of each length as the histogram asks (post-processing,
-dpgm/release.py).
+non-negative ones with the same total (no mass added) and normalised. The release then tilts a
+surplus of drawn records towards the histogram's lengths while each part keeps its share, its items'
+frequencies and its tree's pairs' (post-processing, dpgm/release.py and dpgm/models/tilt.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpgm.models.tilt import feature_means, features, fit_tilt, tilt_targets, tilt_weights, tilted_picks
+from dpgm.models.tilt import (
+    feature_means,
+    features,
+    fit_tilt,
+    length_problem,
+    resample,
+    tilt_targets,
+    tilt_weights,
+    tilted_picks,
+)
 
 
 def test_features_are_the_items_then_each_pair_product() -> None:
@@ -51,3 +60,42 @@ def test_targets_the_draws_already_meet_leave_the_weights_even() -> None:
     f = features(pool, edges)
     w = tilt_weights(f, fit_tilt(f, feature_means(pool, edges)))
     assert w == pytest.approx(np.full(len(pool), 1 / len(pool)), rel=1e-3)
+
+
+def test_a_mixture_tilted_to_longer_records_keeps_each_parts_share_items_and_tree_pairs() -> None:
+    """Two parts (independent items; a chain tree) tilted to a length histogram more spread than their draws'
+    (the same mean, which the item frequencies fix): the resample follows the lengths, and the parts' shares,
+    item frequencies and tree edges' joints stay the models' exact ones."""
+    import torch
+
+    from dpgm.models.independent import Independent
+    from dpgm.models.tree import Tree
+
+    m = 6
+    flat = Independent(m)
+    with torch.no_grad():
+        flat.out.bias.fill_(float(np.log(0.3 / 0.7)))
+    chain = Tree(m)
+    chain.set_tree(torch.tensor([-1, 0, 1, 2, 3, 4]), torch.tensor([[-1.0, -1.0]] + [[-2.0, 1.5]] * (m - 1)))
+    shares = np.array([0.6, 0.4])
+    g = torch.Generator().manual_seed(0)
+    n = 60_000
+    parts = (torch.rand(n, generator=g) < shares[1]).long().numpy()
+    pool = np.where(parts[:, None] == 0, flat.sample(n, g).numpy(), chain.sample(n, g).numpy()).astype(np.uint8)
+    drawn = np.bincount(pool.sum(axis=1), minlength=m + 1) / n
+    mean = drawn @ np.arange(m + 1)  # the items' frequencies fix it: the target spreads the lengths around it
+    spread = np.zeros(m + 1)
+    spread[[0, 5]] = 1 - mean / 5, mean / 5
+    lengths = 0.7 * drawn + 0.3 * spread
+    f, targets = length_problem(pool, parts, [flat, chain], shares, lengths)
+    picks, _ = resample(f, targets, count=20_000, offset=0.5)
+    kept, kept_parts = pool[picks], parts[picks]
+    got = np.bincount(kept.sum(axis=1), minlength=m + 1) / len(kept)
+    assert np.abs(got - lengths).max() < 0.01 < np.abs(drawn - lengths).max()
+    assert np.bincount(kept_parts, minlength=2) / len(kept) == pytest.approx(shares, abs=0.01)
+    for j, model in enumerate((flat, chain)):
+        mine = kept[kept_parts == j]
+        assert np.abs(mine.mean(axis=0) - model.marginals().detach().numpy()).max() < 0.02
+    edges, joints = chain.edge_joints()
+    mine = kept[kept_parts == 1]
+    assert np.abs((mine[:, edges[:, 0]] * mine[:, edges[:, 1]]).mean(axis=0) - joints).max() < 0.02

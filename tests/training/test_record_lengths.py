@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import GaussianEvent
-from dpgm.release import take_lengths
 from dpgm.stages.record_lengths import STAGE, noisy_length_shares
 
 
@@ -26,13 +25,6 @@ def test_one_gaussian_release_of_sensitivity_one_and_shares_without_added_mass()
     truth = np.bincount(x.sum(axis=1), minlength=7) / len(x)
     assert shares.shape == (7,) and shares.min() >= 0 and shares.sum() == pytest.approx(1.0)
     assert np.abs(shares - truth).max() < 0.005  # noise std 5 on 20,000 records
-
-
-def test_take_lengths_takes_the_first_records_of_each_length_up_to_the_want() -> None:
-    lengths = np.array([2, 1, 2, 0, 1, 2, 1])
-    assert take_lengths(lengths, np.array([0, 2, 1])).tolist() == [1, 4, 0]
-    assert take_lengths(lengths, np.array([5, 0, 0])).tolist() == [3]  # fewer where there are fewer
-    assert take_lengths(lengths, np.array([0, 0, 0])).tolist() == []
 
 
 def test_a_run_releases_the_histogram_and_its_release_follows_it(tmp_path) -> None:
