@@ -6,8 +6,8 @@ feature means are t is q(x) exp(theta . f(x)) / Z (Csiszar 1975; the raking of s
 ``fit_tilt`` finds theta on a pool of draws by minimising the convex dual
 log mean exp(F theta) - theta . t + ridge |theta|^2 / 2 (the ridge keeps theta finite when noisy
 targets lie outside what the pool can reach); ``tilt_weights`` gives each draw of the pool its
-weight, and ``tilted_picks`` resamples the pool by them (the release fits each chunk's own pool,
-dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). ``length_problem``
+weight, and ``tilted_picks`` resamples the pool by them, balanced (``balance``; the release fits each
+chunk's own pool, dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). ``length_problem``
 poses the tilt of a mixture's draws to a noisy histogram of record lengths that keeps what the models
 measured: each part's share, items and tree pairs. Post-processing of the model and of the measured
 frequencies: nothing here reads the records.
@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
+
+from dpgm.models.balance import balance
 
 #: L2 penalty on theta in the dual, small beside the frequencies' noise (a larger one biased every target).
 RIDGE = 1e-5
@@ -92,13 +94,14 @@ def tilted_picks(pool: Any, edges: np.ndarray, targets: np.ndarray, *, count: in
 
 def resample(f: sp.csr_matrix, targets: np.ndarray, *, count: int, offset: float,
              start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of ``count`` rows of ``f``, theta): the tilt of the rows to ``targets``, then a systematic resample
-    by its weights (one uniform ``offset`` in [0, 1): each row is picked its expected number of times, rounded down
-    or up)."""
+    """(indices of ``count`` rows of ``f``, sorted, theta): the tilt of the rows to ``targets``, then a systematic
+    resample by its weights (one uniform ``offset`` in [0, 1): each row is picked its expected number of times, rounded
+    down or up), balanced so that the picks' feature means are the weighted ones (``balance.balance``)."""
     theta = fit_tilt(f, targets, start=start)
-    cumulative = np.cumsum(tilt_weights(f, theta))
+    weights = tilt_weights(f, theta)
+    cumulative = np.cumsum(weights)
     picks = np.searchsorted(cumulative, (offset + np.arange(count)) / count * cumulative[-1])
-    return picks.clip(0, len(cumulative) - 1), theta
+    return balance(f, picks.clip(0, len(cumulative) - 1), f.T @ weights), theta
 
 
 def length_problem(pool: Any, parts: np.ndarray, models: Sequence[Any], shares: np.ndarray,

@@ -95,7 +95,8 @@ def test_a_mixture_tilted_to_longer_records_keeps_each_parts_share_items_and_tre
     assert np.bincount(kept_parts, minlength=2) / len(kept) == pytest.approx(shares, abs=0.01)
     for j, model in enumerate((flat, chain)):
         mine = kept[kept_parts == j]
-        assert np.abs(mine.mean(axis=0) - model.marginals().detach().numpy()).max() < 0.02
+        # balanced picks: within 0.002, where a plain resample's sampling error alone is about 0.004 per item
+        assert np.abs(mine.mean(axis=0) - model.marginals().detach().numpy()).max() < 0.002
     edges, joints = chain.edge_joints()
     mine = kept[kept_parts == 1]
-    assert np.abs((mine[:, edges[:, 0]] * mine[:, edges[:, 1]]).mean(axis=0) - joints).max() < 0.02
+    assert np.abs((mine[:, edges[:, 0]] * mine[:, edges[:, 1]]).mean(axis=0) - joints).max() < 0.002
