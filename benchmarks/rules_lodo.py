@@ -307,7 +307,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
     config = config_sections(CONFIGS / "transactions.yaml")
     label = ("full" if size is None else str(size)) + (f"@{args.top_items}" if args.top_items else "")
     evaluation = held.evaluation
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         todo = [c for c in args.candidates if (name, label, epsilon, c, seed) not in done]
         peers = [p for p in args.peers if (name, label, epsilon, f"peer:{p}", seed) not in done]
         if not todo and not peers:
@@ -589,6 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="keep each dataset's K most frequent items (default: 100; msnbc and chess keep all theirs); "
                         "rows and summaries label the size SIZE@K")
     p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="run seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1 (split one setting's seeds over processes)")
     p.add_argument("--peers", nargs="*", default=[], choices=PEERS,
                    help="also fit these baselines (need mbi) on the same records and score them beside the rules")
     p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
