@@ -37,21 +37,23 @@ def laplace_pmf(scale: float, support: np.ndarray) -> np.ndarray:
 
 
 def chi_square_p(draws: np.ndarray, pmf) -> float:
-    """Chi-square p-value of ``draws`` against ``pmf``, bins of expected count >= 5, tails pooled."""
+    """Chi-square p-value of ``draws`` against ``pmf``, bins of expected count >= 5: each tail pooled into the
+    outermost such bin (a tail bin of its own would expect far less than one draw, and one draw there would
+    reject a correct sampler)."""
     lo, hi = int(draws.min()), int(draws.max())
     support = np.arange(lo - 200, hi + 201)
     expected = pmf(support) * len(draws)
     keep = expected >= 5
     first, last = support[keep][0], support[keep][-1]
-    inner = np.arange(first, last + 1)
+    inner = np.arange(first + 1, last)
     observed = np.array(
-        [np.count_nonzero(draws < first)]
+        [np.count_nonzero(draws <= first)]
         + [np.count_nonzero(draws == x) for x in inner]
-        + [np.count_nonzero(draws > last)]
+        + [np.count_nonzero(draws >= last)]
     )
     p_inner = pmf(inner)
-    tail = (1.0 - p_inner.sum()) / 2  # both pmfs are symmetric
-    exp = np.concatenate([[tail], p_inner, [tail]]) * len(draws)
+    edge = (1.0 - p_inner.sum()) / 2  # both pmfs are symmetric: each end bin holds its value and its tail
+    exp = np.concatenate([[edge], p_inner, [edge]]) * len(draws)
     return float(stats.chisquare(observed, exp * observed.sum() / exp.sum()).pvalue)
 
 
