@@ -1,15 +1,17 @@
-"""Which ``MERGE_BELOW``, ``TREE_ABOVE`` or ``INDEPENDENT_BELOW`` (dpgm/rules.py): a threshold on the items' measured
-dependence, below which the partition merges its groups into one (``--gate merge``), at or above which one group's
-model is a tree of items instead of DP-SGD's (``--gate tree``), or below which its items are independent instead
-of a tree (``--gate independent``), chosen by leave-one-dataset-out.
+"""Which ``MERGE_BELOW``, ``TREE_ABOVE``, ``INDEPENDENT_BELOW`` or ``LENGTHS_SCALE`` (dpgm/rules.py): a threshold below
+which the partition merges its groups into one (``--gate merge``), at or above which one group's model is a tree of
+items instead of DP-SGD's (``--gate tree``), below which its items are independent instead of a tree
+(``--gate independent``), all three on the items' measured dependence, or on the public N * epsilon at or above
+which the release follows a noisy length histogram (``--gate lengths2``, ``lengths5``: its share of rho), chosen by
+leave-one-dataset-out.
 
 A run's draws up to the choice do not depend on the threshold: with the same seed, the measured dependence
 and every release before the choice are the same whatever it is. So ``rules_lodo.py``'s two candidates of a
-gate, one measured and never taking the other way (``dep_keep``, ``tree_keep``, ``ind_keep``) and one measured
-and always taking it (``dep_merge``, ``tree_take``, ``ind_take``), run on the same seeds, give every threshold's
-rows exactly: a seed's row for threshold T is its taking row where the measured dependence (the row's
-``dependence``) is on the taking side of T, else its keeping row. This writes those rows as candidates
-``merge<T>``, ``tree<T>`` or ``ind<T>`` beside
+gate, one never taking the other way (``dep_keep``, ``tree_keep``, ``ind_keep``, ``default``) and one always taking
+it (``dep_merge``, ``tree_take``, ``ind_take``, ``lengths2``), run on the same seeds, give every threshold's
+rows exactly: a seed's row for threshold T is its taking row where the row's measure (the measured dependence,
+or N * epsilon) is on the taking side of T, else its keeping row. This writes those rows as candidates
+``merge<T>``, ``tree<T>``, ``ind<T>`` or ``len2_<T>`` beside
 the files' ``default`` rows and prints ``rules_lodo.py``'s summary (the LODO choice among them, the mean and
 worst held-out score, the groups beside the peers in the files).
 
@@ -29,6 +31,8 @@ from typing import Any, NamedTuple
 from provenance import write_json
 from rules_lodo import read_rows, summarize
 
+from dpgm.privacy.calibrate import records_magnitude
+
 
 class Gate(NamedTuple):
     """A threshold's two candidates, the side of it that takes the other way, and its rows' prefix."""
@@ -37,17 +41,26 @@ class Gate(NamedTuple):
     take: str
     takes: Callable[[float, float], bool]  # (measured, threshold) -> whether the run takes the other way
     prefix: str
+    measure: Callable[[dict[str, Any]], float | None] = lambda r: (r["dependence"]["per_record_and_edge"]
+                                                                   if "dependence" in r else None)
+
+
+def _scale(row: dict[str, Any]) -> float:
+    """N * epsilon of a row's run as the rules read it: N's declared magnitude (``records_magnitude``)."""
+    return float(records_magnitude(int(row["n_fit"]))) * float(row["epsilon"])
 
 
 GATES = {"merge": Gate("dep_keep", "dep_merge", lambda measured, t: measured < t, "merge"),
          "tree": Gate("tree_keep", "tree_take", lambda measured, t: measured >= t, "tree"),
-         "independent": Gate("ind_keep", "ind_take", lambda measured, t: measured < t, "ind")}
+         "independent": Gate("ind_keep", "ind_take", lambda measured, t: measured < t, "ind"),
+         "lengths2": Gate("default", "lengths2", lambda measured, t: measured >= t, "len2_", _scale),
+         "lengths5": Gate("default", "lengths5", lambda measured, t: measured >= t, "len5_", _scale)}
 
 
 def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GATES["merge"]) -> list[dict[str, Any]]:
-    """Candidate ``<prefix><threshold>``: per (dataset, size, epsilon, seed) the taking row where the measured
-    dependence is on the taking side of ``threshold``, else the keeping row (seeds without the row that way: none;
-    settings where the rules measure nothing: the keeping row)."""
+    """Candidate ``<prefix><threshold>``: per (dataset, size, epsilon, seed) the taking row where the gate's measure
+    is on the taking side of ``threshold``, else the keeping row (seeds without the row that way: none; settings
+    where the rules measure nothing: the keeping row)."""
     def key(r: dict[str, Any]) -> tuple[Any, ...]:
         return r["dataset"], r["size"], float(r["epsilon"]), r["seed"]
 
@@ -55,9 +68,9 @@ def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GA
     taken = {key(r): r for r in rows if r["candidate"] == gate.take}
     out = []
     for k in sorted(set(kept) | set(taken)):
-        measured = {r["dependence"]["per_record_and_edge"] for r in (kept.get(k), taken.get(k)) if r and "dependence" in r}
+        measured = {gate.measure(r) for r in (kept.get(k), taken.get(k)) if r} - {None}
         if len(measured) > 1:
-            raise SystemExit(f"{k}: {gate.keep} and {gate.take} measured different dependences (not the same draws)")
+            raise SystemExit(f"{k}: {gate.keep} and {gate.take} measured different values (not the same draws)")
         takes = bool(measured) and gate.takes(measured.pop(), threshold)  # nothing measured: the gate does not apply
         chosen = taken.get(k) if takes else kept.get(k)
         if chosen is not None:  # the way this threshold takes was run
@@ -69,22 +82,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="+", help="rules_lodo.py files with the gate's two candidates' rows (and default, "
                                             "peers)")
-    p.add_argument("--gate", choices=sorted(GATES), default="merge",
-                   help="merge: MERGE_BELOW; tree: TREE_ABOVE; independent: INDEPENDENT_BELOW")
+    p.add_argument("--gate", nargs="+", choices=sorted(GATES), default=["merge"],
+                   help="merge: MERGE_BELOW; tree: TREE_ABOVE; independent: INDEPENDENT_BELOW; lengths2, lengths5: "
+                        "LENGTHS_SCALE (several: every gate's thresholds compete)")
     p.add_argument("--thresholds", nargs="+", type=float, default=[0.018, 0.022, 0.025, 0.03, 0.04])
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     rows = [r for f in args.files for r in read_rows(f)]
     base = [r for r in rows if r["candidate"] == "default" or r.get("peer")]
-    gate = GATES[args.gate]
-    made = [r for t in args.thresholds for r in threshold_rows(rows, t, gate)]
+    gates = [GATES[g] for g in args.gate]
+    made = [r for gate in gates for t in args.thresholds for r in threshold_rows(rows, t, gate)]
     print(summarize(base + made))
     taken = {f"{gate.prefix}{t:g}": sum(r["taken"] for r in made if r["candidate"] == f"{gate.prefix}{t:g}")
-             for t in args.thresholds}
-    print(f"\nseeds taking {gate.take} per threshold:", taken)
-    measured = sorted({(r["dataset"], r["size"], float(r["epsilon"]), r["seed"],
-                        round(r["dependence"]["per_record_and_edge"], 5)) for r in rows
-                       if r["candidate"] == gate.keep and "dependence" in r})
+             for gate in gates for t in args.thresholds}
+    print(f"\nseeds taking {', '.join(g.take for g in gates)} per threshold:", taken)
+    measured = sorted({(r["dataset"], r["size"], float(r["epsilon"]), r["seed"], round(gate.measure(r), 5))
+                       for gate in gates for r in rows if r["candidate"] == gate.keep and gate.measure(r) is not None})
     if args.json:  # every row read and the thresholds' rows (an input of this script again), each input's provenance
         parts = [{"file": Path(f).name, **{k: v for k, v in json.loads(Path(f).read_text()).items() if k != "rows"}}
                  for f in args.files]

@@ -120,10 +120,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "b1024_s50": {"PART_BATCH": 1_024, "STEPS": 50},
     "s50": {"STEPS": 50},
     "s800": {"STEPS": 800},
-    # a noisy histogram of record lengths the release follows (its share from the means')
-    "lengths2": {"LENGTHS_SHARE": 0.02, "MEANS_SHARE": 0.56},
-    "lengths5": {"LENGTHS_SHARE": 0.05, "MEANS_SHARE": 0.53},
-    "lengths10": {"LENGTHS_SHARE": 0.1, "MEANS_SHARE": 0.48},
+    # a noisy histogram of record lengths the release follows (its share from the means'), at every scale; or none
+    "lengths2": {"LENGTHS_SHARE": 0.02, "LENGTHS_SCALE": 0},
+    "lengths5": {"LENGTHS_SHARE": 0.05, "LENGTHS_SCALE": 0},
+    "lengths10": {"LENGTHS_SHARE": 0.1, "LENGTHS_SCALE": 0},
+    "nolengths": {"LENGTHS_SHARE": 0.0},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
     "clip5": {"CLIP_NORM": 5.0},
     "clip10": {"CLIP_NORM": 10.0},
@@ -208,8 +209,8 @@ ATTRIBUTE_SIZES = {"mushroom": [2, 6, 4, 10, 2, 9, 2, 2, 2, 12, 2, 5, 4, 4, 9, 9
 DECLARE_SCHEMA = ("schema", "atree", "itree", "atsel5", "atsel15", "atlight", "atheavy")
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
-FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE", "LENGTHS_SHARE",
-                "LENGTH_BOUND_SHARE")  # the global pairs' shares come out of the means'
+FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE",
+                "LENGTH_BOUND_SHARE")  # the global pairs' and the length histogram's shares come out of the means'
 
 #: The marginals' generator is seeded with this integer plus the seed: only a generator built from an
 #: integer seed draws reproducible noise (dpgm.privacy.discrete.is_secure; any other is the OS CSPRNG's).
@@ -392,6 +393,38 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
+def one_rule_lines(mean: dict[tuple[str, str, float], dict[str, float]], cands: list[str]) -> list[str]:
+    """LODO with one rule for every epsilon (the rules take epsilon as an input, not a choice): for each held-out
+    dataset the candidate best on the other datasets' settings at every epsilon, scored on the held-out dataset at
+    each epsilon; the mean and worst held-out score per epsilon."""
+    epsilons = sorted({s[2] for s in mean})
+    datasets = sorted({s[0] for s in mean}, key=lambda d: DATASETS.index(d) if d in DATASETS else len(DATASETS))
+    lines = ["\nLODO with one rule for every epsilon (chosen on the other datasets' settings at every epsilon):",
+             f"  {'held out':<12}{'LODO choice':<20}" + "".join(f"{'eps ' + format(e, 'g'):>18}" for e in epsilons)]
+    held: dict[float, dict[str, tuple[float, float]]] = {e: {} for e in epsilons}
+    for x in datasets:
+        others = [by for s, by in mean.items() if s[0] != x]
+        common = [c for c in cands if others and all(c in by for by in others)]
+        if not common:
+            continue
+        chosen = min(common, key=lambda c: np.mean([by[c] for by in others]))
+        cells = []
+        for e in epsilons:
+            on_x = [by for s, by in mean.items() if s[0] == x and s[2] == e]
+            held[e][x] = (_mean([by.get(chosen, float("nan")) for by in on_x]),
+                          _mean([by.get("default", float("nan")) for by in on_x]))
+            cells.append(f"{held[e][x][0]:+.3f} ({held[e][x][1]:+.3f})")
+        lines.append(f"  {x:<12}{chosen:<20}" + "".join(f"{c:>18}" for c in cells))
+    lines.append("  (default in brackets)")
+    for e in epsilons:
+        if held[e]:
+            worst = {i: max(held[e], key=lambda d: held[e][d][i]) for i in (0, 1)}
+            lines.append(f"  eps {e:g}: held-out mean {_mean([h[0] for h in held[e].values()]):+.3f}, worst "
+                         f"{held[e][worst[0]][0]:+.3f} ({worst[0]}); default {_mean([h[1] for h in held[e].values()]):+.3f}, "
+                         f"worst {held[e][worst[1]][1]:+.3f} ({worst[1]})")
+    return lines
+
+
 def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: bool = True) -> str:
     """Mean score per (setting, candidate), the LODO choice for every dataset and epsilon, the mean
     and worst held-out score, and (``groups``) the per-group errors of the default and of the
@@ -449,6 +482,8 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: b
                 name = {"chosen": "LODO choice", "default": "default", "best": "best per dataset (oracle)"}[who]
                 lines.append(f"  {name:<26} mean over held-out datasets {_mean([h[who] for h in held.values()]):+.3f}, "
                              f"worst {held[worst][who]:+.3f} ({worst})")
+    if len({s[2] for s in mean}) > 1:
+        lines += one_rule_lines(mean, cands)
     if groups:
         lines.append("\n" + group_table(rows))
     if groups and peer_rows:

@@ -63,7 +63,8 @@ def extra_words(facts: PublicFacts, k: int, items: int, *, merge: bool, tree: bo
     costlier = "(the run is charged for the costlier of the two at every RDP order)"
     words = [
         ((" A noisy histogram of record lengths is measured, and the release follows it while each group keeps its "
-         "items' and pairs' frequencies."), rules.LENGTHS_SHARE > 0 and facts.attributes is None),
+         f"items' and pairs' frequencies (N x epsilon is at least {rules.LENGTHS_SCALE:,})."),
+         rules.follows_lengths(facts)),
         (" Every item's total over all records is measured once and the groups' means agree with it.",
          rules.TOTALS_SHARE > 0),
         ((" One tree of item pairs is measured over all records, and the release's item and pair frequencies "

@@ -29,8 +29,9 @@ from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.58
 #: The means' share where the records form one group and DP-SGD trains (None: MEANS_SHARE).
 SINGLE_PART_MEANS_SHARE: float | None = None
-#: Share of the noisy record-length histogram the release follows (0: none; never for a declared table).
-LENGTHS_SHARE = 0.0
+#: Share of the noisy record-length histogram the release follows (0: none; never for a declared table), from the
+#: means' share, from N * epsilon = LENGTHS_SCALE up (below, the histogram's noise outweighs what it corrects).
+LENGTHS_SHARE, LENGTHS_SCALE = 0.05, 2_000
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
 EMPTY_SHARE = 0.01
@@ -213,16 +214,17 @@ def chooses_tree(facts: PublicFacts, k: int, kind: str, items: int | None = None
     """Whether the measured dependence may choose a tree instead of DP-SGD (``TREE_ABOVE``): one group, a model
     trained by DP-SGD that the config leaves open (``kind``: ``family``'s), not a table (a tree already at its
     scales), no record of more than one declared item required (a tree keeps at most one), at most
-    PAIRS_MAX_ITEMS ``items`` (default: all)."""
+    PAIRS_MAX_ITEMS ``items`` (default: all), and the release follows no length histogram (``follows_lengths``)."""
     return (TREE_ABOVE > 0 and DEPENDENCE_SHARE > 0 and k == 1 and kind == "vae" and facts.attributes is None
-            and facts.min_items <= 1 and pairs_fit(facts, items))
+            and facts.min_items <= 1 and pairs_fit(facts, items) and not follows_lengths(facts))
 
 
 def chooses_independent(facts: PublicFacts, k: int, kind: str, merged: bool, items: int | None = None) -> bool:
     """Whether the measured dependence chooses between a tree in DP-SGD's place and independent items
-    (INDEPENDENT_BELOW): one group, or groups that may merge (``merged``), and not a table (its tree is its own)."""
+    (INDEPENDENT_BELOW): one group, or groups that may merge (``merged``), not a table (its tree is its own), and
+    the release follows no length histogram (``follows_lengths``)."""
     return (INDEPENDENT_BELOW > 0 and DEPENDENCE_SHARE > 0 and kind == "tree" and tree_for_training(facts, items)
-            and facts.attributes is None and (k == 1 or merged))
+            and facts.attributes is None and (k == 1 or merged) and not follows_lengths(facts))
 
 
 def parts_open(stated: frozenset[str]) -> bool:
@@ -241,10 +243,17 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     PAIRS_SCALE up, when its shares are set, there are pairs (at most PAIRS_MAX_ITEMS items), each part's model
     is not a tree already, and the release follows no length histogram (LENGTHS_SHARE: it follows one or the
     other)."""
-    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and LENGTHS_SHARE == 0
+    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and not follows_lengths(facts)
     model = kind != "tree" or (TREE_FOLLOWS_PAIRS and tree_for_training(facts, items))
     scale = facts.records_magnitude * facts.epsilon
     return shares and items > 1 and pairs_fit(facts, items) and model and scale >= PAIRS_SCALE
+
+
+def follows_lengths(facts: PublicFacts) -> bool:
+    """Whether the release follows a noisy record-length histogram: LENGTHS_SHARE set, N * epsilon at least
+    LENGTHS_SCALE, and no declared table (whose records all hold one item per attribute)."""
+    scale = facts.records_magnitude * facts.epsilon
+    return LENGTHS_SHARE > 0 and facts.attributes is None and scale >= LENGTHS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
@@ -265,8 +274,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured
-    # the length histogram's first bin already holds the empty records
-    lengths_share = LENGTHS_SHARE if not table else 0.0  # a table's records all hold one item per attribute
+    lengths_share = LENGTHS_SHARE if follows_lengths(facts) else 0.0  # its first bin holds the empty records
     empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and lengths_share == 0
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
@@ -277,8 +285,10 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     dependence_share = DEPENDENCE_SHARE if merged or gate or untrained else 0.0
     fixed = (items_share + partition_share + lengths_share + empty_share + TOTALS_SHARE + bound_share + pairs_share
              + dependence_share)
-    # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's
+    # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's; the
+    # length histogram's share comes from the means'
     trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
+    trained -= lengths_share
     if kind == "tree" and tree_for_training(facts, items):
         tree_share = 1.0 - fixed - trained + pairs_share - MARGIN  # the pairs' share comes from the means'
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY

@@ -17,21 +17,24 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
 from dpgm.regime import regime
-from dpgm.rules import MAX_PARTS, TREE_TRAINING_SCALE, PublicFacts, parts, public_defaults, zcdp_rho
+from dpgm.rules import LENGTHS_SHARE, MAX_PARTS, TREE_TRAINING_SCALE, PublicFacts, parts, public_defaults, zcdp_rho
 from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The shipped value, read before any test patches it.
-SHIPPED_TREE_TRAINING_SCALE = TREE_TRAINING_SCALE
+#: The shipped values, read before any test patches them.
+SHIPPED_TREE_TRAINING_SCALE, SHIPPED_LENGTHS_SHARE = TREE_TRAINING_SCALE, LENGTHS_SHARE
 
 
 @pytest.fixture(autouse=True)
 def dp_sgd_trains(monkeypatch) -> None:
-    """The rules where DP-SGD trains (TREE_TRAINING_SCALE 0): most of them price its models; the shipped tree in
-    its place is tested on its own (``test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train``)."""
+    """The rules where DP-SGD trains (TREE_TRAINING_SCALE 0) and no length histogram is measured (LENGTHS_SHARE 0):
+    most of them price the stages without it; the shipped tree in DP-SGD's place and the shipped histogram are
+    tested on their own (``test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train``,
+    ``test_the_length_histogram_takes_the_means_share_from_its_scale_up``)."""
     from dpgm import rules
 
     monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 0)
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.0)
 
 
 def facts(n: int, epsilon: float = 1.0, items: int = 17) -> PublicFacts:
@@ -66,8 +69,8 @@ def test_fewer_items_count_n_epsilon_more_times_where_parts_items_is_set(monkeyp
 
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
-    """items 5%, partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58% of which the
-    global pairs take 30% at N epsilon = 100,000 (no record-length histogram for the release) and the items'
+    """Without a record-length histogram (the fixture): items 5%, partition 15% (2T + 1 releases), empty records
+    1%, the length bound 2%, means 58% of which the global pairs take 30% at N epsilon = 100,000 and the items'
     dependence 2%: a Gaussian of multiplier s costs 1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
     f = facts(300_000)
     rho = zcdp_rho(f.epsilon, f.delta)
@@ -203,21 +206,55 @@ def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
 
 
 def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) -> None:
-    """LENGTHS_SHARE > 0: the histogram's first bin counts the empty records, so no empty part (the
-    two together are refused) and its share is not spent."""
+    """The shipped LENGTHS_SHARE (5%): the histogram's first bin counts the empty records, so no empty part (the
+    two together are refused) and its share is not spent; no global pairs beside it (the release follows one or
+    the other)."""
     from dpgm import rules
     from dpgm.rules import apply_public_rules
 
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.05)
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
     f = facts(300_000)
     apply_public_rules(cfg, f, cfg.stated)  # validates
-    assert cfg.partition.empty_part_noise_multiplier is None
+    assert cfg.partition.empty_part_noise_multiplier is None and cfg.model.pairs_noise_multiplier is None
     assert 1 / (2 * cfg.model.length_noise_multiplier**2) == pytest.approx(0.05 * zcdp_rho(f.epsilon, f.delta))
     assert "histogram of record lengths is measured" in regime(f)
     table = dataclasses.replace(f, attributes=17)  # one item per attribute: every record of one length
     assert public_defaults(table, top_items=None)["model.length_noise_multiplier"] is None
     assert "record lengths" not in regime(table)
+
+
+def test_the_length_histogram_takes_the_means_share_from_its_scale_up(monkeypatch) -> None:
+    """From N epsilon = LENGTHS_SCALE up (N's declared magnitude) the histogram takes LENGTHS_SHARE of rho from the
+    means' share, and no empty part is counted; below, the rules are those without it. Where a tree takes DP-SGD's
+    place the means lose exactly the histogram's share; where independent items take the rest, net of the empty
+    part's."""
+    from dpgm import rules as rules_module
+
+    monkeypatch.setattr(rules_module, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
+    monkeypatch.setattr(rules_module, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    share = SHIPPED_LENGTHS_SHARE
+    below = facts(30_000, epsilon=0.99 * rules_module.LENGTHS_SCALE / 10_000)
+    at = facts(30_000, epsilon=rules_module.LENGTHS_SCALE / 10_000)
+    large = facts(300_000)
+    shipped = {f: public_defaults(f, top_items=None) for f in (below, at, large)}
+    monkeypatch.setattr(rules_module, "LENGTHS_SHARE", 0.0)
+    without = {f: public_defaults(f, top_items=None) for f in (below, at, large)}
+
+    def spent(rules: dict, key: str, f: PublicFacts) -> float:
+        return 1 / (2 * rules[key] ** 2) / zcdp_rho(f.epsilon, f.delta)
+
+    assert shipped[below] == without[below] and shipped[below]["model.length_noise_multiplier"] is None
+    for f in (at, large):
+        assert spent(shipped[f], "model.length_noise_multiplier", f) == pytest.approx(share)
+        assert shipped[f]["partition.empty_part_noise_multiplier"] is None
+    means = "model.mean_noise_multiplier"
+    assert shipped[large]["model.kind"] == "tree"
+    assert spent(shipped[large], means, large) == pytest.approx(spent(without[large], means, large) - share)
+    assert shipped[at]["model.kind"] == "independent"
+    empty = spent(without[at], "partition.empty_part_noise_multiplier", at)
+    assert spent(shipped[at], means, at) == pytest.approx(spent(without[at], means, at) - share + empty)
 
 
 def test_a_stated_partitioner_gets_its_own_rule() -> None:
