@@ -29,6 +29,7 @@ default and of the marginals.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import tempfile
@@ -125,6 +126,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "lengths5": {"LENGTHS_SHARE": 0.05, "LENGTHS_SCALE": 0},
     "lengths10": {"LENGTHS_SHARE": 0.1, "LENGTHS_SCALE": 0},
     "nolengths": {"LENGTHS_SHARE": 0.0},
+    # the tilt's ridge (dpgm/models/tilt.py): how far an unreachable target may pull the weights
+    "ridge1e4": {"dpgm.models.tilt.RIDGE": 1e-4},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
     "clip5": {"CLIP_NORM": 5.0},
     "clip10": {"CLIP_NORM": 10.0},
@@ -226,12 +229,21 @@ PLOT_COLOURS = {"marginals": "C7", "mst": "C1", "aim": "C3", "mwem_pgm": "C2"}
 PEER_SEED = 3_000
 
 
+def owner(key: str) -> tuple[Any, str]:
+    """The module and name a candidate's key patches: a constant of dpgm.rules, or of another dpgm module by its
+    dotted path (``dpgm.models.tilt.RIDGE``)."""
+    if "." not in key:
+        return rules, key
+    module, _, name = key.rpartition(".")
+    return importlib.import_module(module), name
+
+
 def check_candidate(name: str) -> dict[str, Any]:
     """BASE patched by candidate ``name``; refuses unknown constants and shares leaving DP-SGD too little."""
     patch = {**BASE, **CANDIDATES[name]}
-    unknown = [key for key in patch if not hasattr(rules, key)]
+    unknown = [key for key in patch if not hasattr(*owner(key))]
     if unknown:
-        raise SystemExit(f"candidate {name}: dpgm.rules has no {', '.join(unknown)}")
+        raise SystemExit(f"candidate {name}: no constant {', '.join(unknown)} (dpgm.rules, or a dotted path)")
     fixed = sum(patch.get(key, getattr(rules, key, 0.0)) for key in FIXED_SHARES)
     if fixed > 1.0 - MIN_DPSGD_SHARE + 1e-9:
         raise SystemExit(f"candidate {name}: fixed shares sum to {fixed:.2f} > {1 - MIN_DPSGD_SHARE:.2f}")
@@ -239,10 +251,10 @@ def check_candidate(name: str) -> dict[str, Any]:
 
 
 def patched(patch: dict[str, Any]) -> dict[str, Any]:
-    """Apply ``patch`` to dpgm.rules and return the previous values (to restore)."""
-    old = {name: getattr(rules, name) for name in patch}
-    for name, value in patch.items():
-        setattr(rules, name, value)
+    """Apply ``patch`` (``owner`` of each key) and return the previous values (to restore)."""
+    old = {key: getattr(*owner(key)) for key in patch}
+    for key, value in patch.items():
+        setattr(*owner(key), value)
     return old
 
 

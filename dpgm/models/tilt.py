@@ -60,10 +60,12 @@ def tilt_targets(means: np.ndarray, joints: np.ndarray, edges: np.ndarray) -> np
     return np.concatenate([p, pairs])
 
 
-def fit_tilt(f: sp.csr_matrix, targets: np.ndarray, *, ridge: float = RIDGE,
+def fit_tilt(f: sp.csr_matrix, targets: np.ndarray, *, ridge: float | None = None,
              start: np.ndarray | None = None) -> np.ndarray:
     """theta such that the rows of ``f`` (``features`` of a pool of draws) reweighted by exp(f . theta) have
-    means ``targets``; ``start``: where the search begins (another pool's theta: fewer steps)."""
+    means ``targets``; ``ridge``: default RIDGE; ``start``: where the search begins (another pool's theta: fewer
+    steps)."""
+    ridge = RIDGE if ridge is None else ridge
 
     def dual(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = f @ theta
