@@ -97,13 +97,19 @@ def tilted_picks(pool: Any, edges: np.ndarray, targets: np.ndarray, *, count: in
 def resample(f: sp.csr_matrix, targets: np.ndarray, *, count: int, offset: float,
              start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(indices of ``count`` rows of ``f``, sorted, theta): the tilt of the rows to ``targets``, then a systematic
-    resample by its weights (one uniform ``offset`` in [0, 1): each row is picked its expected number of times, rounded
-    down or up), balanced so that the picks' feature means are the weighted ones (``balance.balance``)."""
+    resample by its weights (``systematic_picks``), balanced so that the picks' feature means are the weighted ones
+    (``balance.balance``)."""
     theta = fit_tilt(f, targets, start=start)
     weights = tilt_weights(f, theta)
+    return balance(f, systematic_picks(weights, count, offset), f.T @ weights), theta
+
+
+def systematic_picks(weights: np.ndarray, count: int, offset: float) -> np.ndarray:
+    """``count`` row indices by systematic sampling on ``weights`` from one uniform ``offset`` in [0, 1): each row
+    is picked its expected number of times, rounded down or up."""
     cumulative = np.cumsum(weights)
     picks = np.searchsorted(cumulative, (offset + np.arange(count)) / count * cumulative[-1])
-    return balance(f, picks.clip(0, len(cumulative) - 1), f.T @ weights), theta
+    return picks.clip(0, len(cumulative) - 1)
 
 
 def length_problem(pool: Any, parts: np.ndarray, models: Sequence[Any], shares: np.ndarray,

@@ -6,17 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgm.models.balance import balance
-from dpgm.models.tilt import features
+from dpgm.models.tilt import features, systematic_picks
 
 
 def _pool(n: int, m: int, seed: int) -> sp.csr_matrix:
     rng = np.random.default_rng(seed)
     return features((rng.random((n, m)) < rng.uniform(0.02, 0.4, m)).astype(np.uint8), np.array([[0, 1], [2, 3]]))
-
-
-def _systematic(weights: np.ndarray, count: int, offset: float) -> np.ndarray:
-    cumulative = np.cumsum(weights)
-    return np.searchsorted(cumulative, (offset + np.arange(count)) / count * cumulative[-1]).clip(0, len(weights) - 1)
 
 
 def test_balanced_picks_hold_the_weighted_means_where_the_plain_resample_is_off_by_sampling_error() -> None:
@@ -25,7 +20,7 @@ def test_balanced_picks_hold_the_weighted_means_where_the_plain_resample_is_off_
     weights /= weights.sum()
     goal = f.T @ weights
     count = 5_000
-    plain = _systematic(weights, count, 0.3)
+    plain = systematic_picks(weights, count, 0.3)
     picks = balance(f, plain, goal)
     gap = np.abs(f.T @ np.bincount(picks, minlength=f.shape[0]) - count * goal)
     before = np.abs(f.T @ np.bincount(plain, minlength=f.shape[0]) - count * goal)
