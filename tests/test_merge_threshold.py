@@ -35,3 +35,17 @@ def test_a_tree_threshold_takes_the_tree_row_at_or_above_it():
     made = merge_threshold.threshold_rows(rows, 0.05, merge_threshold.GATES["tree"])
     assert [(r["seed"], r["score"], r["taken"], r["candidate"]) for r in made] == [
         (0, -0.1, False, "tree0.05"), (1, -0.6, True, "tree0.05")]  # at the threshold: the tree
+
+
+def test_a_length_gate_takes_the_histogram_rows_from_the_declared_scale_up():
+    """``--gate lengths5``: N epsilon as the rules read it, N the declared magnitude (3,000 records count 1,000)."""
+    def row(candidate: str, n_fit: int, epsilon: float, score: float) -> dict:
+        return {"dataset": "d", "size": str(n_fit), "n_fit": n_fit, "epsilon": epsilon, "seed": 0,
+                "candidate": candidate, "score": score}
+
+    rows = [row(c, n, e, s) for n, e in ((3_000, 1.0), (3_000, 4.0), (30_000, 1.0))
+            for c, s in (("default", -0.1), ("lengths5", -0.2))]
+    made = merge_threshold.threshold_rows(rows, 2_000, merge_threshold.GATES["lengths5"])
+    assert [(r["size"], r["epsilon"], r["taken"], r["score"]) for r in made] == [
+        ("3000", 1.0, False, -0.1), ("3000", 4.0, True, -0.2), ("30000", 1.0, True, -0.2)]
+    assert {r["candidate"] for r in made} == {"len5_2000"}

@@ -24,3 +24,21 @@ def test_a_setting_of_fewer_items_is_its_own_setting_and_is_held_out_with_its_da
     retail = next(line for line in text.splitlines() if line.strip().startswith("retail "))
     # held out: retail's two settings together; msnbc alone chooses pitems, whose mean on retail is -0.7
     assert "30000,30000@17" in retail and "pitems" in retail and "-0.700" in retail
+
+
+def test_one_rule_for_every_epsilon_is_chosen_on_the_other_datasets_at_both():
+    """msnbc alone prefers x at epsilon 1 and default at 4, by more at 4: held out, retail gets default at both."""
+    def at(eps: float, *args) -> dict:
+        return {**row(*args), "epsilon": eps}
+
+    rows = [at(1.0, "msnbc", "30000", "default", -0.5), at(1.0, "msnbc", "30000", "x", -0.6),
+            at(4.0, "msnbc", "30000", "default", -0.9), at(4.0, "msnbc", "30000", "x", -0.6),
+            at(1.0, "retail", "30000", "default", -0.2), at(1.0, "retail", "30000", "x", -0.4),
+            at(4.0, "retail", "30000", "default", -0.3), at(4.0, "retail", "30000", "x", -0.5)]
+    text = lodo.summarize(rows, groups=False)
+    joint = text[text.index("one rule for every epsilon"):].splitlines()
+    retail = next(line for line in joint if line.strip().startswith("retail "))
+    msnbc = next(line for line in joint if line.strip().startswith("msnbc "))
+    assert retail.split()[1] == "default" and "-0.200 (-0.200)" in retail and "-0.300 (-0.300)" in retail
+    assert msnbc.split()[1] == "x" and "-0.600 (-0.500)" in msnbc  # retail prefers x at both epsilons
+    assert any("eps 4: held-out mean -0.450, worst -0.300 (retail)" in line for line in joint)
