@@ -126,6 +126,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "lengths5": {"LENGTHS_SHARE": 0.05, "LENGTHS_SCALE": 0},
     "lengths10": {"LENGTHS_SHARE": 0.1, "LENGTHS_SCALE": 0},
     "nolengths": {"LENGTHS_SHARE": 0.0},
+    "lbound": {"LENGTHS_FROM_BOUND": True},  # one length histogram (7% of rho) for the clip and the release
     # the tilt's ridge (dpgm/models/tilt.py): how far an unreachable target may pull the weights
     "ridge1e4": {"dpgm.models.tilt.RIDGE": 1e-4},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)

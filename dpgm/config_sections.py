@@ -150,6 +150,10 @@ class ModelConfig:
     length_noise_multiplier: float | None = opt(None, "release a noisy histogram of record lengths "
                                                       f"{released('1', 'record_lengths')} and draw synthetic records "
                                                       "so that their lengths follow it (post-processing); null: off")
+    lengths_from_bound: bool = opt(False, "draw synthetic records whose lengths follow the noisy histogram that "
+                                          "bounds the record lengths (mean_clip_quantile) instead of a second one "
+                                          "(length_noise_multiplier null): one release serves the clip and the "
+                                          "release (post-processing)")
     pairs_noise_multiplier: float | None = opt(None, "noisy_mean: also grow one tree of item pairs over all records "
                                                      "(n_items - 1 exponential-mechanism selections of epsilon "
                                                      "pairs_select_epsilon) and release its pairs' counts "
@@ -187,6 +191,11 @@ class ModelConfig:
                                                     "DP-trained models may draw thin digits; not with data.min_items "
                                                     "or empty records set aside); false: off")
 
+    @property
+    def follows_lengths(self) -> bool:
+        """Whether the release follows a noisy record-length histogram: its own or the length bound's."""
+        return self.length_noise_multiplier is not None or self.lengths_from_bound
+
     def validate(self) -> None:
         require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
         require(self.latent >= 1, "model", "latent", "must be >= 1")
@@ -213,7 +222,10 @@ class ModelConfig:
                  "pairs_noise_multiplier", "must be > 0")
         require(self.pairs_noise_multiplier is None or self.output_bias == "noisy_mean", "model",
                  "pairs_noise_multiplier", "needs output_bias: noisy_mean (the item frequencies are the noisy means')")
-        require(self.pairs_noise_multiplier is None or self.length_noise_multiplier is None, "model",
+        require(not self.lengths_from_bound or (self.length_noise_multiplier is None
+                                                 and self.mean_clip_quantile is not None), "model",
+                "lengths_from_bound", "needs mean_clip_quantile (its histogram) and no length_noise_multiplier")
+        require(self.pairs_noise_multiplier is None or not self.follows_lengths, "model",
                  "pairs_noise_multiplier", "does not go with length_noise_multiplier (the release follows one or the "
                  "other)")
         require(self.pairs_select_epsilon > 0, "model", "pairs_select_epsilon", "must be > 0")
@@ -228,7 +240,7 @@ class ModelConfig:
         require(self.tree_above >= 0, "model", "tree_above", "must be >= 0")
         require(self.tree_above == 0 or (self.kind not in STATISTICS_ONLY or self.kind == "independent")
                 and self.output_bias == "noisy_mean" and self.pairs_noise_multiplier is None
-                and self.length_noise_multiplier is None, "model", "tree_above", "needs a model trained by DP-SGD or "
+                and not self.follows_lengths, "model", "tree_above", "needs a model trained by DP-SGD or "
                 "kind independent, with output_bias: noisy_mean, and no pairs_noise_multiplier or "
                 "length_noise_multiplier")
         require(self.calibrate in (True, False, "total"), "model", "calibrate", "must be true, false or total")
@@ -320,7 +332,7 @@ class Config:
         require(self.threads is None or self.threads >= 1, "config", "threads", "must be >= 1")
         require(self.rules == "off" or self.privacy.target_epsilon is not None, "config", "rules",
                  "public rules need the budget: set privacy.target_epsilon")
-        require(self.partition.empty_part_noise_multiplier is None or self.model.length_noise_multiplier is None,
+        require(self.partition.empty_part_noise_multiplier is None or not self.model.follows_lengths,
                  "partition", "empty_part_noise_multiplier", "does not go with model.length_noise_multiplier (both set "
                  "how many empty records the release holds)")
         require(self.model.pairs_noise_multiplier is None or self.partition.method != "label", "model",

@@ -32,6 +32,9 @@ SINGLE_PART_MEANS_SHARE: float | None = None
 #: Share of the noisy record-length histogram the release follows (0: none; never for a declared table), from the
 #: means' share, from N * epsilon = LENGTHS_SCALE up (below, the histogram's noise outweighs what it corrects).
 LENGTHS_SHARE, LENGTHS_SCALE = 0.05, 2_000
+#: Whether that histogram is the length bound's, which then takes both shares (one release, the clip's and the
+#: release's).
+LENGTHS_FROM_BOUND = False
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
 EMPTY_SHARE = 0.01
@@ -279,6 +282,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
+    shared = LENGTHS_FROM_BOUND and lengths_share > 0 and bound_share > 0  # one histogram for the clip and release
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
     untrained = open_kind and chooses_independent(facts, k, kind, merged, items)
@@ -303,7 +307,9 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.output_bias": "noisy_mean", "model.calibrate": kind != "tree",
         "model.mean_clip": math.sqrt(min(MEAN_CLIP_ITEMS if facts.attributes is None else facts.attributes, items)),
         "model.mean_noise_multiplier": sigma_for_share(rho, means_share),
-        "model.length_noise_multiplier": sigma_for_share(rho, lengths_share) if lengths_share > 0 else None,
+        "model.length_noise_multiplier": (sigma_for_share(rho, lengths_share) if lengths_share > 0 and not shared
+                                          else None),
+        "model.lengths_from_bound": shared,
         "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
         "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
         "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,
@@ -312,7 +318,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.mean_clip_quantile": LENGTH_QUANTILE if bound_share > 0 else None,
         "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
         "model.mean_debias": MEAN_DEBIAS if bound_share > 0 else "off",
-        "model.length_bound_noise_multiplier": sigma_for_share(rho, bound_share) if bound_share > 0 else 20.0,
+        "model.length_bound_noise_multiplier": (sigma_for_share(rho, bound_share + (lengths_share if shared else 0.0))
+                                                 if bound_share > 0 else 20.0),
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "partition.dependence_noise_multiplier": sigma_for_share(rho, dependence_share) if dependence_share else None,
         "partition.merge_below": MERGE_BELOW if merged else 0.0,
@@ -341,7 +348,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
     """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
     # stated options an empty part and global pairs do not go with (a label per part, a length histogram)
-    no_empty_part = cfg.partition.method == "label" or cfg.model.length_noise_multiplier is not None
+    no_empty_part = cfg.partition.method == "label" or cfg.model.follows_lengths
     if no_empty_part:  # plan as if no record could be
         facts = dataclasses.replace(facts, min_items=max(facts.min_items, 1))  # empty (its share goes to the rest)
     kind = cfg.model.kind if "model.kind" in stated else None

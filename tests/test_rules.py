@@ -695,3 +695,19 @@ def test_independent_below_lets_the_measured_dependence_choose_the_tree_or_indep
     assert cfg.model.kind == "independent" and run.output("item_pairs") is None  # below: independent items
     assert run.accountant.ledger.count("model_choice") == 1
     assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0
+
+
+def test_lengths_from_the_bound_give_one_histogram_both_shares(monkeypatch) -> None:
+    """LENGTHS_FROM_BOUND: the length bound's histogram takes its share and the release's, and the release follows
+    it (``model.lengths_from_bound``) with no histogram of its own; a table measures neither."""
+    from dpgm import rules as rules_module
+
+    monkeypatch.setattr(rules_module, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    monkeypatch.setattr(rules_module, "LENGTHS_FROM_BOUND", True)
+    f = facts(300_000)
+    chosen = public_defaults(f, top_items=None)
+    both = rules_module.LENGTH_BOUND_SHARE + SHIPPED_LENGTHS_SHARE
+    assert 1 / (2 * chosen["model.length_bound_noise_multiplier"] ** 2) == pytest.approx(both * zcdp_rho(1.0, 1e-6))
+    assert chosen["model.lengths_from_bound"] and chosen["model.length_noise_multiplier"] is None
+    table = public_defaults(dataclasses.replace(f, attributes=17), top_items=None)
+    assert not table["model.lengths_from_bound"] and table["model.length_noise_multiplier"] is None

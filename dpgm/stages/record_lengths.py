@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpgm.config import Config
 from dpgm.data import Records, summed
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.mechanisms import gaussian_release, project_to_total
@@ -38,13 +39,21 @@ def noisy_length_shares(data: Records, *, noise_multiplier: float, accountant: A
 
 
 class RecordLengthsStage(ArrayStage):
-    """The noisy length histogram (``model.length_noise_multiplier``); output: the length shares."""
+    """The noisy length histogram (``model.length_noise_multiplier``), or the length bound's
+    (``model.lengths_from_bound``: nothing more released); output: the length shares."""
 
     name = STAGE
     streams = True
     line = "count the records of each length (noisy histogram)"
-    switch = "model.length_noise_multiplier"
+
+    @classmethod
+    def enabled(cls, cfg: Config) -> bool:
+        return cfg.model.follows_lengths
 
     def run(self, ctx: StageContext) -> np.ndarray:
+        if self.cfg.model.lengths_from_bound:  # the bound's stage ran first (it imports this module: no cycle here)
+            from dpgm.stages.length_bound import STAGE as BOUND
+
+            return ctx.stages[BOUND].shares
         return noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_noise_multiplier,
                                    accountant=ctx.accountant, rng=ctx.rng)

@@ -139,3 +139,23 @@ def test_debiased_means_undo_the_clip_on_average(tmp_path, debias, mean) -> None
                           mean_debias=debias, length_bound_noise_multiplier=1.0)
     assert run.output(STAGE) == 4
     assert run.output("part_means")[0].mean() == pytest.approx(mean, abs=0.01)
+
+
+def test_the_release_can_follow_the_bounds_histogram_without_a_second_release(tmp_path) -> None:
+    """``model.lengths_from_bound``: the record-length stage outputs the length bound's noisy shares and charges
+    nothing; without the bound's histogram the option is refused."""
+    from dpgm.errors import ConfigError
+    from dpgm.stages.record_lengths import STAGE as LENGTHS
+
+    data = one_item_per_attribute(2_000, attributes=6, values=2)
+    run = independent_run(tmp_path / "r", data, mean_clip=3.0, mean_noise_multiplier=1.0, mean_clip_quantile=0.9,
+                          length_bound_noise_multiplier=2.0, lengths_from_bound=True)
+    assert run.output(LENGTHS) is run.context.stages[STAGE].shares
+    assert run.output(LENGTHS)[6] > 0.9  # every record holds six items
+    assert [e.stage for e in run.accountant.ledger.entries].count(STAGE) == 1
+    assert LENGTHS not in {e.stage for e in run.accountant.ledger.entries}
+    with pytest.raises(ConfigError, match="lengths_from_bound"):
+        config_from_dict({"model": {"lengths_from_bound": True, "mean_clip_quantile": None}})
+    with pytest.raises(ConfigError, match="lengths_from_bound"):
+        config_from_dict({"model": {"lengths_from_bound": True, "mean_clip_quantile": 0.9,
+                                    "length_noise_multiplier": 5.0}})
