@@ -34,7 +34,7 @@ SINGLE_PART_MEANS_SHARE: float | None = None
 LENGTHS_SHARE, LENGTHS_SCALE = 0.05, 2_000
 #: Whether that histogram is the length bound's, which then takes both shares (one release, the clip's and the
 #: release's).
-LENGTHS_FROM_BOUND = False
+LENGTHS_FROM_BOUND = True
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
 EMPTY_SHARE = 0.01
@@ -261,13 +261,14 @@ def follows_lengths(facts: PublicFacts) -> bool:
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
                     partitioner: str | None = None, pairs: bool = True, merge: bool = True,
-                    tree: bool = True) -> dict[str, Any]:
+                    tree: bool = True, bound_lengths: bool = True) -> dict[str, Any]:
     """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
     the model family the config states (default: ``family``, and a tree where the measured dependence is
     high, ``chooses_tree``); ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a rule
     for it (default: PARTITIONER); ``pairs``: False when a stated option rules out a release that follows
     global pairs (``measures_pairs``); ``merge``: False when the config states the parts (no measured
-    merge, ``measures_dependence``); ``tree``: False when the config turns the choice of a tree off."""
+    merge, ``measures_dependence``); ``tree``: False when the config turns the choice of a tree off;
+    ``bound_lengths``: False when it states a length histogram of the release's own or no length bound."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
     k = parts(facts, items)
@@ -282,7 +283,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if not table else 0.0
-    shared = LENGTHS_FROM_BOUND and lengths_share > 0 and bound_share > 0  # one histogram for the clip and release
+    shared = LENGTHS_FROM_BOUND and bound_lengths and lengths_share > 0 and bound_share > 0  # one for clip and release
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
     untrained = open_kind and chooses_independent(facts, k, kind, merged, items)
@@ -359,9 +360,14 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     pairs = not no_empty_part and not off
     # stated parts are kept as stated; a partition calibrated to its own epsilon has no fixed budget to move
     merge = parts_open(stated) and cfg.partition.target_epsilon is None
+    # the release's lengths from the bound's histogram unless the config states its own (or none) or no bound
+    bound_lengths = not ("model.length_noise_multiplier" in stated
+                         or ("model.lengths_from_bound" in stated and not cfg.model.lengths_from_bound)
+                         or ("model.mean_clip_quantile" in stated and cfg.model.mean_clip_quantile is None))
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
                                                            partitioner=partitioner, pairs=pairs, merge=merge,
-                                                           tree=tree_open(cfg, stated)).items()
+                                                           tree=tree_open(cfg, stated),
+                                                           bound_lengths=bound_lengths).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():
         section, name = key.split(".")

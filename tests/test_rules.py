@@ -208,7 +208,7 @@ def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
 def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) -> None:
     """The shipped LENGTHS_SHARE (5%): the histogram's first bin counts the empty records, so no empty part (the
     two together are refused) and its share is not spent; no global pairs beside it (the release follows one or
-    the other)."""
+    the other). The shipped histogram is the length bound's (LENGTHS_FROM_BOUND), which takes both shares."""
     from dpgm import rules
     from dpgm.rules import apply_public_rules
 
@@ -218,10 +218,13 @@ def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) ->
     f = facts(300_000)
     apply_public_rules(cfg, f, cfg.stated)  # validates
     assert cfg.partition.empty_part_noise_multiplier is None and cfg.model.pairs_noise_multiplier is None
-    assert 1 / (2 * cfg.model.length_noise_multiplier**2) == pytest.approx(0.05 * zcdp_rho(f.epsilon, f.delta))
+    assert cfg.model.lengths_from_bound and cfg.model.length_noise_multiplier is None
+    both = (rules.LENGTH_BOUND_SHARE + SHIPPED_LENGTHS_SHARE) * zcdp_rho(f.epsilon, f.delta)
+    assert 1 / (2 * cfg.model.length_bound_noise_multiplier**2) == pytest.approx(both)
     assert "histogram of record lengths is measured" in regime(f)
     table = dataclasses.replace(f, attributes=17)  # one item per attribute: every record of one length
     assert public_defaults(table, top_items=None)["model.length_noise_multiplier"] is None
+    assert not public_defaults(table, top_items=None)["model.lengths_from_bound"]
     assert "record lengths" not in regime(table)
 
 
@@ -246,8 +249,10 @@ def test_the_length_histogram_takes_the_means_share_from_its_scale_up(monkeypatc
         return 1 / (2 * rules[key] ** 2) / zcdp_rho(f.epsilon, f.delta)
 
     assert shipped[below] == without[below] and shipped[below]["model.length_noise_multiplier"] is None
-    for f in (at, large):
-        assert spent(shipped[f], "model.length_noise_multiplier", f) == pytest.approx(share)
+    for f in (at, large):  # the length bound's histogram, which the release follows, takes the share too
+        assert shipped[f]["model.lengths_from_bound"] and shipped[f]["model.length_noise_multiplier"] is None
+        assert spent(shipped[f], "model.length_bound_noise_multiplier", f) == pytest.approx(
+            spent(without[f], "model.length_bound_noise_multiplier", f) + share)
         assert shipped[f]["partition.empty_part_noise_multiplier"] is None
     means = "model.mean_noise_multiplier"
     assert shipped[large]["model.kind"] == "tree"
@@ -697,17 +702,31 @@ def test_independent_below_lets_the_measured_dependence_choose_the_tree_or_indep
     assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0
 
 
-def test_lengths_from_the_bound_give_one_histogram_both_shares(monkeypatch) -> None:
-    """LENGTHS_FROM_BOUND: the length bound's histogram takes its share and the release's, and the release follows
-    it (``model.lengths_from_bound``) with no histogram of its own; a table measures neither."""
+def test_without_lengths_from_the_bound_the_release_gets_a_histogram_of_its_own(monkeypatch) -> None:
+    """LENGTHS_FROM_BOUND off: a second histogram at LENGTHS_SHARE for the release, the bound's keeps its own share."""
     from dpgm import rules as rules_module
 
     monkeypatch.setattr(rules_module, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
-    monkeypatch.setattr(rules_module, "LENGTHS_FROM_BOUND", True)
-    f = facts(300_000)
-    chosen = public_defaults(f, top_items=None)
-    both = rules_module.LENGTH_BOUND_SHARE + SHIPPED_LENGTHS_SHARE
-    assert 1 / (2 * chosen["model.length_bound_noise_multiplier"] ** 2) == pytest.approx(both * zcdp_rho(1.0, 1e-6))
-    assert chosen["model.lengths_from_bound"] and chosen["model.length_noise_multiplier"] is None
-    table = public_defaults(dataclasses.replace(f, attributes=17), top_items=None)
-    assert not table["model.lengths_from_bound"] and table["model.length_noise_multiplier"] is None
+    monkeypatch.setattr(rules_module, "LENGTHS_FROM_BOUND", False)
+    chosen = public_defaults(facts(300_000), top_items=None)
+    rho = zcdp_rho(1.0, 1e-6)
+    assert not chosen["model.lengths_from_bound"]
+    assert 1 / (2 * chosen["model.length_noise_multiplier"] ** 2) == pytest.approx(SHIPPED_LENGTHS_SHARE * rho)
+    assert 1 / (2 * chosen["model.length_bound_noise_multiplier"] ** 2) == pytest.approx(
+        rules_module.LENGTH_BOUND_SHARE * rho)
+
+
+@pytest.mark.parametrize("stated", [{"length_noise_multiplier": 50.0}, {"length_noise_multiplier": None},
+                                    {"lengths_from_bound": False}])
+def test_a_stated_length_histogram_or_bound_keeps_the_release_off_the_bounds_histogram(stated, monkeypatch) -> None:
+    """The shipped rules follow the bound's histogram unless the config states the release's own (or none) or turns
+    that off: the stated options are kept and the result validates."""
+    from dpgm import rules
+    from dpgm.rules import apply_public_rules
+
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}, "model": stated})
+    apply_public_rules(cfg, facts(300_000), cfg.stated)  # validates
+    assert not cfg.model.lengths_from_bound
+    for key, value in stated.items():
+        assert getattr(cfg.model, key) == value
