@@ -125,6 +125,7 @@ class PublicFacts:
     min_items: int = 0  # data.min_items, declared
     attributes: int | None = None  # data.attributes, declared: a table, one item per attribute in every record
     schema: bool = False  # data.attribute_sizes declared: which item is a value of which attribute
+    lengths: bool = True  # False where the config turns the release's length histogram off (``lengths_open``)
 
 
 def _lloyd(rho: float) -> dict[str, Any]:
@@ -241,6 +242,14 @@ def tree_open(cfg: Config, stated: frozenset[str]) -> bool:
     return "model.kind" not in stated and not ("model.tree_above" in stated and cfg.model.tree_above == 0)
 
 
+def lengths_open(cfg: Config, stated: frozenset[str]) -> bool:
+    """Whether the rules may have the release follow a length histogram: the config does not state
+    ``model.length_noise_multiplier: null`` without ``model.lengths_from_bound`` (the release's lengths off)."""
+    model = cfg.model
+    return not ("model.length_noise_multiplier" in stated and model.length_noise_multiplier is None
+                and not model.lengths_from_bound)
+
+
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     """Whether the release follows one tree of item pairs measured over all records: from N * epsilon =
     PAIRS_SCALE up, when its shares are set, there are pairs (at most PAIRS_MAX_ITEMS items), each part's model
@@ -254,14 +263,15 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
 
 def follows_lengths(facts: PublicFacts) -> bool:
     """Whether the release follows a noisy record-length histogram: LENGTHS_SHARE set, N * epsilon at least
-    LENGTHS_SCALE, and no declared table (whose records all hold one item per attribute)."""
+    LENGTHS_SCALE, no declared table (whose records all hold one item per attribute), and not turned off by the
+    config (``facts.lengths``)."""
     scale = facts.records_magnitude * facts.epsilon
-    return LENGTHS_SHARE > 0 and facts.attributes is None and scale >= LENGTHS_SCALE
+    return LENGTHS_SHARE > 0 and facts.lengths and facts.attributes is None and scale >= LENGTHS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
                     partitioner: str | None = None, pairs: bool = True, merge: bool = True,
-                    tree: bool = True, bound_lengths: bool = True) -> dict[str, Any]:
+                    tree: bool = True, bound: bool = True, bound_lengths: bool = True) -> dict[str, Any]:
     """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
     the model family the config states (default: ``family``, and a tree where the measured dependence is
     high, ``chooses_tree``); ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a rule
@@ -282,7 +292,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and lengths_share == 0
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
-    bound_share = LENGTH_BOUND_SHARE if not table else 0.0
+    bound_share = LENGTH_BOUND_SHARE if bound and not table else 0.0
     shared = LENGTHS_FROM_BOUND and bound_lengths and lengths_share > 0 and bound_share > 0  # one for clip and release
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
@@ -361,12 +371,13 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     # stated parts are kept as stated; a partition calibrated to its own epsilon has no fixed budget to move
     merge = parts_open(stated) and cfg.partition.target_epsilon is None
     # the release's lengths from the bound's histogram unless the config states its own (or none) or no bound
+    bound = not ("model.mean_clip_quantile" in stated and cfg.model.mean_clip_quantile is None)
     bound_lengths = not ("model.length_noise_multiplier" in stated
-                         or ("model.lengths_from_bound" in stated and not cfg.model.lengths_from_bound)
-                         or ("model.mean_clip_quantile" in stated and cfg.model.mean_clip_quantile is None))
+                         or ("model.lengths_from_bound" in stated and not cfg.model.lengths_from_bound))
+    facts = dataclasses.replace(facts, lengths=facts.lengths and lengths_open(cfg, stated))
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
                                                            partitioner=partitioner, pairs=pairs, merge=merge,
-                                                           tree=tree_open(cfg, stated),
+                                                           tree=tree_open(cfg, stated), bound=bound,
                                                            bound_lengths=bound_lengths).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():

@@ -730,3 +730,41 @@ def test_a_stated_length_histogram_or_bound_keeps_the_release_off_the_bounds_his
     assert not cfg.model.lengths_from_bound
     for key, value in stated.items():
         assert getattr(cfg.model, key) == value
+
+
+def test_a_config_that_turns_the_lengths_off_gets_the_rules_without_them(monkeypatch) -> None:
+    """model.length_noise_multiplier: null stated where the shipped rules would follow lengths: every other option is
+    what the rules without a length histogram give (an empty part, the bound at its own share, nothing left unspent),
+    and the report does not speak of a histogram."""
+    from dpgm import rules
+    from dpgm.pipeline.plan import rules_why
+    from dpgm.rules import apply_public_rules
+
+    f = facts(300_000)
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.0)
+    without = public_defaults(f, top_items=None)
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    assert public_defaults(f, top_items=None) != without  # the shipped rules follow lengths here
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "model": {"length_noise_multiplier": None}})
+    chosen = apply_public_rules(cfg, f, cfg.stated)
+    assert chosen == {key: value for key, value in without.items() if key != "model.length_noise_multiplier"}
+    assert cfg.partition.empty_part_noise_multiplier is not None and not cfg.model.follows_lengths
+    assert "record lengths" not in rules_why(cfg, dataclasses.replace(f, lengths=False))
+    assert "record lengths" in rules_why(cfg, f)
+
+
+def test_a_config_that_turns_the_length_bound_off_validates_and_keeps_a_histogram_of_its_own(monkeypatch) -> None:
+    """model.mean_clip_quantile: null stated: no bound's options, the means clipped at MEAN_CLIP_ITEMS items, and the
+    release's length histogram measured on its own at LENGTHS_SHARE."""
+    from dpgm import rules
+    from dpgm.rules import apply_public_rules
+
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+                            "model": {"mean_clip_quantile": None}})
+    apply_public_rules(cfg, facts(300_000), cfg.stated)  # validates
+    model = cfg.model
+    assert model.mean_clip_quantile is None and model.mean_clip_balance is None and not model.lengths_from_bound
+    assert model.mean_clip == pytest.approx(math.sqrt(rules.MEAN_CLIP_ITEMS))
+    assert 1 / (2 * model.length_noise_multiplier**2) == pytest.approx(SHIPPED_LENGTHS_SHARE * zcdp_rho(1.0, 1e-6))

@@ -25,7 +25,7 @@ from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
 from dpgm.regime import regime
-from dpgm.rules import PublicFacts, parts_open, tree_open
+from dpgm.rules import PublicFacts, lengths_open, parts_open, tree_open
 from dpgm.stages.dependence import merges
 from dpgm.stages.model_choice import tree_chosen, tree_options
 from dpgm.training.mixture import STAGE
@@ -53,7 +53,7 @@ def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> Pu
     """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
     return PublicFacts(n_items=data.n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
                        delta=delta, min_items=cfg.data.min_items, attributes=cfg.data.attributes,
-                       schema=cfg.data.attribute_sizes is not None)
+                       schema=cfg.data.attribute_sizes is not None, lengths=lengths_open(cfg, cfg.stated))
 
 
 def rules_why(cfg: Config, facts: PublicFacts) -> str:
