@@ -129,6 +129,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "lbound": {"LENGTHS_FROM_BOUND": True},  # one length histogram (7% of rho) for the clip and the release
     # the tilt's ridge (dpgm/models/tilt.py): how far an unreachable target may pull the weights
     "ridge1e4": {"dpgm.models.tilt.RIDGE": 1e-4},
+    # a tree of items releases every pair's count where the release follows lengths, up to this many items
+    "allp20": {"ALL_PAIRS_MAX_ITEMS": 20},
+    "allp100": {"ALL_PAIRS_MAX_ITEMS": 100},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
     "clip5": {"CLIP_NORM": 5.0},
     "clip10": {"CLIP_NORM": 10.0},

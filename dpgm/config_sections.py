@@ -228,6 +228,9 @@ class ModelConfig:
         require(self.pairs_noise_multiplier is None or not self.follows_lengths, "model",
                  "pairs_noise_multiplier", "does not go with length_noise_multiplier (the release follows one or the "
                  "other)")
+        require(not (self.kind == "tree" and self.options.get("all_pairs")) or self.follows_lengths, "model", "options",
+                "all_pairs needs length_noise_multiplier or lengths_from_bound (the release follows every pair as it "
+                "follows the lengths)")
         require(self.pairs_select_epsilon > 0, "model", "pairs_select_epsilon", "must be > 0")
         require(self.pairs_clip == "means" or self.mean_clip_balance is not None, "model", "pairs_clip",
                  "balanced needs mean_clip_quantile and mean_clip_balance (it reads the noisy length histogram)")

@@ -96,6 +96,10 @@ TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
 #: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
 TABLE_TREE_SCALE = 10_000
+#: Where the release follows lengths, a tree of items over at most this many items releases every pair's count
+#: instead of choosing its edges privately (``model.options.all_pairs``; 0: never): no selections to pay, and the
+#: release follows every pair, where one tree's pairs miss what the items share beyond it.
+ALL_PAIRS_MAX_ITEMS = 0
 #: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
 TABLE_BY_ATTRIBUTE = True
 #: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``fit_tree``) or not.
@@ -194,12 +198,22 @@ def select_epsilon(rho: float, share: float, n_items: int) -> float:
     return math.sqrt(8.0 * share * rho / max(1, n_items - 1))
 
 
-def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TREE_PAIRS_SHARE) -> dict[str, float]:
+def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TREE_PAIRS_SHARE,
+                 all_pairs: bool = False) -> dict[str, Any]:
     """The tree's ``model.options`` costing ``share`` of rho: its selections take TREE_SELECT_SHARE of every
-    TREE_SELECT_SHARE + TREE_PAIRS_SHARE, the pair counts the rest."""
+    TREE_SELECT_SHARE + TREE_PAIRS_SHARE, the pair counts the rest; with ``all_pairs`` the counts of every pair
+    take it all."""
+    if all_pairs:
+        return {"all_pairs": True, "pair_noise_multiplier": sigma_for_share(rho, share)}
     select = share * TREE_SELECT_SHARE / (TREE_SELECT_SHARE + TREE_PAIRS_SHARE)
     return {"select_epsilon": select_epsilon(rho, select, n_items), "pair_noise_multiplier": sigma_for_share(
         rho, share - select)}
+
+
+def every_pair(facts: PublicFacts, items: int) -> bool:
+    """Whether a tree of items releases every pair's count (ALL_PAIRS_MAX_ITEMS): the release follows lengths and
+    there are at most ALL_PAIRS_MAX_ITEMS ``items``."""
+    return follows_lengths(facts) and items <= ALL_PAIRS_MAX_ITEMS
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).
@@ -346,8 +360,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         out.update(PARTITIONER_RULES[partitioner or PARTITIONER](rho * partition_share))
     if kind == "tree":  # over the declared attributes where TABLE_BY_ATTRIBUTE and the schema say which item is whose
         over = TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None
-        out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share),
-                                "by_attribute": over}
+        out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share,
+                                               not over and every_pair(facts, items)), "by_attribute": over}
     if untrained:  # the measured dependence chooses the tree or independent items at the means
         out.update({"model.kind": "independent", "model.calibrate": True, "model.tree_above": INDEPENDENT_BELOW,
                     "model.tree_options": out.pop("model.options")})

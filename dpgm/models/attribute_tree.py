@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from dpgm.models.draws import choose
 from dpgm.models.protocol import NoPostProcessing
-from dpgm.models.tree import order_of
+from dpgm.models.tree import ResizedBuffers, order_of
 
 
 def record_values(records: Any, of: np.ndarray, attributes: int) -> np.ndarray:
@@ -36,10 +36,12 @@ def record_values(records: Any, of: np.ndarray, attributes: int) -> np.ndarray:
     return out
 
 
-class AttributeTree(NoPostProcessing, nn.Module):
+class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
     """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root);
     ``probs[t, u, v]``: P(attribute t takes value v | its parent takes value u), values 0 (none) and
     1 .. (the attribute's items in id order). The buffers take their shapes from ``set_tree``."""
+
+    resized = ("parent", "probs")
 
     def __init__(self, n_items: int) -> None:
         super().__init__()
@@ -62,13 +64,6 @@ class AttributeTree(NoPostProcessing, nn.Module):
             raise ValueError("attribute tree: one attribute per item and one square table per attribute")
         order_of(parent)  # refuses a cycle
         self.attribute, self.parent, self.probs = attribute.clone(), parent.clone(), probs.clone()
-
-    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
-        """Saved buffers keep the shapes ``set_tree`` gave them: resize before loading."""
-        for name in ("parent", "probs"):
-            if prefix + name in state_dict:
-                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def items_of(self, t: int) -> Tensor:
         """The items of attribute t in id order (its values 1, 2, ...)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,19 +30,41 @@ class TreeOptions:
     pair_noise_multiplier: float = 20.0  # noise std / L2 sensitivity of the chosen pairs' counts
     #: a tree over a declared table's attributes (dpgm.models.attribute_tree; needs data.attribute_sizes)
     by_attribute: bool = False
+    #: release every pair's count (no selections) and let the release follow them all (needs a length histogram)
+    all_pairs: bool = False
 
     def __post_init__(self) -> None:
         if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):
             raise ValueError("select_epsilon and pair_noise_multiplier must be > 0")
+        if self.all_pairs and self.by_attribute:
+            raise ValueError("all_pairs is for a tree of items, not by_attribute")
 
 
-class Tree(NoPostProcessing, BernoulliSampling, nn.Module):
-    """``parent[j]`` (-1: a root) and ``logits[j, v]`` = logit P(item j | its parent = v) (a root: both equal)."""
+class ResizedBuffers:
+    """A module whose buffers named in ``resized`` take their shapes from ``set_tree``: a saved state resizes them
+    before it loads."""
+
+    resized: tuple[str, ...] = ()
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        for name in self.resized:
+            if prefix + name in state_dict:
+                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)  # type: ignore[misc]
+
+
+class Tree(ResizedBuffers, NoPostProcessing, BernoulliSampling, nn.Module):
+    """``parent[j]`` (-1: a root) and ``logits[j, v]`` = logit P(item j | its parent = v) (a root: both equal);
+    ``pairs`` [P, 2] and ``pair_joints`` [P]: measured pairs beyond the tree that a release follows (none: P = 0)."""
+
+    resized = ("pairs", "pair_joints")
 
     def __init__(self, n_items: int) -> None:
         super().__init__()
         self.n_items = int(n_items)
         self.register_buffer("parent", torch.full((self.n_items,), -1, dtype=torch.long))
+        self.register_buffer("pairs", torch.zeros(0, 2, dtype=torch.long))
+        self.register_buffer("pair_joints", torch.zeros(0, dtype=torch.float64))
         with warnings.catch_warnings():  # "Initializing zero-element tensors is a no-op": the weight is empty
             warnings.simplefilter("ignore", UserWarning)
             self.out = nn.Linear(0, 2 * self.n_items)  # its bias holds the logits (DP-SGD's layer type; never trained)
@@ -53,12 +76,17 @@ class Tree(NoPostProcessing, BernoulliSampling, nn.Module):
         return self.out.bias.view(self.n_items, 2)
 
     @torch.no_grad()
-    def set_tree(self, parent: Tensor, logits: Tensor) -> None:
-        """The forest (``parent``, checked acyclic) and its conditional logits [n_items, 2]."""
+    def set_tree(self, parent: Tensor, logits: Tensor, pairs: Tensor | None = None,
+                 pair_joints: Tensor | None = None) -> None:
+        """The forest (``parent``, checked acyclic), its conditional logits [n_items, 2] and, where every pair
+        was measured, the pairs [P, 2] and their joint frequencies [P] the release follows."""
         parent = torch.as_tensor(parent, dtype=torch.long)
         order_of(parent)  # refuses a cycle
         self.parent.copy_(parent)
         self.logits.copy_(torch.as_tensor(logits, dtype=self.logits.dtype))
+        if pairs is not None and pair_joints is not None:
+            self.pairs = torch.as_tensor(pairs, dtype=torch.long).reshape(-1, 2).clone()
+            self.pair_joints = torch.as_tensor(pair_joints, dtype=torch.float64).reshape(-1).clone()
 
     def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
         """No per-record randomness: [n, 0]."""
@@ -105,7 +133,10 @@ class Tree(NoPostProcessing, BernoulliSampling, nn.Module):
 
 
     def edge_joints(self) -> tuple[np.ndarray, np.ndarray]:
-        """(edges [e, 2] as (parent, child), P(both items) [e]): each edge's exact joint frequency."""
+        """(edges [e, 2], P(both items) [e]) a release follows: the measured pairs where there are any, else each
+        tree edge (parent, child) at its exact joint frequency."""
+        if self.pairs.numel():
+            return self.pairs.cpu().numpy().astype(np.int64), self.pair_joints.cpu().numpy().astype(np.float64)
         child = torch.nonzero(self.parent >= 0).flatten()
         parent = self.parent[child]
         joints = self.marginals()[parent] * torch.sigmoid(self.logits[child, 1])

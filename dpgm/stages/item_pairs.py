@@ -16,25 +16,35 @@ weight s <= 1 that scales it to L2 norm <= the bound B of the part means
 |x| - 1 edges of a forest, each with weight s, so it moves them by at most
 s sqrt(|x| - 1) < B in L2 norm: one Gaussian mechanism of sensitivity B. The number of rounds,
 n_items - 1, does not depend on the data. Every mechanism is charged before it draws.
+
+Every pair (``model.options.all_pairs``): no selections; the counts of all m (m - 1) / 2 pairs are released
+at once, each record scaled by s <= 1 so that its own pair counts, sqrt(|x| (|x| - 1) / 2) of them at 1,
+have L2 norm at most B_p = sqrt(L (L - 1) / 2), L = B^2 (at least 2) the means' length bound
+(``pair_bound``): one Gaussian mechanism of sensitivity B_p over every part (disjoint parts). Each part's
+tree is then the heaviest spanning tree under MST's score at the noisy counts (post-processing), and the
+release's tilt follows every pair (dpgm.models.tilt, ``Tree.edge_joints``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from dpgm.clustering.base import Partition
 from dpgm.config import Config
 from dpgm.data.chunks import summed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.mixture_draws import MIN_ACCEPTANCE
+from dpgm.models.tilt import tilt_targets
 from dpgm.models.tree import TreeOptions, orient
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.clipping import clip_rows
+from dpgm.privacy.clipping import clip_rows, clip_target
 from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussian_release
 from dpgm.stages.attribute_pairs import (
     attribute_distances,
@@ -66,6 +76,24 @@ def weighted_pair_counts(records: Any, bound: float) -> np.ndarray:
     return np.asarray(counts.todense() if hasattr(counts, "todense") else counts, dtype=np.float64)
 
 
+def pair_bound(bound: float) -> float:
+    """The L2 bound of a record's counts of every pair: those of a record at the means' length bound
+    L = ``bound``^2 (at least 2 items), sqrt(L (L - 1) / 2)."""
+    length = max(float(bound) ** 2, 2.0)
+    return math.sqrt(length * (length - 1.0) / 2.0)
+
+
+def all_pair_counts(records: Any, bound: float) -> np.ndarray:
+    """[m, m] sum over records of s x x^T, s <= 1 the scale that brings a record's pair counts (its
+    |x| (|x| - 1) / 2 pairs) to L2 norm ``bound`` (``pair_bound``); only the pairs a != b are bounded."""
+    x = sp.csr_matrix(records, dtype=np.float64)
+    held = np.diff(x.indptr).astype(np.float64)
+    norms = np.sqrt(held * (held - 1.0) / 2.0)
+    target = clip_target(bound)
+    scale = np.where(norms > target, target / np.maximum(norms, 1e-300), 1.0)
+    return np.asarray(((sp.diags(scale) @ x).T @ x).todense(), dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class PairCounts:
     """Per part, the weighted pair counts the release measures and the plain counts the selections
@@ -81,12 +109,13 @@ class PairCounts:
         return PairCounts(collective.sum_over_ranks(self.weighted), collective.sum_over_ranks(self.plain))
 
 
-def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -> PairCounts:
-    """``PairCounts`` of each part's records in ``chunk``."""
+def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float,
+                     weighted: Callable[[Any, float], np.ndarray] = weighted_pair_counts) -> PairCounts:
+    """``PairCounts`` of each part's records in ``chunk``; ``weighted``: the clipped counts (``weighted_pair_counts``
+    or, for every pair, ``all_pair_counts``)."""
     parts = np.asarray(partition.parts_of(chunk))
     rows = [chunk.records[parts == j] for j in range(partition.k)]
-    return PairCounts(np.stack([weighted_pair_counts(r, bound) for r in rows]),
-                      np.stack([plain_counts(r) for r in rows]))
+    return PairCounts(np.stack([weighted(r, bound) for r in rows]), np.stack([plain_counts(r) for r in rows]))
 
 
 def part_value_counts(chunk: BinaryDataset, partition: Partition, schema: Schema) -> np.ndarray:
@@ -134,6 +163,37 @@ def spanning_trees(scores: Sequence[np.ndarray], nodes: int, *, epsilon: float, 
             comp = components[j]
             comp[comp == comp[b[pair]]] = comp[a[pair]]
     return edges
+
+
+def heaviest_tree(scores: np.ndarray, nodes: int) -> list[tuple[int, int]]:
+    """The ``nodes`` - 1 edges of a maximum spanning tree (Kruskal) under ``scores`` of every pair a < b
+    (``np.triu_indices`` order): the selection of ``spanning_trees`` without noise, for released scores."""
+    a, b = np.triu_indices(nodes, 1)
+    component, edges = np.arange(nodes), []
+    for pair in np.argsort(-np.asarray(scores), kind="stable"):
+        u, v = component[a[pair]], component[b[pair]]
+        if u != v:
+            edges.append((int(a[pair]), int(b[pair])))
+            component[component == v] = u
+            if len(edges) == nodes - 1:
+                break
+    return edges
+
+
+def noisy_joints(noisy: np.ndarray, size: float, means: np.ndarray) -> np.ndarray:
+    """Every pair's joint frequency (``np.triu_indices`` order) from its noisy count over the noisy ``size``,
+    projected onto what the two means allow (``tilt.tilt_targets``)."""
+    a, b = np.triu_indices(means.size, 1)
+    return tilt_targets(means, np.asarray(noisy, dtype=np.float64) / size, np.stack([a, b], axis=1))[means.size:]
+
+
+def joint_distances(joints: np.ndarray, size: float, means: np.ndarray) -> np.ndarray:
+    """MST's score of every pair (``table_distances``) at the joint frequencies ``joints`` and the means."""
+    m = means.size
+    a, b = np.triu_indices(m, 1)
+    plain = np.zeros((m + 1, m + 1))
+    plain[a, b], plain[np.arange(m), np.arange(m)], plain[m, m] = joints * size, means * size, size
+    return table_distances(plain, size, means)
 
 
 def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float, means: np.ndarray, *,
@@ -225,6 +285,9 @@ class ItemPairsStage(DictStage):
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)
             return {"parent": np.full(means.shape, -1), "logits": np.repeat(logits[..., None], 2, axis=-1)}
+        if options.all_pairs:
+            return every_pair_trees(ctx, partition, sizes, means, options, pair_bound(bound),
+                                    nonempty=release_min_items(self.cfg) == 1)
         counts = summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound))  # this rank's
         edges = grow_trees(counts.over_ranks().plain, sizes, means, epsilon=options.select_epsilon,
                            accountant=ctx.accountant, rng=ctx.rng)  # the scores need every rank's counts
@@ -255,3 +318,23 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     fits = [fit_attribute_tree(e, y, s, q, width) for e, y, s, q in zip(edges, noisy, sizes, marginals)]
     return {"attribute": np.repeat(schema.of[None], partition.k, axis=0),
             "parent": np.stack([f[0] for f in fits]), "probs": np.stack([f[1] for f in fits])}
+
+
+def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, means: np.ndarray,
+                     options: TreeOptions, bound: float, *, nonempty: bool) -> dict[str, np.ndarray]:
+    """Each part's tree from the noisy counts of every pair (module docstring; ``bound``: ``pair_bound``); output
+    as ``ItemPairsStage``'s, with {"pairs": [k, P, 2], "pair_joints": [k, P]}: every pair's noisy joint frequency."""
+    m = means.shape[1]
+    a, b = np.triu_indices(m, 1)
+    counts = summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound, all_pair_counts))
+    noisy = gaussian_release(counts.weighted[:, a, b], sensitivity=bound,
+                             noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant, stage=STAGE,
+                             rng=ctx.rng)
+    joints = np.stack([noisy_joints(y, s, p) for y, s, p in zip(noisy, sizes, means)])
+    index = {pair: i for i, pair in enumerate(zip(a.tolist(), b.tolist()))}
+    fits = []
+    for y, s, p in zip(joints, sizes, means):
+        edges = heaviest_tree(joint_distances(y, s, p), m)
+        fits.append(fit_tree(edges, s * y[[index[e] for e in edges]], s, p, nonempty=nonempty))
+    return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits]),
+            "pairs": np.repeat(np.stack([a, b], axis=1)[None], partition.k, axis=0), "pair_joints": joints}

@@ -54,12 +54,12 @@ def tree_options(model: ModelConfig) -> TreeOptions:
 
 def tree_releases(options: TreeOptions, nodes: int) -> Releases:
     """What a tree over ``nodes`` items or attributes charges (dpgm.stages.item_pairs): nodes - 1 selection rounds
-    and one Gaussian release of the chosen pairs' counts (drawn as a discrete Gaussian, whose curve is the same);
-    nothing for one node."""
+    and one Gaussian release of the chosen pairs' counts (drawn as a discrete Gaussian, whose curve is the same),
+    or with ``all_pairs`` that release alone, of every pair; nothing for one node."""
     if nodes < 2:
         return ()
-    return ((ExponentialEvent(epsilon=options.select_epsilon), nodes - 1),
-            (GaussianEvent(noise_multiplier=options.pair_noise_multiplier), 1))
+    counts = (GaussianEvent(noise_multiplier=options.pair_noise_multiplier), 1)
+    return (counts,) if options.all_pairs else ((ExponentialEvent(epsilon=options.select_epsilon), nodes - 1), counts)
 
 
 def tree_nodes(cfg: Config, options: TreeOptions, n_items: int) -> int:
@@ -70,13 +70,14 @@ def tree_nodes(cfg: Config, options: TreeOptions, n_items: int) -> int:
 
 def tree_precision(cfg: Config, n_items: int) -> float:
     """The tree's zCDP cost as the 1 / sigma^2 of one Gaussian release of the means' sensitivity: what the means
-    of independent items chosen instead take (2 rho: nodes - 1 selections of epsilon^2 / 8 each, and the pairs'
-    1 / (2 sigma^2), their sensitivity the means' clip)."""
+    of independent items chosen instead take (2 rho: nodes - 1 selections of epsilon^2 / 8 each, none with
+    ``all_pairs``, and the pairs' 1 / (2 sigma^2))."""
     options = tree_options(cfg.model)
     nodes = tree_nodes(cfg, options, n_items)
     if nodes < 2:
         return 0.0
-    return (nodes - 1) * options.select_epsilon ** 2 / 4.0 + 1.0 / options.pair_noise_multiplier ** 2
+    selections = 0 if options.all_pairs else nodes - 1
+    return selections * options.select_epsilon ** 2 / 4.0 + 1.0 / options.pair_noise_multiplier ** 2
 
 
 def independent_releases(cfg: Config, n_items: int) -> Releases:
