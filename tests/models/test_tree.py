@@ -72,3 +72,22 @@ def test_registered_with_its_options():
     assert options.select_epsilon == 0.5
     with pytest.raises(Exception, match="select_epsilon"):
         MODELS.options("tree", {"select_epsilon": -1.0})
+    with pytest.raises(Exception, match="all_pairs"):
+        MODELS.options("tree", {"all_pairs": True, "by_attribute": True})
+
+
+def test_measured_pairs_are_what_a_release_follows_and_survive_a_saved_state():
+    """Without measured pairs a release follows the tree's edges at their exact joints; with them, every measured
+    pair at its measured joint. A saved state resizes the pairs' buffers before it loads."""
+    tree = _chain()
+    edges, joints = tree.edge_joints()
+    assert edges.tolist() == [[0, 1], [1, 2], [1, 3]]
+    joint = _joint(tree)
+    assert joints[0] == pytest.approx(sum(p for x, p in joint.items() if x[0] and x[1]))
+    pairs, measured = np.array([[0, 1], [0, 2], [2, 3]]), np.array([0.2, 0.1, 0.05])
+    tree.set_tree(tree.parent, tree.logits.detach(), pairs, measured)
+    edges, joints = tree.edge_joints()
+    assert edges.tolist() == pairs.tolist() and joints.tolist() == measured.tolist()
+    again = Tree(4)
+    again.load_state_dict(tree.state_dict())
+    assert again.edge_joints()[0].tolist() == pairs.tolist() and again.parent.tolist() == tree.parent.tolist()
