@@ -50,11 +50,18 @@ def _scale(row: dict[str, Any]) -> float:
     return float(records_magnitude(int(row["n_fit"]))) * float(row["epsilon"])
 
 
+def _pair_scale(row: dict[str, Any]) -> float:
+    """N * epsilon per pair of a row's items (``rules.pair_scale``)."""
+    m = int(row["n_items"])
+    return _scale(row) / max(m * (m - 1) / 2, 1.0)
+
+
 GATES = {"merge": Gate("dep_keep", "dep_merge", lambda measured, t: measured < t, "merge"),
          "tree": Gate("tree_keep", "tree_take", lambda measured, t: measured >= t, "tree"),
          "independent": Gate("ind_keep", "ind_take", lambda measured, t: measured < t, "ind"),
          "lengths2": Gate("default", "lengths2", lambda measured, t: measured >= t, "len2_", _scale),
-         "lengths5": Gate("default", "lengths5", lambda measured, t: measured >= t, "len5_", _scale)}
+         "lengths5": Gate("default", "lengths5", lambda measured, t: measured >= t, "len5_", _scale),
+         "allpairs": Gate("default", "allp", lambda measured, t: measured >= t, "allp_", _pair_scale)}
 
 
 def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GATES["merge"]) -> list[dict[str, Any]]:

@@ -129,9 +129,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "lbound": {"LENGTHS_FROM_BOUND": True},  # one length histogram (7% of rho) for the clip and the release
     # the tilt's ridge (dpgm/models/tilt.py): how far an unreachable target may pull the weights
     "ridge1e4": {"dpgm.models.tilt.RIDGE": 1e-4},
-    # a tree of items releases every pair's count where the release follows lengths, up to this many items
-    "allp20": {"ALL_PAIRS_MAX_ITEMS": 20},
-    "allp100": {"ALL_PAIRS_MAX_ITEMS": 100},
+    # a tree of items releases every pair's count wherever the release follows lengths (merge_threshold.py's gate
+    # allpairs composes a scale from it), the tilt's ridge on each pair PAIR_RIDGE x its noise (0: RIDGE alone)
+    "allp": {"ALL_PAIRS_SCALE": 0.0},
+    "allp_r003": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.03},
+    "allp_r0": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.0},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
     "clip5": {"CLIP_NORM": 5.0},
     "clip10": {"CLIP_NORM": 10.0},

@@ -65,6 +65,9 @@ def extra_words(facts: PublicFacts, k: int, items: int, *, merge: bool, tree: bo
         ((" A noisy histogram of record lengths is measured, and the release follows it while each group keeps its "
          f"items' and pairs' frequencies (N x epsilon is at least {rules.LENGTHS_SCALE:,})."),
          rules.follows_lengths(facts)),
+        ((" Instead of choosing a tree's edges privately, every pair's count is measured, each group's tree is the "
+          "heaviest at those counts, and the release follows every pair (N x epsilon per pair is at least "
+          f"{rules.ALL_PAIRS_SCALE:,.4g})."), kind == "tree" and rules.every_pair(facts, items)),
         (" Every item's total over all records is measured once and the groups' means agree with it.",
          rules.TOTALS_SHARE > 0),
         ((" One tree of item pairs is measured over all records, and the release's item and pair frequencies "

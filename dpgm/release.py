@@ -144,9 +144,9 @@ def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, gener
                                       systematic=False)
     if len(pool) == 0:
         return pool, parts, drawn
-    f, targets = length_problem(pool, parts, mixture.models, probs.numpy(), shares.numpy())
+    f, targets, ridge = length_problem(pool, parts, mixture.models, probs.numpy(), shares.numpy())
     offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
-    picks, _ = resample(f, targets, count=c, offset=offset)
+    picks, _ = resample(f, targets, count=c, offset=offset, ridge=ridge)
     picks = picks[torch.randperm(c, generator=generator).numpy()]
     return pool[picks], parts[picks], drawn * c // len(pool)
 

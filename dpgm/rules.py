@@ -96,10 +96,11 @@ TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
 #: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
 TABLE_TREE_SCALE = 10_000
-#: Where the release follows lengths, a tree of items over at most this many items releases every pair's count
-#: instead of choosing its edges privately (``model.options.all_pairs``; 0: never): no selections to pay, and the
-#: release follows every pair, where one tree's pairs miss what the items share beyond it.
-ALL_PAIRS_MAX_ITEMS = 0
+#: Where the release follows lengths, a tree of items releases every pair's count instead of choosing its edges
+#: privately (``model.options.all_pairs``) from N * epsilon per pair (over m (m - 1) / 2 pairs) = this up (inf:
+#: never): no selections to pay, and the release follows every pair, where one tree's pairs miss what the items
+#: share beyond it; below, the noise of many small counts outweighs what they add.
+ALL_PAIRS_SCALE = math.inf
 #: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
 TABLE_BY_ATTRIBUTE = True
 #: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``fit_tree``) or not.
@@ -210,10 +211,15 @@ def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TR
         rho, share - select)}
 
 
+def pair_scale(facts: PublicFacts, items: int) -> float:
+    """N * epsilon per pair of ``items``: what ALL_PAIRS_SCALE reads."""
+    return facts.records_magnitude * facts.epsilon / max(items * (items - 1) / 2, 1.0)
+
+
 def every_pair(facts: PublicFacts, items: int) -> bool:
-    """Whether a tree of items releases every pair's count (ALL_PAIRS_MAX_ITEMS): the release follows lengths and
-    there are at most ALL_PAIRS_MAX_ITEMS ``items``."""
-    return follows_lengths(facts) and items <= ALL_PAIRS_MAX_ITEMS
+    """Whether a tree of items releases every pair's count: the release follows lengths and N * epsilon per pair
+    is at least ALL_PAIRS_SCALE (``pair_scale``)."""
+    return follows_lengths(facts) and pair_scale(facts, items) >= ALL_PAIRS_SCALE
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).

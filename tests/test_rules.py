@@ -771,16 +771,16 @@ def test_a_config_that_turns_the_length_bound_off_validates_and_keeps_a_histogra
     assert 1 / (2 * model.length_noise_multiplier**2) == pytest.approx(SHIPPED_LENGTHS_SHARE * zcdp_rho(1.0, 1e-6))
 
 
-def test_a_tree_over_few_items_releases_every_pair_where_the_release_follows_lengths(monkeypatch) -> None:
-    """ALL_PAIRS_MAX_ITEMS: a tree of at most that many items, where the release follows lengths, releases every
-    pair's count with the whole tree share (no selections); more items, or no length histogram: selections."""
+def test_a_tree_releases_every_pair_from_its_scale_up_where_the_release_follows_lengths(monkeypatch) -> None:
+    """ALL_PAIRS_SCALE: from that N * epsilon per pair up, where the release follows lengths, a tree of items releases
+    every pair's count with the whole tree share (no selections); more items, or no length histogram: selections."""
     from dpgm import rules
     from dpgm.stages.model_choice import tree_options, tree_releases
 
     monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
     monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
-    monkeypatch.setattr(rules, "ALL_PAIRS_MAX_ITEMS", 20)
-    few = facts(30_000)  # 17 items, one group, a tree in DP-SGD's place
+    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", 10_000 / 136)
+    few = facts(30_000)  # 17 items, one group, a tree in DP-SGD's place; N epsilon = 10,000 over 136 pairs
     chosen = public_defaults(few, top_items=None)
     options = chosen["model.options"]
     assert chosen["model.kind"] == "tree" and options["all_pairs"] and "select_epsilon" not in options
@@ -788,13 +788,13 @@ def test_a_tree_over_few_items_releases_every_pair_where_the_release_follows_len
     rules.apply_public_rules(cfg, few, cfg.stated)  # validates: the release follows lengths
     [(event, count)] = tree_releases(tree_options(cfg.model), 17)
     rho = zcdp_rho(1.0, 1e-6)
-    monkeypatch.setattr(rules, "ALL_PAIRS_MAX_ITEMS", 0)
+    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", math.inf)
     selected = public_defaults(few, top_items=None)["model.options"]
     spent = 1 / (2 * event.noise_multiplier**2) / rho  # the counts take the selections' share too
     assert spent == pytest.approx(1 / (2 * selected["pair_noise_multiplier"]**2) / rho
                                   + 16 * selected["select_epsilon"]**2 / 8 / rho) and count == 1
-    monkeypatch.setattr(rules, "ALL_PAIRS_MAX_ITEMS", 20)
-    assert "all_pairs" not in public_defaults(facts(30_000, items=21), top_items=None)["model.options"]
+    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", 10_000 / 136)
+    assert "all_pairs" not in public_defaults(facts(30_000, items=18), top_items=None)["model.options"]  # 153 pairs
     monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.0)  # no length histogram: the release could not follow them
     assert "all_pairs" not in public_defaults(few, top_items=None)["model.options"]
 
@@ -803,3 +803,13 @@ def test_every_pair_without_a_length_histogram_is_refused() -> None:
     with pytest.raises(ConfigError, match="all_pairs needs"):
         config_from_dict({"model": {"kind": "tree", "output_bias": "noisy_mean", "calibrate": False,
                                     "options": {"all_pairs": True}}})
+
+
+def test_the_report_says_when_every_pair_is_measured(monkeypatch) -> None:
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
+    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    assert "every pair's count" not in regime(facts(30_000))
+    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", 50.0)
+    assert "every pair's count is measured" in regime(facts(30_000)) and "at least 50)" in regime(facts(30_000))

@@ -4,8 +4,9 @@ Given draws x from a model q and target frequencies t of features f(x) (every it
 product x_a x_b of each measured pair), the distribution closest to q in KL divergence whose
 feature means are t is q(x) exp(theta . f(x)) / Z (Csiszar 1975; the raking of survey weights).
 ``fit_tilt`` finds theta on a pool of draws by minimising the convex dual
-log mean exp(F theta) - theta . t + ridge |theta|^2 / 2 (the ridge keeps theta finite when noisy
-targets lie outside what the pool can reach); ``tilt_weights`` gives each draw of the pool its
+log mean exp(F theta) - theta . t + theta . (ridge theta) / 2 (the ridge keeps theta finite when noisy
+targets lie outside what the pool can reach; per feature, the primal pays gap^2 / (2 ridge) for missing a
+target, so a noisier target gets a larger ridge); ``tilt_weights`` gives each draw of the pool its
 weight, and ``tilted_picks`` resamples the pool by them, balanced (``balance``; the release fits each
 chunk's own pool, dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). ``length_problem``
 poses the tilt of a mixture's draws to a noisy histogram of record lengths that keeps what the models
@@ -26,6 +27,10 @@ from dpgm.models.balance import balance
 
 #: L2 penalty on theta in the dual, small beside the frequencies' noise (a larger one biased every target).
 RIDGE = 1e-5
+#: A measured pair's penalty is this times its noise (``item_pairs.pair_noise``, per record of the pool): 1 is the
+#: posterior of the noisy counts with the models' draws worth as many records as the release; below 1 the pairs
+#: weigh more, as the models are themselves fitted to noisy statistics.
+PAIR_RIDGE = 0.1
 #: L-BFGS iterations at most, and the gradient size (largest feature-mean gap) that ends them.
 MAX_ITERATIONS, TOLERANCE = 500, 1e-7
 
@@ -60,19 +65,19 @@ def tilt_targets(means: np.ndarray, joints: np.ndarray, edges: np.ndarray) -> np
     return np.concatenate([p, pairs])
 
 
-def fit_tilt(f: sp.csr_matrix, targets: np.ndarray, *, ridge: float | None = None,
+def fit_tilt(f: sp.csr_matrix, targets: np.ndarray, *, ridge: float | np.ndarray | None = None,
              start: np.ndarray | None = None) -> np.ndarray:
     """theta such that the rows of ``f`` (``features`` of a pool of draws) reweighted by exp(f . theta) have
-    means ``targets``; ``ridge``: default RIDGE; ``start``: where the search begins (another pool's theta: fewer
-    steps)."""
-    ridge = RIDGE if ridge is None else ridge
+    means ``targets``; ``ridge``: default RIDGE, or one per feature; ``start``: where the search begins (another
+    pool's theta: fewer steps)."""
+    ridge = RIDGE if ridge is None else np.asarray(ridge, dtype=np.float64)
 
     def dual(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = f @ theta
         top = z.max()
         w = np.exp(z - top)
         total = w.sum()
-        value = top + np.log(total / len(z)) - theta @ targets + 0.5 * ridge * theta @ theta
+        value = top + np.log(total / len(z)) - theta @ targets + 0.5 * theta @ (ridge * theta)
         return float(value), f.T @ (w / total) - targets + ridge * theta
 
     result = minimize(dual, np.zeros(f.shape[1]) if start is None else start, jac=True, method="L-BFGS-B",
@@ -94,12 +99,12 @@ def tilted_picks(pool: Any, edges: np.ndarray, targets: np.ndarray, *, count: in
     return resample(features(pool, edges, empty=empty), targets, count=count, offset=offset, start=start)
 
 
-def resample(f: sp.csr_matrix, targets: np.ndarray, *, count: int, offset: float,
-             start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of ``count`` rows of ``f``, sorted, theta): the tilt of the rows to ``targets``, then a systematic
-    resample by its weights (``systematic_picks``), balanced so that the picks' feature means are the weighted ones
-    (``balance.balance``)."""
-    theta = fit_tilt(f, targets, start=start)
+def resample(f: sp.csr_matrix, targets: np.ndarray, *, count: int, offset: float, start: np.ndarray | None = None,
+             ridge: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of ``count`` rows of ``f``, sorted, theta): the tilt of the rows to ``targets`` (``fit_tilt``), then a
+    systematic resample by its weights (``systematic_picks``), balanced so that the picks' feature means are the
+    weighted ones (``balance.balance``)."""
+    theta = fit_tilt(f, targets, start=start, ridge=ridge)
     weights = tilt_weights(f, theta)
     return balance(f, systematic_picks(weights, count, offset), f.T @ weights), theta
 
@@ -113,15 +118,16 @@ def systematic_picks(weights: np.ndarray, count: int, offset: float) -> np.ndarr
 
 
 def length_problem(pool: Any, parts: np.ndarray, models: Sequence[Any], shares: np.ndarray,
-                   lengths: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
-    """(features, targets) of a tilt of a mixture's draws ``pool`` (from ``parts``, drawn by ``shares``) to the
-    record-length shares ``lengths`` [0..m] that keeps each part's share, its items' frequencies and its tree's
+                   lengths: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """(features, targets, ridge) of a tilt of a mixture's draws ``pool`` (from ``parts``, drawn by ``shares``) to
+    the record-length shares ``lengths`` [0..m] that keeps each part's share, its items' frequencies and its tree's
     edges' joint frequencies: the model's exact ones where it gives them (``marginals``, ``edge_joints``), else
-    the pool's. Lengths from the last one with a share up are one bin."""
+    the pool's. Lengths from the last one with a share up are one bin. The ridge is RIDGE but for measured pairs
+    (a tree's ``pair_noise``), PAIR_RIDGE times their noise per record of the pool."""
     x = sp.csr_matrix(pool, dtype=np.float64)
     n, k = x.shape[0], len(shares)
     own = sp.csr_matrix((np.ones(n), (np.arange(n), parts)), shape=(n, k))
-    columns, targets = [], []
+    columns, targets, ridges = [], [], []
     for j in range(k):
         in_j = sp.csr_matrix(x.multiply(own[:, [j]]))
         model = models[j] if j < len(models) else None
@@ -134,8 +140,14 @@ def length_problem(pool: Any, parts: np.ndarray, models: Sequence[Any], shares: 
             edges, joints = model.edge_joints()
             columns.append(sp.csr_matrix(in_j[:, edges[:, 0]].multiply(in_j[:, edges[:, 1]])))
             targets.append(shares[j] * joints)
+            noise = getattr(model, "pair_noise", None)
+            if noise is not None and noise.numel():  # target shares_j p, its noise per record of the pool shares_j v
+                ridges.append((sum(map(len, targets[:-1])), PAIR_RIDGE * shares[j] * noise.cpu().numpy()))
     top = max(1, int(np.flatnonzero(lengths > 0).max())) if np.any(lengths > 0) else 1
     held = np.minimum(np.diff(x.indptr), top)
     columns += [own, sp.csr_matrix((np.ones(n), (np.arange(n), held)), shape=(n, top + 1))]
     targets += [np.asarray(shares, dtype=np.float64), np.append(lengths[:top], lengths[top:].sum())]
-    return sp.hstack(columns, format="csr"), np.concatenate(targets)
+    ridge = np.full(sum(map(len, targets)), RIDGE)
+    for start, values in ridges:
+        ridge[start:start + values.size] = np.maximum(RIDGE, values)
+    return sp.hstack(columns, format="csr"), np.concatenate(targets), ridge

@@ -55,9 +55,10 @@ class ResizedBuffers:
 
 class Tree(ResizedBuffers, NoPostProcessing, BernoulliSampling, nn.Module):
     """``parent[j]`` (-1: a root) and ``logits[j, v]`` = logit P(item j | its parent = v) (a root: both equal);
-    ``pairs`` [P, 2] and ``pair_joints`` [P]: measured pairs beyond the tree that a release follows (none: P = 0)."""
+    ``pairs`` [P, 2], ``pair_joints`` [P] and ``pair_noise`` [P]: measured pairs beyond the tree that a release
+    follows, and their noise (none: P = 0)."""
 
-    resized = ("pairs", "pair_joints")
+    resized = ("pairs", "pair_joints", "pair_noise")
 
     def __init__(self, n_items: int) -> None:
         super().__init__()
@@ -65,6 +66,7 @@ class Tree(ResizedBuffers, NoPostProcessing, BernoulliSampling, nn.Module):
         self.register_buffer("parent", torch.full((self.n_items,), -1, dtype=torch.long))
         self.register_buffer("pairs", torch.zeros(0, 2, dtype=torch.long))
         self.register_buffer("pair_joints", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("pair_noise", torch.zeros(0, dtype=torch.float64))
         with warnings.catch_warnings():  # "Initializing zero-element tensors is a no-op": the weight is empty
             warnings.simplefilter("ignore", UserWarning)
             self.out = nn.Linear(0, 2 * self.n_items)  # its bias holds the logits (DP-SGD's layer type; never trained)
@@ -77,9 +79,10 @@ class Tree(ResizedBuffers, NoPostProcessing, BernoulliSampling, nn.Module):
 
     @torch.no_grad()
     def set_tree(self, parent: Tensor, logits: Tensor, pairs: Tensor | None = None,
-                 pair_joints: Tensor | None = None) -> None:
+                 pair_joints: Tensor | None = None, pair_noise: Tensor | None = None) -> None:
         """The forest (``parent``, checked acyclic), its conditional logits [n_items, 2] and, where every pair
-        was measured, the pairs [P, 2] and their joint frequencies [P] the release follows."""
+        was measured, the pairs [P, 2], their joint frequencies [P] the release follows and their noise [P]
+        (dpgm.stages.item_pairs.pair_noise; default 0)."""
         parent = torch.as_tensor(parent, dtype=torch.long)
         order_of(parent)  # refuses a cycle
         self.parent.copy_(parent)
@@ -87,6 +90,8 @@ class Tree(ResizedBuffers, NoPostProcessing, BernoulliSampling, nn.Module):
         if pairs is not None and pair_joints is not None:
             self.pairs = torch.as_tensor(pairs, dtype=torch.long).reshape(-1, 2).clone()
             self.pair_joints = torch.as_tensor(pair_joints, dtype=torch.float64).reshape(-1).clone()
+            self.pair_noise = (torch.zeros_like(self.pair_joints) if pair_noise is None
+                               else torch.as_tensor(pair_noise, dtype=torch.float64).reshape(-1).clone())
 
     def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
         """No per-record randomness: [n, 0]."""

@@ -323,7 +323,8 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
 def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, means: np.ndarray,
                      options: TreeOptions, bound: float, *, nonempty: bool) -> dict[str, np.ndarray]:
     """Each part's tree from the noisy counts of every pair (module docstring; ``bound``: ``pair_bound``); output
-    as ``ItemPairsStage``'s, with {"pairs": [k, P, 2], "pair_joints": [k, P]}: every pair's noisy joint frequency."""
+    as ``ItemPairsStage``'s, with {"pairs": [k, P, 2], "pair_joints": [k, P], "pair_noise": [k, P]}: every pair's
+    noisy joint frequency and its noise (``pair_noise``)."""
     m = means.shape[1]
     a, b = np.triu_indices(m, 1)
     counts = summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound, all_pair_counts))
@@ -337,4 +338,12 @@ def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray,
         edges = heaviest_tree(joint_distances(y, s, p), m)
         fits.append(fit_tree(edges, s * y[[index[e] for e in edges]], s, p, nonempty=nonempty))
     return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits]),
-            "pairs": np.repeat(np.stack([a, b], axis=1)[None], partition.k, axis=0), "pair_joints": joints}
+            "pairs": np.repeat(np.stack([a, b], axis=1)[None], partition.k, axis=0), "pair_joints": joints,
+            "pair_noise": np.repeat(pair_noise(options.pair_noise_multiplier * bound, sizes)[:, None], a.size, axis=1)}
+
+
+def pair_noise(count_noise: float, sizes: np.ndarray) -> np.ndarray:
+    """Per part, the noise variance of a measured pair's count per record of the part, sigma_c^2 / size (public: the
+    noise std of the counts and the noisy sizes): how far the release's tilt may leave each measured pair
+    (dpgm.models.tilt, ``length_problem``)."""
+    return count_noise**2 / np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)

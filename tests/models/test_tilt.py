@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from dpgm.models.tilt import (
+    PAIR_RIDGE,
+    RIDGE,
     feature_means,
     features,
     fit_tilt,
@@ -87,8 +89,9 @@ def test_a_mixture_tilted_to_longer_records_keeps_each_parts_share_items_and_tre
     spread = np.zeros(m + 1)
     spread[[0, 5]] = 1 - mean / 5, mean / 5
     lengths = 0.7 * drawn + 0.3 * spread
-    f, targets = length_problem(pool, parts, [flat, chain], shares, lengths)
-    picks, _ = resample(f, targets, count=20_000, offset=0.5)
+    f, targets, ridge = length_problem(pool, parts, [flat, chain], shares, lengths)
+    assert np.array_equal(ridge, np.full(targets.size, RIDGE))  # no measured pairs: the ridge of every target
+    picks, _ = resample(f, targets, count=20_000, offset=0.5, ridge=ridge)
     kept, kept_parts = pool[picks], parts[picks]
     got = np.bincount(kept.sum(axis=1), minlength=m + 1) / len(kept)
     assert np.abs(got - lengths).max() < 0.01 < np.abs(drawn - lengths).max()
@@ -100,3 +103,34 @@ def test_a_mixture_tilted_to_longer_records_keeps_each_parts_share_items_and_tre
     edges, joints = chain.edge_joints()
     mine = kept[kept_parts == 1]
     assert np.abs((mine[:, edges[:, 0]] * mine[:, edges[:, 1]]).mean(axis=0) - joints).max() < 0.002
+
+
+def test_a_noisier_target_is_followed_less() -> None:
+    """Per feature, the primal pays gap^2 / (2 ridge): a tiny ridge meets the target, a large one stays near the
+    pool's own mean."""
+    rng = np.random.default_rng(0)
+    pool = (rng.random((20_000, 3)) < 0.3).astype(np.float64)
+    f = features(pool, np.zeros((0, 2), dtype=np.int64))
+    targets = np.array([0.4, 0.4, 0.3])
+    exact = tilt_weights(f, fit_tilt(f, targets, ridge=np.array([1e-7, 1.0, 1e-7]))) @ pool
+    assert exact[0] == pytest.approx(0.4, abs=1e-3) and exact[1] == pytest.approx(pool[:, 1].mean(), abs=0.02)
+
+
+def test_measured_pairs_get_a_ridge_from_their_noise() -> None:
+    """length_problem: a tree's measured pairs get PAIR_RIDGE x its share x their noise, every other target RIDGE."""
+    import torch
+
+    from dpgm.models.tree import Tree
+
+    m = 4
+    tree = Tree(m)
+    a, b = np.triu_indices(m, 1)
+    noise = np.linspace(1e-3, 6e-3, a.size)
+    tree.set_tree(torch.full((m,), -1), torch.zeros(m, 2), np.stack([a, b], axis=1), np.full(a.size, 0.2), noise)
+    pool = (np.random.default_rng(1).random((1_000, m)) < 0.5).astype(np.float64)
+    shares = np.array([0.25, 0.75])
+    parts = np.repeat([0, 1], [250, 750])
+    _, targets, ridge = length_problem(pool, parts, [Tree(m), tree], shares, np.full(m + 1, 1 / (m + 1)))
+    first = m + m  # part 0: items (a forest of roots: no edge); part 1: items, then its measured pairs
+    assert ridge[first:first + a.size] == pytest.approx(PAIR_RIDGE * 0.75 * noise)
+    assert np.all(np.delete(ridge, np.arange(first, first + a.size)) == RIDGE) and ridge.size == targets.size
