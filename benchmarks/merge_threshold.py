@@ -61,7 +61,8 @@ GATES = {"merge": Gate("dep_keep", "dep_merge", lambda measured, t: measured < t
          "independent": Gate("ind_keep", "ind_take", lambda measured, t: measured < t, "ind"),
          "lengths2": Gate("default", "lengths2", lambda measured, t: measured >= t, "len2_", _scale),
          "lengths5": Gate("default", "lengths5", lambda measured, t: measured >= t, "len5_", _scale),
-         "allpairs": Gate("default", "allp", lambda measured, t: measured >= t, "allp_", _pair_scale)}
+         "allpairs": Gate("default", "allp", lambda measured, t: measured >= t, "allp_", _pair_scale),
+         "allpairs003": Gate("default", "allp_r003", lambda measured, t: measured >= t, "allp003_", _pair_scale)}
 
 
 def threshold_rows(rows: list[dict[str, Any]], threshold: float, gate: Gate = GATES["merge"]) -> list[dict[str, Any]]:

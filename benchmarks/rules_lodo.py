@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 import tempfile
 import time
@@ -131,9 +132,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "ridge1e4": {"dpgm.models.tilt.RIDGE": 1e-4},
     # a tree of items releases every pair's count wherever the release follows lengths (merge_threshold.py's gate
     # allpairs composes a scale from it), the tilt's ridge on each pair PAIR_RIDGE x its noise (0: RIDGE alone)
-    "allp": {"ALL_PAIRS_SCALE": 0.0},
+    "allp": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.1},
     "allp_r003": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.03},
     "allp_r0": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.0},
+    "noallp": {"ALL_PAIRS_SCALE": math.inf},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
     "clip5": {"CLIP_NORM": 5.0},
     "clip10": {"CLIP_NORM": 10.0},

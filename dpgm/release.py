@@ -37,7 +37,7 @@ from dpgm.models.tilt import length_problem, resample, tilted_picks
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
 
-#: Draws per released record whose tilt follows a record-length histogram (``_draw_following``): a larger pool lets
+#: Draws per released record whose tilt follows a record-length histogram (``_Following.draw``): a larger pool lets
 #: the tilt reach rarer lengths, and move the rest further from what the models measured.
 LENGTH_POOL = 3
 
@@ -63,17 +63,18 @@ def sample_chunks(
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
     drawn again from its part: each part's model conditioned on that public fact (post-processing,
     ``part_records``); see ``check_acceptance`` for the bound. When the run released a record-length histogram
-    (``model.length_noise_multiplier``), the kept records follow it (``_draw_following``); when it measured
+    (``model.length_noise_multiplier``), the kept records follow it (``_Following.draw``); when it measured
     global item pairs, a plain release (no ``shares`` or ``threshold``) follows them (``_Tilt.draw``).
     """
     probs = torch.as_tensor(mixture_shares(mixture) if shares is None else shares, dtype=torch.float64)
     lengths = _length_targets(mixture)
+    following = None if lengths is None else _Following(lengths)
     tilt = _tilt_of(mixture) if shares is None and threshold is None else None
     done = drawn = 0
     while done < n:
         c = min(chunk_size, n - done)
-        if lengths is not None:
-            records, parts, tried = _draw_following(mixture, c, probs, generator, threshold, lengths)
+        if following is not None:
+            records, parts, tried = following.draw(mixture, c, probs, generator, threshold)
         elif tilt is not None:
             records, parts, tried = tilt.draw(mixture, c, probs, generator)
         else:
@@ -131,24 +132,32 @@ def _tilt_of(mixture: ReleasedMixture) -> _Tilt | None:
     return _Tilt(mixture.pair_edges, targets, empty=empty is not None)
 
 
-def _draw_following(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
-                    threshold: float | None, shares: torch.Tensor) -> tuple[np.ndarray, np.ndarray, int]:
-    """``c`` records whose lengths follow ``shares``, their parts, and how many were drawn.
+@dataclass
+class _Following:
+    """The record-length shares a release follows (``_length_targets``) and the last chunk's tilt, the next one's
+    start (every chunk poses the same features: the parts, their items and pairs, the lengths)."""
 
-    A pool of LENGTH_POOL x c draws is tilted (dpgm.models.tilt, ``length_problem``) to the noisy length shares
-    while each part keeps its share, its items' frequencies and its tree's pairs', then resampled systematically
-    by the tilt's weights, in random order: the lengths move, what the models measured stays. Post-processing of
-    the models and of the released histogram.
-    """
-    pool, parts, drawn = draw_records(mixture, c * LENGTH_POOL, probs, generator, threshold, mixture.min_items,
-                                      systematic=False)
-    if len(pool) == 0:
-        return pool, parts, drawn
-    f, targets, ridge = length_problem(pool, parts, mixture.models, probs.numpy(), shares.numpy())
-    offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
-    picks, _ = resample(f, targets, count=c, offset=offset, ridge=ridge)
-    picks = picks[torch.randperm(c, generator=generator).numpy()]
-    return pool[picks], parts[picks], drawn * c // len(pool)
+    shares: torch.Tensor
+    theta: np.ndarray | None = None
+
+    def draw(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
+             threshold: float | None) -> tuple[np.ndarray, np.ndarray, int]:
+        """``c`` records whose lengths follow the shares, their parts, and how many were drawn.
+
+        A pool of LENGTH_POOL x c draws is tilted (dpgm.models.tilt, ``length_problem``) to the noisy length shares
+        while each part keeps its share, its items' frequencies and its tree's pairs', then resampled systematically
+        by the tilt's weights, in random order: the lengths move, what the models measured stays. Post-processing of
+        the models and of the released histogram.
+        """
+        pool, parts, drawn = draw_records(mixture, c * LENGTH_POOL, probs, generator, threshold, mixture.min_items,
+                                          systematic=False)
+        if len(pool) == 0:
+            return pool, parts, drawn
+        f, targets, ridge = length_problem(pool, parts, mixture.models, probs.numpy(), self.shares.numpy())
+        offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
+        picks, self.theta = resample(f, targets, count=c, offset=offset, ridge=ridge, start=self.theta)
+        picks = picks[torch.randperm(c, generator=generator).numpy()]
+        return pool[picks], parts[picks], drawn * c // len(pool)
 
 
 def _label_parts(mixture: ReleasedMixture, labels: Sequence[int] | None) -> list[int]:

@@ -100,7 +100,7 @@ TABLE_TREE_SCALE = 10_000
 #: privately (``model.options.all_pairs``) from N * epsilon per pair (over m (m - 1) / 2 pairs) = this up (inf:
 #: never): no selections to pay, and the release follows every pair, where one tree's pairs miss what the items
 #: share beyond it; below, the noise of many small counts outweighs what they add.
-ALL_PAIRS_SCALE = math.inf
+ALL_PAIRS_SCALE = 1.0
 #: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
 TABLE_BY_ATTRIBUTE = True
 #: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``fit_tree``) or not.

@@ -30,7 +30,7 @@ RIDGE = 1e-5
 #: A measured pair's penalty is this times its noise (``item_pairs.pair_noise``, per record of the pool): 1 is the
 #: posterior of the noisy counts with the models' draws worth as many records as the release; below 1 the pairs
 #: weigh more, as the models are themselves fitted to noisy statistics.
-PAIR_RIDGE = 0.1
+PAIR_RIDGE = 0.03
 #: L-BFGS iterations at most, and the gradient size (largest feature-mean gap) that ends them.
 MAX_ITERATIONS, TOLERANCE = 500, 1e-7
 

@@ -27,23 +27,57 @@ def test_one_gaussian_release_of_sensitivity_one_and_shares_without_added_mass()
     assert np.abs(shares - truth).max() < 0.005  # noise std 5 on 20,000 records
 
 
-def test_a_run_releases_the_histogram_and_its_release_follows_it(tmp_path) -> None:
-    """Records of 1 or 5 items: independent items alone would give binomial lengths."""
+def _bimodal_run(folder):
+    """A run whose release follows its length histogram, on records of 1 or 5 items: independent items alone would
+    give binomial lengths."""
     from dpgm.config import config_from_dict
     from dpgm.pipeline.run import train
-    from dpgm.release import sample_dataset
 
     rng = np.random.default_rng(0)
     x = np.zeros((6_000, 10), dtype=np.uint8)
     for row, k in zip(x, rng.choice([1, 5], size=len(x))):
         row[rng.choice(10, size=k, replace=False)] = 1
     data = BinaryDataset(records=sp.csr_matrix(x), item_names=[str(i) for i in range(10)], name="t")
-    cfg = config_from_dict({"runs_dir": str(tmp_path), "name": "r", "seed": 0, "privacy": {"delta": 1e-5},
+    cfg = config_from_dict({"runs_dir": str(folder), "name": "r", "seed": 0, "privacy": {"delta": 1e-5},
                             "partition": {"method": "none", "k": 1, "noise_multiplier": 10.0},
                             "model": {"kind": "independent", "mean_noise_multiplier": 5.0,
                                       "length_noise_multiplier": 5.0}})
-    run_dir, report = train(cfg, data=data, progress=False)
-    assert STAGE in report["stage_epsilons"]
-    lengths = sample_dataset(run_dir, 20_000, seed=0).record_lengths()
+    return train(cfg, data=data, progress=False)
+
+
+def _bimodal(lengths: np.ndarray) -> bool:
     got = np.bincount(lengths, minlength=11) / len(lengths)
-    assert got[1] == pytest.approx(0.5, abs=0.03) and got[5] == pytest.approx(0.5, abs=0.03)
+    return got[1] == pytest.approx(0.5, abs=0.03) and got[5] == pytest.approx(0.5, abs=0.03)
+
+
+def test_a_run_releases_the_histogram_and_its_release_follows_it(tmp_path) -> None:
+    from dpgm.release import sample_dataset
+
+    run_dir, report = _bimodal_run(tmp_path)
+    assert STAGE in report["stage_epsilons"]
+    assert _bimodal(sample_dataset(run_dir, 20_000, seed=0).record_lengths())
+
+
+def test_each_chunk_of_a_release_starts_its_tilt_where_the_last_one_ended(tmp_path, monkeypatch) -> None:
+    """Every chunk poses the same tilt on fresh draws: the first starts from zero, each later one from the theta
+    the one before found (fewer steps), and the lengths still follow the histogram."""
+    import torch
+
+    from dpgm import release
+    from dpgm.artifact import load_release
+    from dpgm.models import tilt
+
+    run_dir, _ = _bimodal_run(tmp_path)
+    calls = []
+
+    def recorded(*args, **kwargs):
+        out = tilt.resample(*args, **kwargs)
+        calls.append((kwargs.get("start"), out[1]))
+        return out
+
+    monkeypatch.setattr(release, "resample", recorded)
+    chunks = release.sample_chunks(load_release(run_dir), 9_000, torch.Generator().manual_seed(0), chunk_size=3_000)
+    lengths = np.concatenate([records.sum(axis=1) for records, _ in chunks])
+    assert len(calls) == 3 and calls[0][0] is None
+    assert all(start is previous for (start, _), (_, previous) in zip(calls[1:], calls))
+    assert _bimodal(lengths.astype(np.int64))
