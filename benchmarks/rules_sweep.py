@@ -46,7 +46,7 @@ SHIPPED = ("rules_lodo_fit_n.json", "rules_lodo_table_sizes.json", "rules_lodo_b
            "rules_lodo_one_group_tree.json:tree_one", "rules_lodo_tree_parts.json:tree_all",
            "rules_lodo_schema.json:schema", "rules_lodo_noise_floor.json", "rules_lodo_atree.json:atree",
            "rules_lodo_fallback_seeds10.json", "rules_lodo_lengths_gate.json:len5_2000",
-           "rules_lodo_lengths_bound.json:lbound")
+           "rules_lodo_lengths_bound.json:lbound", "rules_lodo_all_pairs_shipped.json")
 #: Metrics the older files' rows lack: of two rows of one run, the one holding more of them is kept.
 OPTIONAL = ("tvd3", "tvd1")
 #: The issue's bound on the single-item TVD: at most this multiple of MST's.
