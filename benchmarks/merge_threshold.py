@@ -51,7 +51,7 @@ def _scale(row: dict[str, Any]) -> float:
 
 
 def _pair_scale(row: dict[str, Any]) -> float:
-    """N * epsilon per pair of a row's items (``rules.pair_scale``)."""
+    """N * epsilon per pair of a row's items (what ``rules.every_pair`` reads)."""
     m = int(row["n_items"])
     return _scale(row) / max(m * (m - 1) / 2, 1.0)
 

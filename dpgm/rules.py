@@ -96,10 +96,8 @@ TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
 #: attributes depend on each other) are what independent items and DP-SGD at this scale lose (0: never).
 TABLE_TREE_SCALE = 10_000
-#: Where the release follows lengths, a tree of items releases every pair's count instead of choosing its edges
-#: privately (``model.options.all_pairs``) from N * epsilon per pair (over m (m - 1) / 2 pairs) = this up (inf:
-#: never): no selections to pay, and the release follows every pair, where one tree's pairs miss what the items
-#: share beyond it; below, the noise of many small counts outweighs what they add.
+#: From N * epsilon per pair (of m (m - 1) / 2) = this up, where the release follows lengths, a tree of items counts
+#: every pair instead of selecting edges (``model.options.all_pairs``; inf: never): one tree misses what items share.
 ALL_PAIRS_SCALE = 1.0
 #: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
 TABLE_BY_ATTRIBUTE = True
@@ -211,15 +209,11 @@ def tree_options(rho: float, n_items: int, share: float = TREE_SELECT_SHARE + TR
         rho, share - select)}
 
 
-def pair_scale(facts: PublicFacts, items: int) -> float:
-    """N * epsilon per pair of ``items``: what ALL_PAIRS_SCALE reads."""
-    return facts.records_magnitude * facts.epsilon / max(items * (items - 1) / 2, 1.0)
-
-
 def every_pair(facts: PublicFacts, items: int) -> bool:
     """Whether a tree of items releases every pair's count: the release follows lengths and N * epsilon per pair
-    is at least ALL_PAIRS_SCALE (``pair_scale``)."""
-    return follows_lengths(facts) and pair_scale(facts, items) >= ALL_PAIRS_SCALE
+    of ``items`` (over m (m - 1) / 2 pairs) is at least ALL_PAIRS_SCALE."""
+    pairs = max(items * (items - 1) / 2, 1.0)
+    return follows_lengths(facts) and facts.records_magnitude * facts.epsilon / pairs >= ALL_PAIRS_SCALE
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).
@@ -265,9 +259,8 @@ def tree_open(cfg: Config, stated: frozenset[str]) -> bool:
 def lengths_open(cfg: Config, stated: frozenset[str]) -> bool:
     """Whether the rules may have the release follow a length histogram: the config does not state
     ``model.length_noise_multiplier: null`` without ``model.lengths_from_bound`` (the release's lengths off)."""
-    model = cfg.model
-    return not ("model.length_noise_multiplier" in stated and model.length_noise_multiplier is None
-                and not model.lengths_from_bound)
+    return not ("model.length_noise_multiplier" in stated and cfg.model.length_noise_multiplier is None
+                and not cfg.model.lengths_from_bound)
 
 
 def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
@@ -292,13 +285,13 @@ def follows_lengths(facts: PublicFacts) -> bool:
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
                     partitioner: str | None = None, pairs: bool = True, merge: bool = True,
                     tree: bool = True, bound: bool = True, bound_lengths: bool = True) -> dict[str, Any]:
-    """Every rule's value as dotted config keys (see the module docstring for the reasons); ``kind``:
-    the model family the config states (default: ``family``, and a tree where the measured dependence is
-    high, ``chooses_tree``); ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a rule
-    for it (default: PARTITIONER); ``pairs``: False when a stated option rules out a release that follows
-    global pairs (``measures_pairs``); ``merge``: False when the config states the parts (no measured
-    merge, ``measures_dependence``); ``tree``: False when the config turns the choice of a tree off;
-    ``bound_lengths``: False when it states a length histogram of the release's own or no length bound."""
+    """Every rule's value as dotted config keys (the module docstring gives the reasons); ``kind``: the model family
+    the config states (default: ``family``, and a tree where the measured dependence is high, ``chooses_tree``);
+    ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER);
+    ``pairs``: False when a stated option rules out a release that follows global pairs (``measures_pairs``);
+    ``merge``: False when the config states the parts (no measured merge, ``measures_dependence``); ``tree``: False
+    when it turns the choice of a tree off; ``bound``: False when it turns the length bound off (the means' clip is
+    then MEAN_CLIP_ITEMS items); ``bound_lengths``: False when it states a length histogram of the release's own."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
     k = parts(facts, items)
