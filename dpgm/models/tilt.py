@@ -136,18 +136,17 @@ def length_problem(pool: Any, parts: np.ndarray, models: Sequence[Any], shares: 
                  else np.asarray(in_j.sum(axis=0)).ravel() / n)
         columns.append(in_j)
         targets.append(items)
+        ridges.append(np.full(items.size, RIDGE))
         if hasattr(model, "edge_joints"):
             edges, joints = model.edge_joints()
             columns.append(sp.csr_matrix(in_j[:, edges[:, 0]].multiply(in_j[:, edges[:, 1]])))
             targets.append(shares[j] * joints)
-            noise = getattr(model, "pair_noise", None)
-            if noise is not None and noise.numel():  # target shares_j p, its noise per record of the pool shares_j v
-                ridges.append((sum(map(len, targets[:-1])), PAIR_RIDGE * shares[j] * noise.cpu().numpy()))
+            noise = getattr(model, "pair_noise", None)  # target shares_j p: noise shares_j v per record
+            ridges.append(np.maximum(RIDGE, PAIR_RIDGE * shares[j] * noise.cpu().numpy())
+                          if noise is not None and noise.numel() else np.full(joints.size, RIDGE))
     top = max(1, int(np.flatnonzero(lengths > 0).max())) if np.any(lengths > 0) else 1
     held = np.minimum(np.diff(x.indptr), top)
     columns += [own, sp.csr_matrix((np.ones(n), (np.arange(n), held)), shape=(n, top + 1))]
     targets += [np.asarray(shares, dtype=np.float64), np.append(lengths[:top], lengths[top:].sum())]
-    ridge = np.full(sum(map(len, targets)), RIDGE)
-    for start, values in ridges:
-        ridge[start:start + values.size] = np.maximum(RIDGE, values)
-    return sp.hstack(columns, format="csr"), np.concatenate(targets), ridge
+    ridges.append(np.full(k + top + 1, RIDGE))
+    return sp.hstack(columns, format="csr"), np.concatenate(targets), np.concatenate(ridges)
