@@ -28,7 +28,7 @@ release's tilt follows every pair (dpgm.models.tilt, ``Tree.edge_joints``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,19 +109,22 @@ class PairCounts:
         return PairCounts(collective.sum_over_ranks(self.weighted), collective.sum_over_ranks(self.plain))
 
 
-def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float,
-                     weighted: Callable[[Any, float], np.ndarray] = weighted_pair_counts) -> PairCounts:
-    """``PairCounts`` of each part's records in ``chunk``; ``weighted``: the clipped counts (``weighted_pair_counts``
-    or, for every pair, ``all_pair_counts``)."""
+def part_rows(chunk: BinaryDataset, partition: Partition) -> list[Any]:
+    """Each part's records in ``chunk``."""
     parts = np.asarray(partition.parts_of(chunk))
-    rows = [chunk.records[parts == j] for j in range(partition.k)]
-    return PairCounts(np.stack([weighted(r, bound) for r in rows]), np.stack([plain_counts(r) for r in rows]))
+    return [chunk.records[parts == j] for j in range(partition.k)]
+
+
+def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -> PairCounts:
+    """``PairCounts`` of each part's records in ``chunk``."""
+    rows = part_rows(chunk, partition)
+    return PairCounts(np.stack([weighted_pair_counts(r, bound) for r in rows]),
+                      np.stack([plain_counts(r) for r in rows]))
 
 
 def part_value_counts(chunk: BinaryDataset, partition: Partition, schema: Schema) -> np.ndarray:
     """[k, D, D]: each part's ``attribute_pairs.value_counts`` of its records in ``chunk``."""
-    parts = np.asarray(partition.parts_of(chunk))
-    return np.stack([value_counts(chunk.records[parts == j], schema) for j in range(partition.k)])
+    return np.stack([value_counts(r, schema) for r in part_rows(chunk, partition)])
 
 
 def table_distances(plain: np.ndarray, size: float, means: np.ndarray) -> np.ndarray:
@@ -327,8 +330,8 @@ def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray,
     noisy joint frequency and its noise (``pair_noise``)."""
     m = means.shape[1]
     a, b = np.triu_indices(m, 1)
-    counts = summed(ctx.data, lambda chunk: part_pair_counts(chunk, partition, bound, all_pair_counts))
-    noisy = gaussian_release(counts.weighted[:, a, b], sensitivity=bound,
+    counts = summed(ctx.data, lambda chunk: np.stack([all_pair_counts(r, bound) for r in part_rows(chunk, partition)]))
+    noisy = gaussian_release(counts[:, a, b], sensitivity=bound,
                              noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant, stage=STAGE,
                              rng=ctx.rng)
     joints = np.stack([noisy_joints(y, s, p) for y, s, p in zip(noisy, sizes, means)])
