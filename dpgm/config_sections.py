@@ -7,13 +7,12 @@ each section's ``validate`` range-checks its values; ``python -m dpgm.config`` p
 from __future__ import annotations
 
 import dataclasses
-import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpgm.config_data import DataConfig
-from dpgm.config_fields import opt, released, require
+from dpgm.config_fields import MAX_EPSILON, check_epsilon, opt, released, require
 
 
 @dataclass
@@ -22,7 +21,8 @@ class PrivacyConfig:
                                     "the number of records (the power of ten with N <= n < 10 N: declared as "
                                     "data.records_magnitude, else read off the data and listed in the privacy report's "
                                     "public_inputs)")
-    target_epsilon: float | None = opt(None, "whole-pipeline budget: calibrate training.noise_multiplier so epsilon "
+    target_epsilon: float | None = opt(None, "whole-pipeline budget, at most MAX_EPSILON = "
+                                             f"{MAX_EPSILON:g}: calibrate training.noise_multiplier so epsilon "
                                              "stays within it (null: fixed noise, report the epsilon spent)")
     neighbouring: Literal["add_remove", "replace_one"] = opt("add_remove", "neighbouring relation of the guarantee")
     dependent_bound: Literal["joint", "holder"] = opt("joint", "analysis of the DPNorm histogram + gradient released "
@@ -38,8 +38,8 @@ class PrivacyConfig:
 
     def validate(self) -> None:
         require(self.delta is None or 0 < self.delta < 1, "privacy", "delta", f"must be in (0, 1), got {self.delta}")
-        require(self.target_epsilon is None or (math.isfinite(self.target_epsilon) and self.target_epsilon > 0),
-                 "privacy", "target_epsilon", "must be > 0")
+        if self.target_epsilon is not None:
+            check_epsilon(self.target_epsilon, "privacy.target_epsilon")
         require(self.neighbouring == "add_remove", "privacy", "neighbouring", "only add_remove is implemented")
 
 

@@ -181,27 +181,19 @@ class Synthesizer:
 
     def _fit_baseline(self, data: Any, run_dir: str | Path | None) -> Release:
         from dpgm.evaluation.baselines import baseline_options, fit_baseline, model_state
-        from dpgm.privacy.calibrate import default_delta, records_magnitude
         from dpgm.progress import progress_scope
 
         options = baseline_options(self.method, _settings(self.sections))
         if self.epsilon is None:
             raise ConfigError(f"Synthesizer: method {self.method!r} needs epsilon")
         dataset = as_dataset(data)
-        public: list[dict[str, Any]] = []
-        delta = self.delta
-        if delta is None:
-            magnitude = records_magnitude(dataset.n_records)
-            delta = default_delta(dataset.n_records)
-            public.append({"quantity": "order of magnitude of the number of records", "value": magnitude,
-                           "why": "the default delta 1/(100 N)"})
         with progress_scope(enabled=self.progress):
-            fitted = fit_baseline(self.method, dataset, epsilon=float(self.epsilon), delta=float(delta),
+            fitted = fit_baseline(self.method, dataset, epsilon=self.epsilon, delta=self.delta,
                                   rng=np.random.default_rng(self.seed), options=options)
         warning = not_private_warning(seed_fixed=self.seed is not None, diagnostics=False)
         report = {"warning": warning} if warning else {}
         report.update(fitted.report)
-        report.update(fixed_seed=self.seed is not None, public_inputs=public)
+        report.update(fixed_seed=self.seed is not None)
         meta, arrays = model_state(fitted.model)
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from dpgm.config_fields import check_epsilon
 from dpgm.data.paths import data_dir, resolve_data_path
 from dpgm.errors import ConfigError
 from dpgm.evaluation.counting import (
@@ -155,19 +156,16 @@ def counting(args: argparse.Namespace) -> int:
         raise ConfigError("nothing to evaluate: give --synthetic PATH and/or --baseline mwem|marginals")
     if args.baseline and args.epsilon is None:
         raise ConfigError("--baseline needs --epsilon")
+    if args.baseline:
+        check_epsilon(args.epsilon, "--epsilon")  # before the data are read
     real = load_records(resolve_data_path(args.real), top_items=args.top_items, limit=args.limit)
     seeds = np.random.SeedSequence(args.seed).spawn(1 + len(args.baseline))
     evaluation = start_evaluation(real, args.queries, np.random.default_rng(seeds[0]))
     for path in args.synthetic:
         evaluation.add(str(path), load_synthetic(path, real))
-    delta = args.delta
-    if delta is None and args.baseline:
-        from dpgm.privacy.calibrate import default_delta
-
-        delta = default_delta(real.n_records)
     options = BaselineOptions(accounting=args.accounting, rounds=args.rounds, mechanism=args.mechanism)
     for method, seed in zip(args.baseline, seeds[1:]):
-        synthetic, report = run_baseline(method, real, evaluation.queries, epsilon=args.epsilon, delta=delta,
+        synthetic, report = run_baseline(method, real, evaluation.queries, epsilon=args.epsilon, delta=args.delta,
                                          rng=np.random.default_rng(seed), options=options)
         evaluation.add(method, synthetic, report)
         pure = "n/a" if report.get("pure_epsilon") is None else f"{report['pure_epsilon']:.4g}"  # zCDP: none

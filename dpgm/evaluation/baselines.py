@@ -16,7 +16,6 @@ saved baseline loads without unpickling anything.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -24,6 +23,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from dpgm.config_fields import check_delta, check_epsilon
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.aim import AimOptions, fit_aim
@@ -33,7 +33,7 @@ from dpgm.evaluation.mwem import MwemBudget, MwemResult, fit_mwem
 from dpgm.evaluation.mwem_pgm import MwemPgmOptions, fit_mwem_pgm
 from dpgm.evaluation.queries import QuerySet, make_queries, records_from_bitmasks
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import calibrate, releases_epsilon, sigma_for_epsilon
+from dpgm.privacy.calibrate import calibrate, default_delta, records_magnitude, releases_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent
 from dpgm.progress import epsilon_of, progress_scope
 from dpgm.registry import Registry
@@ -228,21 +228,27 @@ def fit_baseline(
     queries: QuerySet | None = None,
     *,
     epsilon: float,
-    delta: float,
+    delta: float | None = None,
     rng: np.random.Generator,
     options: BaselineOptions | None = None,
 ) -> BaselineFit:
-    """Fit the registered baseline ``method`` on ``real`` at (epsilon, delta).
+    """Fit the registered baseline ``method`` on ``real`` at (epsilon, delta), checked as a dpgm run's:
+    epsilon in (0, MAX_EPSILON], delta at most 1/N (None: 1/(100 N)), N the records' order of magnitude.
 
     ``queries``: MWEM's workload (None: ``options.queries`` random ones, drawn from ``rng``).
-    The report holds the method's settings and its own accountant's numbers (budget = epsilon).
+    The report holds the method's settings, N as a public input and its own accountant's numbers
+    (budget = epsilon).
     """
     entry = BASELINES.entry(method)
     opts = options or BaselineOptions()
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ConfigError(f"--epsilon must be > 0, got {epsilon}")
+    check_epsilon(epsilon, "epsilon")
+    magnitude = records_magnitude(real.n_records)
+    uses = "the check delta <= 1/N" + (", the default delta 1/(100 N)" if delta is None else "")
+    delta = default_delta(real.n_records) if delta is None else delta
+    check_delta(delta, magnitude, "delta")
     accountant = Accountant(delta=delta, budget_epsilon=epsilon)
-    report: dict[str, Any] = {"method": method, "accounting": opts.accounting}
+    report: dict[str, Any] = {"method": method, "accounting": opts.accounting, "public_inputs": [
+        {"quantity": "order of magnitude of the number of records", "value": magnitude, "why": uses}]}
     with progress_scope(epsilon=epsilon_of(accountant)):  # the baseline's bars show its own epsilon
         model, extra = entry.factory(real, queries, epsilon=epsilon, delta=delta, rng=rng,
                                      accountant=accountant, options=opts)
@@ -257,7 +263,7 @@ def run_baseline(
     queries: QuerySet,
     *,
     epsilon: float,
-    delta: float,
+    delta: float | None,
     rng: np.random.Generator,
     options: BaselineOptions | None = None,
     n_synthetic: int | None = None,

@@ -15,6 +15,7 @@ import torch
 from dpgm.artifact import LABEL_COLUMN, PartLabels, not_private_warning
 from dpgm.clustering import PARTITIONERS
 from dpgm.config import Config
+from dpgm.config_fields import check_delta
 from dpgm.data.chunks import ChunkedRecords, Records
 from dpgm.errors import ConfigError
 from dpgm.models import MODELS
@@ -107,9 +108,7 @@ def run_delta(cfg: Config, magnitude: int) -> float:
     """The run's delta: the config's, else 1/(100 N); a delta above 1/N is refused (it would allow
     releasing a whole record with probability delta, and a data set holds n >= N records)."""
     delta = cfg.privacy.delta or default_delta(magnitude)
-    if delta > 1.0 / magnitude:
-        raise ConfigError(f"privacy.delta = {delta:g} is above 1/N for the records' order of magnitude "
-                          f"N = {magnitude}: choose delta well below 1/N (default 1/(100 N))")
+    check_delta(delta, magnitude, "privacy.delta")
     return delta
 
 
