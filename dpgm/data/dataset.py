@@ -12,10 +12,35 @@ from dpgm.errors import DataError
 
 
 def _is_binary(values: np.ndarray) -> bool:
-    """All entries are 0 or 1 (a fast max() for unsigned integers, isin otherwise)."""
-    if values.dtype.kind in "bu":
-        return bool(values.max() <= 1)
+    """All entries are 0 or 1 (a fast min() and max() for integers, isin otherwise)."""
+    if values.dtype.kind in "biu":
+        return bool(values.min() >= 0 and values.max() <= 1)
     return bool(np.isin(values, (0, 1)).all())
+
+
+def _check_binary(values: np.ndarray, where: str) -> None:
+    """Refuse NaN or any value but 0 and 1 (a one-line error that shows no value)."""
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        raise DataError(f"{where}: records contain NaN")
+    if values.size and not _is_binary(values):
+        raise DataError(f"{where}: records must be binary (0/1)")
+
+
+#: Sparse formats whose ``data`` holds exactly the stored entries (a DIA matrix's may hold padding).
+_ENTRY_FORMATS = ("csr", "csc", "coo", "bsr")
+
+
+def binary_csr(records: sp.spmatrix | sp.sparray, where: str) -> sp.csr_matrix:
+    """Sparse records as uint8 CSR, checked 0/1 before any cast: each stored entry, then each cell
+    once entries stored twice are summed (a cell holds their sum, as ``toarray`` gives it)."""
+    stored = records if records.format in _ENTRY_FORMATS else records.tocsr()
+    _check_binary(np.asarray(stored.data), where)
+    summed = sp.csr_matrix(stored)  # the input's dtype (a COO's duplicates summed)
+    if not summed.has_canonical_format:  # a CSR's or CSC's: summed in a copy, the caller's left alone
+        summed = summed.copy()
+        summed.sum_duplicates()
+    _check_binary(summed.data, where)
+    return sp.csr_matrix(summed, dtype=np.uint8)
 
 
 @dataclass
@@ -38,23 +63,15 @@ class BinaryDataset:
 
     def __post_init__(self) -> None:
         if sp.issparse(self.records):
-            self.records = sp.csr_matrix(self.records, dtype=np.uint8)
-            self.records.sum_duplicates()
-            values = self.records.data
+            self.records = binary_csr(self.records, self.where)
         else:
             arr = np.asarray(self.records)
             if arr.ndim != 2:
                 raise DataError(f"{self.where}: records must be a 2-d array, got {arr.ndim}-d")
-            values = arr
-            self.records = arr
+            _check_binary(arr, self.where)
+            self.records = arr.astype(np.uint8, copy=False)
         if self.records.shape[1] == 0:
             raise DataError(f"{self.where}: empty dataset (no item columns)")
-        if values.dtype.kind == "f" and np.isnan(values).any():
-            raise DataError(f"{self.where}: records contain NaN")
-        if values.size and not _is_binary(values):
-            raise DataError(f"{self.where}: records must be binary (0/1)")
-        if not sp.issparse(self.records):
-            self.records = self.records.astype(np.uint8, copy=False)
         if len(self.item_names) != self.n_items:
             raise DataError(f"{self.where}: {len(self.item_names)} item names for {self.n_items} items")
         if self.labels is not None:
