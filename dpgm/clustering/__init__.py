@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpgm.clustering.base import STAGE, Partition, Partitioner
+from dpgm.clustering.base import STAGE, Partition, Partitioner, shards
 from dpgm.clustering.by_label import ByLabel, SinglePart
 from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
@@ -19,6 +19,8 @@ from dpgm.clustering.sketch.partitioner import SketchOptions
 from dpgm.clustering.sketch.partitioner import from_config as sketch_from_config
 from dpgm.config import PartitionConfig
 from dpgm.data.dataset import BinaryDataset
+from dpgm.errors import ConfigError
+from dpgm.privacy import collective
 from dpgm.registry import Registry
 
 __all__ = [
@@ -43,9 +45,14 @@ PARTITIONERS: Registry[Partitioner] = Registry("partition.method")
 def make_partitioner(cfg: PartitionConfig, *, public: BinaryDataset | None = None,
                      device: str | None = None) -> Partitioner:
     """The partitioner ``cfg.method`` names, configured from ``cfg`` and its ``options`` (``public``: init sample;
-    ``device``: a torch device for the statistics of the partitioners that take one, None: NumPy on the CPU)."""
+    ``device``: a torch device for the statistics of the partitioners that take one, None: NumPy on the CPU).
+    On more than one rank a partitioner that does not declare ``shards`` is refused (``base.shards``)."""
     options = PARTITIONERS.options(cfg.method, cfg.options)
     partitioner = PARTITIONERS.entry(cfg.method).factory(cfg, options, public)
+    if collective.world_size() > 1 and not shards(partitioner):
+        raise ConfigError(f"partition.method {cfg.method!r} with these options sees every record at once and runs in "
+                          "one process only: run it without torchrun, or choose a partitioner whose releases are "
+                          "sums over records (docs/guide/distributed.md)")
     if device is not None and hasattr(partitioner, "device"):
         partitioner.device = device
     return partitioner

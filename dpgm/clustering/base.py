@@ -84,13 +84,21 @@ class Partition:
         return np.flatnonzero(self.assignments == j)
 
 
+def shards(partitioner: Any) -> bool:
+    """Whether ``partitioner`` may run over records sharded over ranks: its ``shards``, else its ``streams``."""
+    return bool(getattr(partitioner, "shards", getattr(partitioner, "streams", False)))
+
+
 def one_part(records: Any) -> np.ndarray:
     """The rule of a single part: every record in part 0."""
     return np.zeros(records.shape[0], dtype=np.int64)
 
 
 class Partitioner(Protocol):
-    """Anything with this ``fit`` is a partitioner."""
+    """Anything with this ``fit`` is a partitioner. It may declare ``streams`` (it reads records in
+    chunks: its releases are sums over records and each record's part follows from the record alone)
+    and ``shards`` (its releases are sums over records, so ranks that each hold a shard release what
+    one process would; default: ``streams``). Without either it runs in one process only."""
 
     def fit(self, data: BinaryDataset, accountant: Accountant, rng: np.random.Generator) -> Partition:
         """Partition ``data``; every noisy release is charged to ``accountant`` under STAGE."""

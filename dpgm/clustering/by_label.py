@@ -47,6 +47,8 @@ class _HistogramPartitioner:
     method: ClassVar[str] = "abstract"
     #: Whether records in chunks can be split (``dpgm.data.chunks``): parts known from each record alone.
     streams: ClassVar[bool] = False
+    #: Its one release is a histogram of counts: a sum over records, so it runs over ranks (``base.shards``).
+    shards: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.k < 1:
