@@ -136,11 +136,11 @@ def aim(
 ) -> PgmResult:
     """Algorithm 1 of AIM at zCDP ``rho`` (see the module docstring); charges ``accountant``.
 
-    Random stream, in order: the workload sample (only with ``max_workload``), one exact
-    discrete Gaussian of scale sigma_0 over 2 cells per item for the 1-way marginals
-    (dpgm.privacy.mechanisms), then per round one uniform (selection, inverse CDF over the
-    candidates in (size, lexicographic) order) and one discrete Gaussian of scale sigma_t over
-    2^|r| cells. ``trace`` keeps the selection probabilities (NOT private).
+    Every release is drawn exactly (dpgm.privacy.mechanisms: the OS CSPRNG in a private run). A seeded
+    generator's stream, in order: the workload sample (only with ``max_workload``), one discrete
+    Gaussian of scale sigma_0 over 2 cells per item for the 1-way marginals, then per round one
+    uniform (selection, inverse CDF over the candidates in (size, lexicographic) order) and one
+    discrete Gaussian of scale sigma_t over 2^|r| cells. ``trace`` keeps the selection probabilities (NOT private).
     """
     opts = options or AimOptions()
     truth = TrueMarginals(records)

@@ -25,9 +25,11 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation import pgm
+from dpgm.evaluation.mwem import selection_probabilities
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, releases_epsilon
 from dpgm.privacy.events import DpEvent, ExponentialEvent, GaussianEvent
+from dpgm.privacy.mechanisms import exponential_mechanism
 
 DEFAULT_ITERS = 1000  # mirror-descent iterations per fit (the original: 2500 then 10000)
 
@@ -96,9 +98,10 @@ def mst(
 ) -> pgm.PgmResult:
     """MST at zCDP ``rho`` (module docstring); charges ``accountant``.
 
-    Random stream, in order: one exact discrete Gaussian of scale s1 over 2 cells per item
-    (dpgm.privacy.mechanisms), one uniform per selection (inverse CDF over the remaining pairs
-    in lexicographic order), one of scale s2 over 4 cells per chosen pair in selection order.
+    Every release is drawn exactly (dpgm.privacy.mechanisms: the OS CSPRNG in a private run). A
+    seeded generator's stream, in order: one discrete Gaussian of scale s1 over 2 cells per item,
+    one uniform per selection (inverse CDF over the remaining pairs in lexicographic order), one of
+    scale s2 over 4 cells per chosen pair in selection order.
     ``trace`` keeps the selection probabilities (NOT private).
     """
     truth = pgm.TrueMarginals(records)
@@ -117,12 +120,13 @@ def mst(
     chosen: list[pgm.Clique] = []
     for _ in range(m - 1):
         pairs = [p for p in pairs if components.find(p[0]) != components.find(p[1])]
-        accountant.spend(stage, ExponentialEvent(epsilon=eps))
-        k, probs = pgm.select_index(np.array([error[p] for p in pairs]), eps, 1.0, rng.random())
+        scores = np.array([error[p] for p in pairs])
+        k = exponential_mechanism(scores, epsilon=eps, sensitivity=1.0, accountant=accountant, stage=stage, rng=rng)
+        probs = selection_probabilities(scores, eps) if trace else None
         chosen.append(pairs[k])
         components.merge(*pairs[k])
         rounds.append(
-            pgm.PgmRound(pairs[k], s2, eps, probs if trace else None, list(pairs) if trace else None)
+            pgm.PgmRound(pairs[k], s2, eps, probs, list(pairs) if trace else None)
         )
     for pair, entry in zip(chosen, rounds):
         (y,) = pgm.measure(accountant, stage, rng, s2, [truth(pair)])

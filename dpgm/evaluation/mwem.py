@@ -39,7 +39,7 @@ from dpgm.errors import ConfigError
 from dpgm.evaluation.queries import QuerySet, answer, as_csr, hit_chunks, records_from_bitmasks
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent, ExponentialEvent, LaplaceEvent
-from dpgm.privacy.mechanisms import floor_counts, laplace_release
+from dpgm.privacy.mechanisms import exponential_mechanism, floor_counts, laplace_release
 from dpgm.progress import stage_bar
 
 MAX_FULL_ITEMS = 20  # 2^20 cells (8 MiB of weights) is still cheap
@@ -176,12 +176,6 @@ def selection_probabilities(scores: np.ndarray, epsilon: float) -> np.ndarray:
     return p / p.sum()
 
 
-def select(probabilities: np.ndarray, u: float) -> int:
-    """Inverse-CDF draw: the first index whose cumulative probability exceeds u in [0, 1)."""
-    cdf = np.cumsum(probabilities)
-    return int(min(np.searchsorted(cdf, u * cdf[-1], side="right"), probabilities.size - 1))
-
-
 def multiplicative_update(weights: np.ndarray, mask: np.ndarray, target: float) -> np.ndarray:
     """A(x) <- A(x) exp(q(x) (target - q(A)) / 2), renormalised (A and target as fractions of n)."""
     estimate = float(np.einsum("i,i->", mask, weights))  # not BLAS: threads contend on small dots
@@ -234,8 +228,9 @@ def mwem(
 ) -> MwemResult:
     """Algorithm 1 of Hardt et al. on precomputed true answers q(B) (see the module docstring).
 
-    Random stream, in order: one Laplace draw for n, then per round one uniform (selection)
-    and one Laplace draw (measurement); a fixed generator reproduces a run exactly.
+    Every draw is exact (``dpgm.privacy.mechanisms``: the OS CSPRNG in a private run). A seeded
+    generator's stream, in order: one Laplace draw for n, then per round one uniform (the
+    selection's inverse CDF) and one Laplace draw (measurement): it reproduces a run exactly.
     ``trace`` keeps each round's selection probabilities, which are NOT private: tests only.
     """
     if repeat_updates < 0 or output not in ("last", "average"):
@@ -250,9 +245,9 @@ def mwem(
     rounds: list[MwemRound] = []
     bar = stage_bar("mwem", budget.rounds, unit="round")
     for _ in range(budget.rounds):
-        accountant.spend(stage, ExponentialEvent(epsilon=eps))
-        probs = selection_probabilities(np.abs(n_noisy * domain.answers(weights) - truth), eps)
-        k = select(probs, rng.random())
+        scores = np.abs(n_noisy * domain.answers(weights) - truth)
+        k = exponential_mechanism(scores, epsilon=eps, sensitivity=1.0, accountant=accountant, stage=stage, rng=rng)
+        probs = selection_probabilities(scores, eps) if trace else None
         measurement = float(laplace_release(truth[k], l1_sensitivity=1.0, epsilon=eps,
                                             accountant=accountant, stage=stage, rng=rng))
         measured.append((domain.mask(k), measurement / n_noisy))
@@ -261,7 +256,7 @@ def mwem(
             for mask, target in measured:
                 weights = multiplicative_update(weights, mask, target)
         average += weights / budget.rounds
-        rounds.append(MwemRound(k, measurement, probs if trace else None, weights.copy() if trace else None))
+        rounds.append(MwemRound(k, measurement, probs, weights.copy() if trace else None))
         bar.advance()
     bar.close()
     final = weights if output == "last" else average / average.sum()

@@ -34,7 +34,8 @@ T = 100 took 12 minutes where T = 60 takes about 2. T and the optional cap ``max
 round it reaches is the last and spends all the budget left) are public inputs, and the
 schedule (``MwemPgmSchedule``) reads nothing else: neither the data nor the clock can change
 the number of rounds or their noise. The size filter is evaluated lazily
-(``pgm.select_fitting``: draws of the mechanism over the whole workload until one fits), which
+(``mechanisms.exponential_mechanism`` with ``fits``: draws of the mechanism over the whole workload
+until one fits), which
 selects with exactly the distribution of the mechanism over the fitting candidates without
 computing a junction tree for each of the 4,950 pairs every round.
 
@@ -107,9 +108,10 @@ def mwem_pgm(
 ) -> pgm.PgmResult:
     """MWEM+PGM at zCDP ``rho`` (see the module docstring); charges ``accountant``.
 
-    Random stream, in order: the workload sample (only with ``max_workload``), then per round
-    the selection's uniforms (``pgm.select_fitting``: inverse CDF over the workload in its order,
-    redrawn while the draw does not fit the size limit) and one normal(0, sigma_t, 2^|r|) draw.
+    Every release is drawn exactly (dpgm.privacy.mechanisms: the OS CSPRNG in a private run). A
+    seeded generator's stream, in order: the workload sample (only with ``max_workload``), then per
+    round the selection's uniforms (inverse CDF over the workload in its order, redrawn while the
+    draw does not fit the size limit) and one discrete Gaussian over 2^|r| cells.
     ``trace`` filters every candidate first (one uniform a round) and keeps the selection
     probabilities (NOT private).
     """

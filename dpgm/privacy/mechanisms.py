@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from dpgm.errors import ConfigError
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace, is_secure, noisy_max_index
@@ -248,15 +249,17 @@ def smooth_sensitivity_release(
     """values + N(0, (noise_multiplier x smooth_bound)^2) per coordinate, ``smooth_bound`` a beta-smooth
     upper bound on the local L2 sensitivity (NRS 2007): one ``SmoothSensitivityGaussianEvent`` is charged
     first. The scale is data-dependent, so no fixed grid fits: continuous noise as DP-SGD's
-    (``gaussian_noise``, secure mode unless ``rng`` is an experiment's seeded generator)."""
+    (``gaussian_noise``). A private run's is DP-SGD's secure mode (Holohan and Braghin's sum of draws) from
+    a generator seeded from the OS CSPRNG; an experiment's seeded ``rng`` seeds it instead (reproducible)."""
     import torch
 
     arr = np.asarray(values, dtype=np.float64)
     event = SmoothSensitivityGaussianEvent(noise_multiplier=noise_multiplier, beta=beta, dim=max(int(arr.size), 1))
     accountant.spend(stage, event)
     secure = is_secure(rng)
-    generator = None if secure else torch.Generator().manual_seed(int(rng.integers(2**62)))
-    noise = gaussian_noise(arr.shape, float(noise_multiplier) * float(smooth_bound), generator, secure=secure)
+    seed = collective.shared_entropy(64) if secure else int(rng.integers(2**62))  # every rank's the same
+    noise = gaussian_noise(arr.shape, float(noise_multiplier) * float(smooth_bound),
+                           torch.Generator().manual_seed(seed), secure=secure)
     return arr + noise.numpy()
 
 
@@ -294,6 +297,47 @@ def exponential_mechanisms(
     scale = 2.0 * float(sensitivity) / float(epsilon)
     picks = np.array([noisy_max_index(u, scale, rng) for u in scores], dtype=np.int64)
     return [int(i) for i in collective.from_rank0(picks)]  # scores of all ranks' records: rank 0's draw
+
+
+#: Draws over every candidate that ``exponential_mechanism`` with ``fits`` tries before it keeps only those that fit.
+FITTING_TRIES = 64
+
+
+def exponential_mechanism(
+    scores: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
+    accountant: Accountant,
+    stage: str,
+    rng: np.random.Generator,
+    fits: Callable[[int], bool] | None = None,
+    tries: int = FITTING_TRIES,
+) -> int:
+    """One epsilon exponential mechanism, P(i) ~ exp(epsilon u_i / (2 sensitivity)), over the indices i with
+    ``fits(i)`` when given (a predicate that does not look at the data): ONE ``ExponentialEvent`` charged,
+    then the index drawn exactly (``discrete.noisy_max_index``; with ``fits``, ``_fitting_index``)."""
+    accountant.spend(stage, ExponentialEvent(epsilon=epsilon))
+    scale = 2.0 * float(sensitivity) / float(epsilon)
+    pick = (noisy_max_index(scores, scale, rng) if fits is None
+            else _fitting_index(scores, scale, rng, fits, tries, stage))
+    return int(collective.from_rank0(np.array([pick], dtype=np.int64))[0])
+
+
+def _fitting_index(scores: np.ndarray, scale: float, rng: np.random.Generator, fits: Callable[[int], bool],
+                   tries: int, stage: str) -> int:
+    """The noisy max over the indices that fit, without evaluating ``fits`` on every one: up to ``tries``
+    draws over all until one fits, else one draw over those that fit. With P the mechanism over all, F the
+    mass P gives the fitting ones and P_F the restricted one, P(k) = F P_F(k), so a fitting k comes out with
+    probability sum_{j < tries} (1 - F)^j F P_F(k) + (1 - F)^tries P_F(k) = P_F(k): exactly P_F."""
+    for _ in range(tries):
+        k = noisy_max_index(scores, scale, rng)
+        if fits(k):
+            return k
+    keep = np.array([i for i in range(len(scores)) if fits(i)], dtype=np.int64)
+    if keep.size == 0:
+        raise ConfigError(f"{stage}: no candidate fits (the size limit of the model)")
+    return int(keep[noisy_max_index(np.asarray(scores)[keep], scale, rng)])
 
 
 def gaussian_noise(

@@ -10,9 +10,10 @@ import pytest
 
 from dpgm.errors import PrivacyBudgetError
 from dpgm.evaluation.mwem_pgm import ALPHA, MwemPgmOptions, MwemPgmSchedule
-from dpgm.evaluation.pgm import rho_for_epsilon, select_fitting
+from dpgm.evaluation.pgm import rho_for_epsilon
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import ExponentialEvent, GaussianEvent
+from dpgm.privacy.mechanisms import exponential_mechanism
 from tests.evaluation.test_aim import cdp_eps, cdp_rho, marginal_release
 
 CASES = [(1.0, 1e-6, 100), (0.3, 1e-7, 17), (4.0, 1e-5, 3)]
@@ -60,7 +61,7 @@ def test_schedule_rejects_bad_settings() -> None:
         MwemPgmSchedule(0.1, 0)
 
 
-def test_select_fitting_is_the_restricted_exponential_mechanism() -> None:
+def test_the_mechanism_with_fits_is_the_restricted_exponential_mechanism() -> None:
     from dpgm.evaluation.mwem import selection_probabilities
 
     scores = np.array([3.0, 9.0, 1.0, 8.5, 0.0, 7.0])
@@ -69,7 +70,9 @@ def test_select_fitting_is_the_restricted_exponential_mechanism() -> None:
     target[sorted(fits)] = selection_probabilities(scores[sorted(fits)], 1.0)
     for tries in (0, 1, 3, 64):  # the fallback alone, mixed, and rejection alone (almost surely)
         rng = np.random.default_rng(tries)
-        draws = [select_fitting(scores, 1.0, 1.0, rng, lambda i: i in fits, tries) for _ in range(20_000)]
+        draws = [exponential_mechanism(scores, epsilon=1.0, sensitivity=1.0, accountant=Accountant(delta=1e-6),
+                                       stage="s", rng=rng, fits=lambda i: i in fits, tries=tries)
+                 for _ in range(20_000)]
         freq = np.bincount(draws, minlength=scores.size) / len(draws)
         np.testing.assert_allclose(freq, target, atol=0.015)
 

@@ -40,3 +40,22 @@ def test_the_bound_covers_every_pair_of_neighbours_and_is_reached(c: float, beta
 def test_no_beta_is_the_gaussian_curve_and_large_orders_are_infinite() -> None:
     assert smooth_gaussian_rdp([2.0, 8.0], 3.0, 1e-12, 4) == pytest.approx([2.0 / 18, 8.0 / 18], rel=1e-6)
     assert math.isinf(smooth_gaussian_rdp([1.0 / (1.0 - math.exp(-0.2)) + 1.0], 3.0, 0.1, 1)[0])
+
+
+def test_a_private_smooth_sensitivity_release_does_not_follow_torchs_global_seed() -> None:
+    """Not seeded (a private run): the noise comes from the OS CSPRNG, as DP-SGD's secure mode's; a seeded
+    experiment's repeats."""
+    import torch
+
+    from dpgm.privacy.accountant import Accountant
+    from dpgm.privacy.discrete import secure_generator
+    from dpgm.privacy.mechanisms import smooth_sensitivity_release
+
+    def release(rng: np.random.Generator) -> np.ndarray:
+        torch.manual_seed(0)
+        return smooth_sensitivity_release(np.zeros(8), smooth_bound=1.0, noise_multiplier=1.0, beta=0.1,
+                                          accountant=Accountant(delta=1e-6), stage="s", rng=rng)
+
+    assert not np.array_equal(release(secure_generator()), release(secure_generator()))
+    assert not np.array_equal(release(np.random.default_rng()), release(np.random.default_rng()))
+    np.testing.assert_array_equal(release(np.random.default_rng(4)), release(np.random.default_rng(4)))

@@ -46,13 +46,10 @@ from dpgm.evaluation.pgm.result import (
 )
 from dpgm.evaluation.pgm.schedule import ALPHA, RoundSchedule, cap_reached, split_round
 from dpgm.evaluation.pgm.selection import (
-    MAX_TRIES,
     fitting_candidates,
     l1_errors,
     model_size_mb,
     select_and_measure,
-    select_fitting,
-    select_index,
     size_filter,
 )
 from dpgm.evaluation.pgm.workload import (
@@ -68,7 +65,6 @@ __all__ = [
     "ALPHA",
     "CALIBRATION_MARGIN",
     "MAX_HISTOGRAM_ITEMS",
-    "MAX_TRIES",
     "Clique",
     "JunctionTree",
     "PgmOptions",
@@ -97,8 +93,6 @@ __all__ = [
     "powerset",
     "rho_for_epsilon",
     "select_and_measure",
-    "select_fitting",
-    "select_index",
     "size_filter",
     "split_round",
     "synthesize",

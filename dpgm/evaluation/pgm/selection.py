@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 
 from dpgm.errors import ConfigError
+from dpgm.evaluation.mwem import selection_probabilities
 from dpgm.evaluation.pgm.budget import measure
 from dpgm.evaluation.pgm.fitting import model_cliques
 from dpgm.evaluation.pgm.inference import JunctionTree
 from dpgm.evaluation.pgm.workload import Clique, TrueMarginals, powerset
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.events import ExponentialEvent
+from dpgm.privacy.mechanisms import exponential_mechanism
 
 
 def model_size_mb(n_items: int, cliques: Iterable[Clique]) -> float:
@@ -72,45 +73,6 @@ def l1_errors(truth: TrueMarginals, tree: JunctionTree, cliques: Sequence[Clique
     return np.array([np.abs(truth(c) - tree.marginal(c)).sum() for c in cliques])
 
 
-def select_index(
-    scores: np.ndarray, epsilon: float, sensitivity: float, u: float
-) -> tuple[int, np.ndarray]:
-    """Exponential mechanism P(i) ~ exp(epsilon score_i / (2 sensitivity)), inverse CDF at u."""
-    from dpgm.evaluation.mwem import select, selection_probabilities
-
-    probs = selection_probabilities(np.asarray(scores, dtype=np.float64) / sensitivity, epsilon)
-    return select(probs, u), probs
-
-
-#: Draws of the unrestricted mechanism ``select_fitting`` tries before it filters every candidate.
-MAX_TRIES = 64
-
-
-def select_fitting(
-    scores: np.ndarray, epsilon: float, sensitivity: float, rng: np.random.Generator,
-    fits: Callable[[int], bool], tries: int = MAX_TRIES,
-) -> int:
-    """The exponential mechanism over the candidates i with ``fits(i)`` (a predicate that does not
-    look at the data), without evaluating it on every candidate: up to ``tries`` draws over all
-    candidates (one uniform each, ``select_index``) until one fits, else one draw over those
-    that fit. The output has exactly the restricted mechanism's distribution: with P the
-    mechanism over all, F the mass P gives the fitting ones and P_F the restricted mechanism,
-    P(k) = F P_F(k), so a fitting k comes out with probability
-    sum_{j < tries} (1 - F)^j F P_F(k) + (1 - F)^tries P_F(k) = P_F(k).
-    """
-    from dpgm.evaluation.mwem import select, selection_probabilities
-
-    probs = selection_probabilities(np.asarray(scores, dtype=np.float64) / sensitivity, epsilon)
-    for _ in range(tries):
-        k = select(probs, rng.random())
-        if fits(k):
-            return k
-    keep = np.array([i for i in range(len(probs)) if fits(i)], dtype=np.int64)
-    if keep.size == 0:
-        raise ConfigError("no candidate marginal fits the model size limit")
-    return int(keep[select(probs[keep], rng.random())])
-
-
 def select_and_measure(
     accountant: Accountant,
     stage: str,
@@ -124,16 +86,15 @@ def select_and_measure(
     sigma: float,
     fits: Callable[[Clique], bool] | None = None,
 ) -> tuple[Clique, np.ndarray, np.ndarray | None]:
-    """One round: an ``epsilon`` exponential mechanism over ``candidates`` (one uniform; or, with
-    ``fits``, over those that pass it, by ``select_fitting``), then a Gaussian measurement of the
-    chosen marginal (noise ``sigma``), each charged before it is made. Returns (chosen clique,
-    noisy marginal, selection probabilities; None with ``fits``)."""
+    """One round: an ``epsilon`` exponential mechanism over ``candidates`` (with ``fits``, over those
+    that pass it), then a Gaussian measurement of the chosen marginal (noise ``sigma``), each charged
+    before it is made and drawn exactly (``dpgm.privacy.mechanisms``). Returns (chosen clique, noisy
+    marginal, selection probabilities, NOT private, for traces; None with ``fits``)."""
     if not len(candidates):
         raise ConfigError(f"{stage}: no candidate marginal fits the model size limit")
-    accountant.spend(stage, ExponentialEvent(epsilon=epsilon))
-    if fits is None:
-        k, probs = select_index(scores, epsilon, sensitivity, rng.random())
-    else:
-        k, probs = select_fitting(scores, epsilon, sensitivity, rng, lambda i: fits(candidates[i])), None
+    k = exponential_mechanism(scores, epsilon=epsilon, sensitivity=sensitivity, accountant=accountant, stage=stage,
+                              rng=rng, fits=None if fits is None else lambda i: fits(candidates[i]))
+    probs = selection_probabilities(np.asarray(scores, dtype=np.float64) / sensitivity, epsilon) if fits is None \
+        else None
     (y,) = measure(accountant, stage, rng, sigma, [truth(candidates[k])])
     return candidates[k], y, probs
