@@ -257,3 +257,37 @@ def audit_scores(
         epsilon_lower_bound=bound,
         epsilon_cap=epsilon_cap(m, r, delta, confidence),
     )
+
+
+def distinguishing_lower_bound(false_pos: int, n_null: int, false_neg: int, n_alt: int, delta: float,
+                               confidence: float = 0.95) -> float:
+    """Epsilon lower bound from a threshold test between two neighbours run many times (Jagielski,
+    Ullman and Oprea 2020): with FPR and FNR bounded above by Clopper-Pearson at ``confidence`` (each
+    side at half the error), an (epsilon, delta)-DP mechanism has epsilon >= log((1 - delta - FNR) /
+    FPR) and >= log((1 - delta - FPR) / FNR). 0 when neither is positive. The threshold must be
+    chosen on other runs than the counted ones."""
+    if not (0 <= false_pos <= n_null and 0 <= false_neg <= n_alt and n_null > 0 and n_alt > 0):
+        raise ValueError(f"need 0 <= errors <= runs, got {false_pos}/{n_null}, {false_neg}/{n_alt}")
+    _check_delta(delta)
+    alpha = (1.0 - confidence) / 2.0
+    fpr, fnr = (_clopper_pearson_upper(k, n, alpha) for k, n in ((false_pos, n_null), (false_neg, n_alt)))
+    bounds = [math.log(num / den) for num, den in ((1 - delta - fnr, fpr), (1 - delta - fpr, fnr))
+              if num > 0 and den > 0]
+    return max([0.0, *bounds])
+
+
+def _clopper_pearson_upper(k: int, n: int, alpha: float) -> float:
+    """Upper end of the one-sided Clopper-Pearson interval for k successes in n at level 1 - alpha."""
+    return 1.0 if k >= n else float(stats.beta.ppf(1.0 - alpha, k + 1, n - k))
+
+
+def best_threshold(null: np.ndarray, alt: np.ndarray, delta: float, confidence: float = 0.95) -> float:
+    """The threshold (score > t: "the canary is in") whose ``distinguishing_lower_bound`` is largest on these
+    runs: chosen on runs that are then not counted."""
+    cuts = np.unique(np.concatenate([null, alt]))
+    null_sorted, alt_sorted = np.sort(null), np.sort(alt)
+    false_pos = len(null) - np.searchsorted(null_sorted, cuts, side="right")
+    false_neg = np.searchsorted(alt_sorted, cuts, side="right")
+    values = [distinguishing_lower_bound(int(a), len(null), int(b), len(alt), delta, confidence)
+              for a, b in zip(false_pos, false_neg)]
+    return float(cuts[int(np.argmax(values))])

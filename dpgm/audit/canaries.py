@@ -1,15 +1,17 @@
-"""The audit's canaries and their scores: canary i is a random base record plus a mark item only
-it has; a score says how much the released model learnt that mark (white-box: how far the
-weights reading it moved; black-box: its likelihood)."""
+"""The audit's canaries and their scores. Record canaries: canary i is a random base record plus a
+mark item only it has; a score says how much the released model learnt that mark (white-box: how
+far the weights reading it moved; black-box: its likelihood). Gradient canaries: canary i is a
+gradient on one coordinate that no record reaches, read off every step's released gradient."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from dpgm.data.dataset import BinaryDataset
 
@@ -88,3 +90,54 @@ def likelihood_scores(
         loss_without = model.loss_per_record(without, generator)
         total += (loss_without - loss_with).double()
     return (total / draws).cpu().numpy()
+
+
+# ------------------------------------------------------------------ gradient canaries (white-box)
+class GradientCanaries:
+    """Dirac canaries in DP-SGD's privatised gradient (Nasr et al., USENIX Security 2023), a
+    ``dpsgd.GradientHook``: canary i owns one coordinate of the mark columns of the model's first
+    input weights, which no record reaches (no record holds a mark). Each step, every included
+    canary joins the Poisson batch at the run's rate q and adds C_s / E (one record clipped at
+    C_s, its whole norm on its coordinate) to the released sum; every coordinate is then read
+    off the released gradient in those units: N(0, sigma^2), plus 1 where the canary was sampled.
+    DP-SGD is private for any per-record gradient, so Thm 5.2 holds for these canaries."""
+
+    def __init__(self, model: nn.Module, n_base_items: int, included: np.ndarray, sampling_rate: float,
+                 rng: np.random.Generator) -> None:
+        self.weight = input_weights(model)[0]
+        rows = self.weight.shape[0]
+        m = len(included)
+        if self.weight.shape[1] - n_base_items < self.marks(m, rows):
+            raise ValueError(f"{m} gradient canaries need {self.marks(m, rows)} mark columns")
+        index = np.arange(m)
+        self.rows, self.cols = torch.as_tensor(index % rows), torch.as_tensor(n_base_items + index // rows)
+        self.included = np.asarray(included, dtype=bool)
+        self.sampling_rate, self.rng = float(sampling_rate), rng
+        self.observed: list[np.ndarray] = []
+
+    @staticmethod
+    def marks(m: int, rows: int) -> int:
+        """Mark columns that hold m canaries, one per coordinate of a column of ``rows``."""
+        return -(-m // rows)
+
+    @torch.no_grad()
+    def __call__(self, part: int, params: list[nn.Parameter], grads: list[Tensor], unit: float) -> None:
+        grad = next(g for p, g in zip(params, grads) if p is self.weight)
+        sampled = self.included & (self.rng.random(len(self.included)) < self.sampling_rate)
+        rows, cols = self.rows.to(grad.device), self.cols.to(grad.device)
+        chosen = torch.as_tensor(sampled, device=grad.device)
+        grad[rows[chosen], cols[chosen]] += unit
+        self.observed.append(grad[rows, cols].double().cpu().numpy() / unit)
+
+
+def gradient_scores(observed: np.ndarray, sampling_rate: float) -> np.ndarray:
+    """Per canary, the log-likelihood ratio of its readings [steps, m] under "included" (each step
+    1 + N(0, s^2) with probability q, else N(0, s^2)) against "excluded" (N(0, s^2)), summed over
+    steps: the most powerful test for the subsampled Gaussian. s is each step's noise, estimated
+    from the readings themselves (a robust spread: most canaries are not in any one batch), so
+    the score needs no claim and sees a run whose noise was cut."""
+    x = np.asarray(observed, dtype=np.float64)
+    centred = x - np.median(x, axis=1, keepdims=True)
+    spread = np.maximum(1.4826 * np.median(np.abs(centred), axis=1, keepdims=True), 1e-12)
+    q = float(sampling_rate)
+    return np.logaddexp(math.log1p(-q), math.log(q) + (x - 0.5) / spread**2).sum(axis=0)

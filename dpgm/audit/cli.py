@@ -6,10 +6,13 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from dpgm.audit.plan import LEAK_NOISE_MULTIPLIER, AuditPlan
+from dpgm.audit.plan import SCORES, AuditPlan
+from dpgm.audit.releases import RELEASES, ReleaseAudit, audit_release
 from dpgm.audit.run import run_audit, summary
 from dpgm.config import config_from_dict, load_config
+from dpgm.data import load_dataset
 from dpgm.io import atomic_write_json
+from dpgm.pipeline.plan import run_delta, run_magnitude
 from dpgm.threads import set_threads
 
 #: The audit plan's options on the command line: flag, type and help (the default is AuditPlan's).
@@ -63,20 +66,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     for flag, kind, text in PLAN_OPTIONS:
         p.add_argument(flag, type=kind, default=getattr(AuditPlan, _field(flag)), help=text)
-    p.add_argument("--score", choices=("auto", "weights", "likelihood"), default=AuditPlan.score,
-                   help="weights: movement of the weights reading the canary's item (white-box); likelihood: "
-                   "log p(canary) - log p(canary without it) (black-box); auto (default): weights for a VAE, "
+    p.add_argument("--score", choices=SCORES, default=AuditPlan.score,
+                   help="gradients: Dirac canary gradients read off every step's released gradient (white-box); "
+                   "weights: movement of the weights reading a record canary's item (white-box); likelihood: "
+                   "log p(canary) - log p(canary without it) (black-box); auto (default): gradients for a VAE, "
                    "likelihood for an RBM")
+    releases = "; ".join(f"{name}: {RELEASES.entry(name).doc}" for name in RELEASES.names())
+    p.add_argument("--release", choices=RELEASES.names(),
+                   help=f"audit a statistics release of the generic pipeline instead of DP-SGD, by a distinguishing "
+                   f"test on its output over --trials runs on the config's records and on them plus one canary "
+                   f"({releases})")
+    p.add_argument("--trials", type=int, default=ReleaseAudit.trials,
+                   help=f"--release: runs on each neighbour (default {ReleaseAudit.trials})")
+    p.add_argument("--epsilon", type=float, default=ReleaseAudit.epsilon,
+                   help=f"--release: the release's own epsilon, its noise calibrated to it alone "
+                   f"(default {ReleaseAudit.epsilon:g})")
+    p.add_argument("--canary-items", type=int, default=ReleaseAudit.length,
+                   help=f"--release: the canary record's items, the records' clip (default {ReleaseAudit.length})")
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the auditor's generator (default 0)"
     )
-    p.add_argument(
-        "--leak",
-        action="store_true",
-        help=f"TEST SWITCH: train with the noise off (multiplier "
-        f"{LEAK_NOISE_MULTIPLIER:g}, fixed clipping) while claiming the plan's "
-        "epsilon; the audit should catch it",
-    )
+    p.add_argument("--noise-scale", type=float, default=1.0, metavar="F",
+                   help="TEST SWITCH: every noise of the audited run is multiplied by F while its claim stays the "
+                   "plan's; the run is then NOT differentially private as claimed and the audit should refute it "
+                   "(default 1: the run as planned)")
+    p.add_argument("--leak", action="store_true", help="TEST SWITCH: the same as --noise-scale 0 (the noise off)")
     p.add_argument(
         "--threads", type=int,
         help="torch and BLAS threads (default: the cores available, less those other running processes use)"
@@ -93,10 +107,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config
         else config_from_dict({}, args.overrides)
     )
-    fields = [_field(flag) for flag, _, _ in PLAN_OPTIONS] + ["score", "leak"]
-    plan = AuditPlan(**{name: getattr(args, name) for name in fields})
+    noise_scale = 0.0 if args.leak else args.noise_scale
     set_threads(args.threads)
-    report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)
+    if args.release:
+        base = load_dataset(cfg.data)
+        audit = ReleaseAudit(release=args.release, trials=args.trials, epsilon=args.epsilon,
+                             length=args.canary_items, confidence=args.confidence, noise_scale=noise_scale)
+        report = audit_release(base, audit, delta=run_delta(cfg, run_magnitude(cfg, base)),
+                               progress=not args.no_progress)
+    else:
+        fields = [_field(flag) for flag, _, _ in PLAN_OPTIONS] + ["score"]
+        plan = AuditPlan(**{name: getattr(args, name) for name in fields}, noise_scale=noise_scale)
+        report = run_audit(cfg, plan, seed=args.seed, progress=not args.no_progress)
     print(summary(report))
     if args.json:
         atomic_write_json(args.json, report)

@@ -1,21 +1,20 @@
 """What the auditor chooses before training (``AuditPlan``): guesses, canaries, score and the
-``leak`` test switch; the guesses follow the claim so that their cap clears it (bounds.py)."""
+``noise_scale`` test switch; the guesses follow the claim so that their cap clears it (bounds.py)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from dpgm.artifact import NOT_PRIVATE
 from dpgm.audit.bounds import AuditSize, audit_size, canaries_for_guesses, epsilon_cap
 from dpgm.errors import ConfigError
 
-#: Gradient noise multiplier of the ``leak`` test switch: the noise is off in all but name
-#: (it must stay far below Adam's epsilon 1e-8 times the expected batch size, or Adam would
-#: scale it up to steps of the learning rate's size in every coordinate).
-LEAK_NOISE_MULTIPLIER = 1e-12
-#: Models the audit can train (the mark items must be plain extra inputs) and their "auto" score.
-AUTO_SCORE = {"vae": "weights", "rbm": "likelihood"}
+#: Models the audit can train (the mark items must be plain extra inputs) and their "auto" score: the
+#: RBM's negative phase reaches every mark column, so only its likelihood tells its canaries apart.
+AUTO_SCORE = {"vae": "gradients", "rbm": "likelihood"}
+SCORES = ("auto", "gradients", "weights", "likelihood")
 
 
 @dataclass(frozen=True)
@@ -25,9 +24,11 @@ class AuditPlan:
     ``guesses`` None (default): the fewest whose cap (the bound if every guess is right) is at
     least the claim + ``margin``, and at least ``min_guesses`` (audit_size); half are "in",
     half "out". ``canaries`` None: enough that both halves can be right (canaries_for_guesses).
-    ``score``: "weights" (white-box) or "likelihood" (black-box), see ``weight_scores`` and
-    ``likelihood_scores``; "auto": weights for a VAE, likelihood for an RBM (its negative phase
-    moves every mark's weights, canary or not).
+    ``score``: "gradients" (white-box gradient canaries read off every step's released gradient,
+    ``GradientCanaries``), "weights" (white-box record canaries: how far their weights moved) or
+    "likelihood" (black-box), see canaries.py; "auto": gradients for a VAE, likelihood for an RBM.
+    ``noise_scale``: a TEST SWITCH: every noise of the run is multiplied by it while the claim stays
+    the plan's (``mechanisms.scaled_noise``); below 1 the audit should refute the claim.
     """
 
     canaries: int | None = None
@@ -35,9 +36,9 @@ class AuditPlan:
     confidence: float = 0.95
     margin: float = 1.0
     min_guesses: int = 200
-    score: Literal["auto", "weights", "likelihood"] = "auto"
+    score: Literal["auto", "gradients", "weights", "likelihood"] = "auto"
     score_draws: int = 16
-    leak: bool = False
+    noise_scale: float = 1.0
 
     def validate(self) -> None:
         if self.canaries is not None and self.canaries < 1:
@@ -56,10 +57,10 @@ class AuditPlan:
             raise ConfigError(f"audit: margin must be >= 0, got {self.margin}")
         if self.min_guesses < 2:
             raise ConfigError(f"audit: min_guesses must be >= 2, got {self.min_guesses}")
-        if self.score not in ("auto", "weights", "likelihood"):
-            raise ConfigError(
-                f"audit: score must be auto, weights or likelihood, got {self.score!r}"
-            )
+        if self.score not in SCORES:
+            raise ConfigError(f"audit: score must be one of {', '.join(SCORES)}, got {self.score!r}")
+        if not (math.isfinite(self.noise_scale) and self.noise_scale >= 0):
+            raise ConfigError(f"audit: noise_scale must be finite and >= 0, got {self.noise_scale}")
         if self.score_draws < 1:
             raise ConfigError(f"audit: score_draws must be >= 1, got {self.score_draws}")
 
@@ -75,3 +76,13 @@ class AuditPlan:
         if r > m:
             raise ConfigError(f"audit: {r} guesses need at least as many canaries, got {m}")
         return AuditSize(guesses=r, canaries=m, cap=epsilon_cap(m, r, delta, self.confidence))
+
+
+def weakened(noise_scale: float, true_epsilon: float) -> dict[str, Any]:
+    """The report's first keys: the noise scale and, for a run whose noise was scaled, why it is not private
+    and its true epsilon (inf: no noise)."""
+    head: dict[str, Any] = {"noise_scale": noise_scale}
+    if noise_scale != 1:
+        reason = f"{NOT_PRIVATE}: the noise was secretly multiplied by {noise_scale:g} (an audit test), its claim not"
+        head = {"not_private": [reason], **head, "true_epsilon": true_epsilon}
+    return head

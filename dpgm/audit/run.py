@@ -4,21 +4,26 @@ the scores, guesses and bound (``run_audit``), and its report (``summary``)."""
 from __future__ import annotations
 
 import copy
+import math
 import time
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import torch
+from torch import nn
 
 from dpgm.audit.bounds import AuditOutcome, audit_scores
 from dpgm.audit.canaries import (
+    GradientCanaries,
+    gradient_scores,
     input_weights,
     likelihood_scores,
     make_canaries,
     training_records,
     weight_scores,
 )
-from dpgm.audit.plan import AUTO_SCORE, LEAK_NOISE_MULTIPLIER, AuditPlan
+from dpgm.audit.plan import AUTO_SCORE, AuditPlan, weakened
 from dpgm.config import Config, TrainingConfig
 from dpgm.data import load_dataset
 from dpgm.data.dataset import BinaryDataset
@@ -28,20 +33,11 @@ from dpgm.pipeline.plan import public_facts, run_delta, run_magnitude
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
+from dpgm.privacy.mechanisms import scaled_noise
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.rules import apply_public_rules
 from dpgm.training.dpsgd import step_event
-from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
-
-
-class _Unaccounted:
-    """The leak run's stand-in accountant: counts steps, charges nothing (its noise is fake)."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-
-    def spend(self, stage: str, *events: DpEvent, count: int = 1) -> None:
-        self.steps += count
+from dpgm.training.mixture import MixtureTrainer, RecordStore
 
 
 def _step_event(t: TrainingConfig, noise_multiplier: float) -> DpEvent:
@@ -83,14 +79,18 @@ def audited_config(cfg: Config, base: BinaryDataset) -> tuple[Config, float, int
     return cfg, delta, steps, claim
 
 
-def _trained_config(cfg: Config, leak: bool) -> Config:
-    """What actually trains: the plan, or (leak) the plan with the noise off."""
-    if not leak:
-        return cfg
-    trained = copy.deepcopy(cfg)
-    trained.training.noise_multiplier = LEAK_NOISE_MULTIPLIER
-    trained.training.clipping = "fixed"
-    return trained
+def _model_and_records(cfg: Config, base: BinaryDataset, canaries: int, score: str, rng: np.random.Generator,
+                       included: np.ndarray, generator: torch.Generator) -> tuple[nn.Module, Any, sp.csr_matrix | None]:
+    """The model to train, its records and (record canaries) the canaries: gradient canaries need only
+    mark columns that no record holds; record canaries join the records."""
+    if score == "gradients":
+        probe = build_model(cfg.model, base.n_items + 1, generator=torch.Generator().manual_seed(0))
+        marks = GradientCanaries.marks(canaries, input_weights(probe)[0].shape[0])
+        records = training_records(base, sp.csr_matrix((0, base.n_items + marks), dtype=np.uint8), included[:0])
+        return build_model(cfg.model, base.n_items + marks, generator=generator).to(cfg.device), records, None
+    made = make_canaries(base, canaries, rng)
+    model = build_model(cfg.model, base.n_items + canaries, generator=generator).to(cfg.device)
+    return model, training_records(base, made, included), made
 
 
 def run_audit(
@@ -101,8 +101,8 @@ def run_audit(
     data: BinaryDataset | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Size the audit to the claim, build canaries, train by the real DP-SGD path, score, guess
-    and bound: a JSON-ready dict."""
+    """Size the audit to the claim, build canaries, train by the real DP-SGD path (its noise scaled by
+    ``plan.noise_scale``, its claim not), score, guess and bound: a JSON-ready dict."""
     plan.validate()
     start = time.perf_counter()
     base = data if data is not None else load_dataset(cfg.data)
@@ -114,63 +114,47 @@ def run_audit(
     generator.manual_seed(int(rng.integers(2**62)))
     score_generator = torch.Generator()
     score_generator.manual_seed(int(rng.integers(2**62)))
+    score = plan.score if plan.score != "auto" else AUTO_SCORE[cfg.model.kind]
 
-    canaries = make_canaries(base, m, rng)
     included = rng.random(m) < 0.5
-    records = training_records(base, canaries, included)
+    model, records, canaries = _model_and_records(cfg, base, m, score, rng, included, generator)
     n_expected = base.n_records + m / 2  # public: the realised count is never used
-    trained_cfg = _trained_config(cfg, plan.leak)
-
-    model = build_model(cfg.model, base.n_items + m, generator=generator).to(cfg.device)
     initial = [w.detach().clone() for w in input_weights(model)]
     trainer = MixtureTrainer(
         [model],
         RecordStore(records, cfg.device),
         np.zeros(records.shape[0], dtype=np.int64),
         np.array([n_expected]),
-        trained_cfg.training,
+        cfg.training,
         generator=generator,
         total_steps=steps,
     )
+    watch = GradientCanaries(model, base.n_items, included, cfg.training.sampling_rate, rng) \
+        if score == "gradients" else None
+    if watch is not None:
+        trainer.engine.hooks.append(watch)
     accountant = Accountant(delta=delta, bound=cfg.privacy.dependent_bound)
-    charged: Accountant | _Unaccounted = _Unaccounted() if plan.leak else accountant
-    desc = "audit: DP-SGD" + (" (LEAK: noise off)" if plan.leak else "")
-    with progress_scope(enabled=progress), stage_bar(desc, steps, unit="step") as bar:
+    desc = "audit: DP-SGD" + (f" (NOISE x {plan.noise_scale:g})" if plan.noise_scale != 1 else "")
+    with progress_scope(enabled=progress), stage_bar(desc, steps, unit="step") as bar, \
+            scaled_noise(plan.noise_scale):
         for _ in range(steps):
-            trainer.step(charged)  # type: ignore[arg-type]
+            trainer.step(accountant)
             bar.advance()
-    if plan.leak:  # the claim stays that of the configured plan, for exactly the steps trained
-        accountant.spend(
-            STAGE, _step_event(cfg.training, cfg.training.noise_multiplier), count=steps
-        )
     released = trainer.released_models()[0]
-    score = plan.score if plan.score != "auto" else AUTO_SCORE[cfg.model.kind]
-    if score == "weights":
+    if watch is not None:
+        scores = gradient_scores(np.stack(watch.observed), cfg.training.sampling_rate)
+    elif score == "weights":
         scores = weight_scores(initial, input_weights(released), base.n_items)
     else:
-        scores = likelihood_scores(
-            released, canaries, base.n_items, plan.score_draws, score_generator
-        )
+        scores = likelihood_scores(released, canaries, base.n_items, plan.score_draws, score_generator)
     half = size.guesses // 2
     outcome = audit_scores(scores, included, half, half, delta, plan.confidence)
-    return _report(
-        cfg,
-        trained_cfg,
-        plan,
-        score,
-        base,
-        outcome,
-        accountant,
-        steps,
-        seed,
-        included,
-        time.perf_counter() - start,
-    )
+    return _report(cfg, plan, score, base, outcome, accountant, steps, seed, included,
+                   time.perf_counter() - start)
 
 
 def _report(
     cfg: Config,
-    trained_cfg: Config,
     plan: AuditPlan,
     score: str,
     base: BinaryDataset,
@@ -181,12 +165,19 @@ def _report(
     included: np.ndarray,
     wall: float,
 ) -> dict[str, Any]:
-    t = trained_cfg.training
+    t = cfg.training
     claimed = accountant.spent().epsilon
+    scale = plan.noise_scale
+    true = math.inf if scale == 0 else plan_epsilon(  # every noise of the step scaled: the run's true epsilon
+        step_event(sampling_rate=t.sampling_rate, noise_multiplier=t.noise_multiplier * scale, clipping=t.clipping,
+                   hist_noise_multiplier=t.hist_noise_multiplier * scale),
+        steps=steps, delta=outcome.delta, bound=cfg.privacy.dependent_bound)
     return {
-        "method": "one-run audit (Steinke, Nasr, Jagielski 2023, Thm 5.2); mark canaries; k = 1",
+        **weakened(scale, true),
+        "method": "one-run audit (Steinke, Nasr, Jagielski 2023, Thm 5.2); k = 1",
+        "audited": "training",
         "claimed_epsilon": claimed,
-        "epsilon_lower_bound": outcome.epsilon_lower_bound,
+        "lower_bound": outcome.epsilon_lower_bound,
         "epsilon_cap": outcome.epsilon_cap,
         "refuted": outcome.epsilon_lower_bound > claimed,
         "delta": outcome.delta,
@@ -199,13 +190,14 @@ def _report(
         "guesses_in": outcome.guesses_in,
         "guesses_out": outcome.guesses_out,
         "correct": outcome.correct,
-        "leak": plan.leak,
         "steps": steps,
         "trained": {
-            "noise_multiplier": t.noise_multiplier,
+            "noise_multiplier": t.noise_multiplier * plan.noise_scale,
+            "claimed_noise_multiplier": t.noise_multiplier,
             "clipping": t.clipping,
             "clip_norm": t.clip_norm,
             "sampling_rate": t.sampling_rate,
+            "optimizer": t.optimizer,
             "model": cfg.model.kind,
         },
         "base_records": base.n_records,
@@ -221,16 +213,16 @@ def _report(
 
 
 def summary(report: dict[str, Any]) -> str:
-    """Two human lines: the claim, and the audited lower bound beside its cap and confidence."""
-    leak = "  [LEAK TEST: trained with the noise off]" if report["leak"] else ""
+    """The claim, and the audited lower bound beside its cap and confidence; first, a weakened run's warning."""
     verdict = "REFUTES the claim" if report["refuted"] else "does not refute the claim"
+    warning = "".join(f"{line}\n" for line in report.get("not_private", []))
+    how = (f"{report['correct']}/{report['guesses']} guesses correct; m={report['canaries']} canaries, "
+           f"{report['guesses_in']} in + {report['guesses_out']} out; {report['score']} scores"
+           if "guesses" in report else f"{report['trials']} runs on each of two neighbours")
     return (
-        f"claimed epsilon      {report['claimed_epsilon']:.4g} at delta={report['delta']:g} "
-        f"(RDP accountant, {report['steps']} DP-SGD steps){leak}\n"
-        f"audit lower bound    {report['epsilon_lower_bound']:.4g} "
+        f"{warning}claimed epsilon      {report['claimed_epsilon']:.4g} at delta={report['delta']:g} "
+        f"({report['audited']})\n"
+        f"audit lower bound    {report['lower_bound']:.4g} "
         f"(cap {report['epsilon_cap']:.4g}) "
-        f"at {100 * report['confidence']:g}% confidence, {verdict} "
-        f"({report['correct']}/{report['guesses']} guesses correct; m={report['canaries']} "
-        f"canaries, {report['guesses_in']} in + {report['guesses_out']} out; "
-        f"{report['score']} scores)"
+        f"at {100 * report['confidence']:g}% confidence, {verdict} ({how})"
     )

@@ -16,7 +16,9 @@ Noisy counts that later act as sizes or weights get one documented floor, ``floo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -53,6 +55,28 @@ if TYPE_CHECKING:  # torch is imported by the functions that need it: the privac
     from torch import Tensor
 
 ArrayLike = np.ndarray | float
+
+#: The factor every noise draw is multiplied by: 1 in every run but an audit's weakened one (``scaled_noise``).
+_NOISE_SCALE: ContextVar[float] = ContextVar("noise_scale", default=1.0)
+
+
+@contextmanager
+def scaled_noise(factor: float) -> Iterator[None]:
+    """AUDIT ONLY: inside, every noise this module draws is multiplied by ``factor`` (0: none) while the
+    events charged stay those of the unscaled noise: a run less private than it claims, which
+    ``dpgm.audit --noise-scale`` must refute; what such a run reports says NOT DIFFERENTIALLY PRIVATE."""
+    if not (math.isfinite(factor) and factor >= 0):
+        raise ValueError(f"the noise scale must be finite and >= 0, got {factor!r}")
+    token = _NOISE_SCALE.set(float(factor))
+    try:
+        yield
+    finally:
+        _NOISE_SCALE.reset(token)
+
+
+def noise_scale() -> float:
+    """The factor noise is drawn at now: 1 unless inside ``scaled_noise``."""
+    return _NOISE_SCALE.get()
 
 
 def floor_counts(noisy: ArrayLike, floor: float = COUNT_FLOOR) -> np.ndarray:
@@ -160,7 +184,9 @@ def _release(value: np.ndarray, plan: _Plan, rng: np.random.Generator) -> np.nda
         snapped = np.rint(np.nan_to_num(value.astype(np.float64)) / plan.grid)
         base = np.clip(snapped, -_MAX_GRID_VALUE, _MAX_GRID_VALUE).astype(np.int64)
     draw = discrete_gaussian if isinstance(plan.event, DiscreteGaussianEvent) else discrete_laplace
-    noisy = (base + draw(value.shape, plan.scale, rng)).astype(np.float64)
+    factor = noise_scale()
+    noise = draw(value.shape, plan.scale * factor, rng) if factor > 0 else np.zeros(value.shape, dtype=np.int64)
+    noisy = (base + noise).astype(np.float64)
     return noisy if plan.grid is None else noisy * plan.grid
 
 
@@ -353,7 +379,7 @@ def gaussian_noise(
     import torch
 
     if not secure:
-        return torch.normal(0.0, float(std), size=tuple(shape), generator=generator,
+        return torch.normal(0.0, float(std) * noise_scale(), size=tuple(shape), generator=generator,
                             dtype=dtype or torch.float64, device=device)
     out = torch.empty(tuple(shape), dtype=dtype or torch.float64, device=device)
     return standard_normal_(out, generator, secure=True).mul_(float(std))
@@ -373,12 +399,14 @@ def standard_normal_(
     if generator is not None and out.device != generator.device:
         drawn = out.new_empty(out.shape, device=generator.device)
         return out.copy_(standard_normal_(drawn, generator, secure=secure))
+    factor = noise_scale()
     if not secure:
-        return out.normal_(generator=generator)
+        out.normal_(generator=generator)
+        return out if factor == 1.0 else out.mul_(factor)
     out.new_empty(1).normal_(generator=generator)  # thrown away
     extra = out.new_empty(out.shape)
     out.normal_(generator=generator)
     for _ in range(SECURE_DRAWS - 1):
         out.add_(extra.normal_(generator=generator))
-    return out.mul_(SECURE_DRAWS**-0.5)
+    return out.mul_(factor * SECURE_DRAWS**-0.5)
 

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from dpgm.clustering.base import Partition
 from dpgm.config import Config
-from dpgm.data.chunks import summed
+from dpgm.data.chunks import Records, summed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.mixture_draws import MIN_ACCEPTANCE
 from dpgm.models.tilt import tilt_targets
@@ -330,10 +330,8 @@ def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray,
     noisy joint frequency and its noise (``pair_noise``)."""
     m = means.shape[1]
     a, b = np.triu_indices(m, 1)
-    counts = summed(ctx.data, lambda chunk: np.stack([all_pair_counts(r, bound) for r in part_rows(chunk, partition)]))
-    noisy = gaussian_release(counts[:, a, b], sensitivity=bound,
-                             noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant, stage=STAGE,
-                             rng=ctx.rng)
+    noisy = noisy_every_pair(ctx.data, partition, bound, noise_multiplier=options.pair_noise_multiplier,
+                             accountant=ctx.accountant, rng=ctx.rng)
     joints = np.stack([noisy_joints(y, s, p) for y, s, p in zip(noisy, sizes, means)])
     index = {pair: i for i, pair in enumerate(zip(a.tolist(), b.tolist()))}
     fits = []
@@ -343,6 +341,16 @@ def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray,
     return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits]),
             "pairs": np.repeat(np.stack([a, b], axis=1)[None], partition.k, axis=0), "pair_joints": joints,
             "pair_noise": np.repeat(pair_noise(options.pair_noise_multiplier * bound, sizes)[:, None], a.size, axis=1)}
+
+
+def noisy_every_pair(data: Records, partition: Partition, bound: float, *, noise_multiplier: float,
+                     accountant: Accountant, rng: np.random.Generator) -> np.ndarray:
+    """[k, m (m - 1) / 2]: each part's counts of every pair a < b (``all_pair_counts``, row-major), one charged
+    Gaussian release of L2 sensitivity ``bound``."""
+    a, b = np.triu_indices(data.n_items, 1)
+    counts = summed(data, lambda chunk: np.stack([all_pair_counts(r, bound) for r in part_rows(chunk, partition)]))
+    return gaussian_release(counts[:, a, b], sensitivity=bound, noise_multiplier=noise_multiplier,
+                            accountant=accountant, stage=STAGE, rng=rng)
 
 
 def pair_noise(count_noise: float, sizes: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ part j in increasing order,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -65,6 +65,11 @@ class StepResult:
     loss: float
     clip_norm: float
     batch_size: int
+
+
+#: Sees part j's trainable parameters and their privatised gradients before its optimizer step, with the size one
+#: clipped record of full norm has in them, C_s,j / E_j; may add to the gradients in place.
+GradientHook = Callable[[int, list[nn.Parameter], list[Tensor], float], None]
 
 
 @dataclass
@@ -109,6 +114,8 @@ class DPSGD:
         self._slot = {
             j: (s, pos) for s, stack in enumerate(self.stacks) for pos, j in enumerate(stack.parts)
         }
+        #: What sees each step's released gradients (``GradientHook``): the audit's canaries (dpgm.audit).
+        self.hooks: list[GradientHook] = []
 
     def event(self) -> DpEvent:
         """The privacy event of one step (whatever k: the parts are disjoint)."""
@@ -121,7 +128,9 @@ class DPSGD:
         ``part`` [B] is each row's part (default 0). Returns one result per active part, in order.
         """
         grads, results = self.privatised_gradients(x, part, active)
-        for j, grad in zip(self._active(active), grads):
+        for j, grad, result in zip(self._active(active), grads, results):
+            for hook in self.hooks:
+                hook(j, self._params(j), grad, result.clip_norm / self.expected[j])
             for p, g in zip(self._params(j), grad):
                 p.grad = g
             self.optimizers[j].step()

@@ -1,5 +1,6 @@
 """The one-run audit (dpgm.audit) on a small real configuration: the guesses follow the claim, the
-bound stays below the claim with the noise on, and training with the noise off is caught."""
+bound stays below the claim with the noise on, and training whose noise is secretly cut tenfold, or
+off, is caught, with Adam and with SGD."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dpgm.audit.bounds import audit_size
 from dpgm.audit.canaries import input_weights, make_canaries, training_records, weight_scores
 from dpgm.audit.cli import main
 from dpgm.audit.plan import AuditPlan
-from dpgm.audit.run import audited_config, run_audit
+from dpgm.audit.run import audited_config, run_audit, summary
 from dpgm.config import config_from_dict
 from dpgm.data import load_digits
 from dpgm.data.dataset import BinaryDataset
@@ -34,39 +35,45 @@ SMALL = [
 PLAN = AuditPlan(min_guesses=50)
 
 
+#: (optimizer, noise scale) of the audited runs: honest, noise cut tenfold, noise off.
+RUNS = [(opt, scale) for opt in ("adam", "sgd") for scale in (1.0, 0.1, 0.0)]
+
+
 @pytest.fixture(scope="module")
-def audits() -> dict[bool, dict]:
+def audits() -> dict[tuple[str, float], dict]:
     torch.set_num_threads(1)
     data = load_digits(limit=300)
-    cfg = config_from_dict({}, SMALL)
     return {
-        leak: run_audit(
-            cfg, AuditPlan(min_guesses=50, leak=leak), seed=0, data=data, progress=False
-        )
-        for leak in (False, True)
+        (opt, scale): run_audit(config_from_dict({}, [*SMALL, f"training.optimizer={opt}"]),
+                                AuditPlan(min_guesses=50, noise_scale=scale), seed=0, data=data, progress=False)
+        for opt, scale in RUNS
     }
 
 
-def test_noise_on_lower_bound_stays_below_the_claim(audits: dict[bool, dict]) -> None:
-    report = audits[False]
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_noise_on_lower_bound_stays_below_the_claim(audits: dict, optimizer: str) -> None:
+    report = audits[optimizer, 1.0]
     assert report["claimed_epsilon"] == pytest.approx(1.0, abs=1e-3)
     assert report["claimed_epsilon"] <= 1.0  # calibration never overshoots the target
-    assert report["epsilon_lower_bound"] <= report["claimed_epsilon"] and not report["refuted"]
-    assert report["trained"]["noise_multiplier"] > 1.0
+    assert report["lower_bound"] <= report["claimed_epsilon"] and not report["refuted"]
+    assert report["trained"]["noise_multiplier"] > 1.0 and "not_private" not in report
     assert report["privacy_report"]["stage_epsilons"] == {"training": report["claimed_epsilon"]}
 
 
-def test_noise_off_is_caught(audits: dict[bool, dict]) -> None:
-    on, off = audits[False], audits[True]
-    assert off["claimed_epsilon"] == pytest.approx(on["claimed_epsilon"], rel=1e-12)
-    assert off["trained"]["noise_multiplier"] < 1e-9 and off["trained"]["clipping"] == "fixed"
-    assert off["correct"] == off["guesses"]  # every excluded canary's column stayed put
-    assert off["epsilon_lower_bound"] == pytest.approx(off["epsilon_cap"])
-    assert off["epsilon_lower_bound"] > off["claimed_epsilon"] + 1.0 and off["refuted"]
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("scale", [0.1, 0.0])
+def test_a_run_whose_noise_is_cut_is_caught(audits: dict, optimizer: str, scale: float) -> None:
+    on, cut = audits[optimizer, 1.0], audits[optimizer, scale]
+    assert cut["claimed_epsilon"] == pytest.approx(on["claimed_epsilon"], rel=1e-12)  # the claim stays
+    assert cut["trained"]["noise_multiplier"] == pytest.approx(scale * on["trained"]["noise_multiplier"])
+    assert cut["correct"] == cut["guesses"] and cut["lower_bound"] == pytest.approx(cut["epsilon_cap"])
+    assert cut["lower_bound"] > cut["claimed_epsilon"] + 1.0 and cut["refuted"]
+    assert cut["noise_scale"] == scale and cut["not_private"][0].startswith("NOT DIFFERENTIALLY PRIVATE")
+    assert summary(cut).startswith("NOT DIFFERENTIALLY PRIVATE") and "REFUTES" in summary(cut)
 
 
-def test_the_guesses_follow_the_claim(audits: dict[bool, dict]) -> None:
-    report = audits[False]
+def test_the_guesses_follow_the_claim(audits: dict) -> None:
+    report = audits["adam", 1.0]
     size = audit_size(report["claimed_epsilon"], report["delta"], 0.95, 1.0, min_guesses=50)
     assert report["guesses"] == size.guesses and report["canaries"] == size.canaries
     assert report["epsilon_cap"] == pytest.approx(size.cap)
@@ -76,18 +83,18 @@ def test_the_guesses_follow_the_claim(audits: dict[bool, dict]) -> None:
     assert PLAN.size(5.71, 1e-5).guesses > 2000 and PLAN.size(5.71, 1e-5).cap >= 6.71
 
 
-def test_report_names_the_setting(audits: dict[bool, dict]) -> None:
-    report = audits[False]
+def test_report_names_the_setting(audits: dict) -> None:
+    report = audits["adam", 1.0]
     assert report["confidence"] == 0.95 and report["delta"] == 1e-4  # 1/(100 N), N = 100
-    assert report["steps"] == 100 and report["base_items"] == 64 and report["score"] == "weights"
+    assert report["steps"] == 100 and report["base_items"] == 64 and report["score"] == "gradients"
     json.dumps(report)  # JSON-ready
 
 
-def test_the_claim_is_the_epsilon_of_the_plan_audited(audits: dict[bool, dict]) -> None:
+def test_the_claim_is_the_epsilon_of_the_plan_audited(audits: dict) -> None:
     data = load_digits(limit=300)
     _, delta, _, planned = audited_config(config_from_dict({}, SMALL), data)
-    assert planned == pytest.approx(audits[False]["claimed_epsilon"], rel=1e-9)  # the ledger's
-    assert delta == audits[False]["delta"]
+    assert planned == pytest.approx(audits["adam", 1.0]["claimed_epsilon"], rel=1e-9)  # the ledger's
+    assert delta == audits["adam", 1.0]["delta"]
     fixed = config_from_dict({}, [*SMALL[:-3], "training.noise_multiplier=2.0"])
     _, _, steps, claim = audited_config(fixed, data)
     fewer = config_from_dict(
@@ -119,7 +126,8 @@ def test_models_without_plain_inputs_are_refused() -> None:
 
 
 def test_plans_are_checked() -> None:
-    for bad in (AuditPlan(guesses=7), AuditPlan(guesses=20, canaries=10), AuditPlan(margin=-1.0)):
+    for bad in (AuditPlan(guesses=7), AuditPlan(guesses=20, canaries=10), AuditPlan(margin=-1.0),
+                AuditPlan(noise_scale=-0.5), AuditPlan(noise_scale=float("nan")), AuditPlan(score="other")):
         with pytest.raises(ConfigError):
             bad.validate()
     with pytest.raises(ConfigError, match="cannot be refuted"):
@@ -167,6 +175,7 @@ def test_cli_prints_claim_bound_and_cap_and_writes_json(tmp_path, capsys) -> Non
     text = capsys.readouterr().out
     assert "claimed epsilon" in text and "audit lower bound" in text and "(cap " in text
     report = json.loads(out.read_text())
+    assert {"claimed_epsilon", "lower_bound", "refuted"} <= set(report)
     assert report["epsilon_cap"] >= report["claimed_epsilon"] + 1.0
     assert report["guesses"] >= 20 and report["torch_threads"] == 1
 
@@ -186,9 +195,9 @@ def test_rbm_free_energy_scores_see_the_noise_off_run() -> None:
         "training.noise_multiplier=3.0",
         "training.learning_rate=0.05",
     ]
-    plan = AuditPlan(min_guesses=50, leak=True)
+    plan = AuditPlan(min_guesses=50, noise_scale=0.0)
     report = run_audit(
         config_from_dict({}, sets), plan, seed=0, data=load_digits(limit=200), progress=False
     )
     assert report["score"] == "likelihood"
-    assert report["correct"] > 0.75 * report["guesses"] and report["epsilon_lower_bound"] > 0.5
+    assert report["correct"] > 0.75 * report["guesses"] and report["lower_bound"] > 0.5
