@@ -21,7 +21,7 @@ Statistics releases (releases.py): a stage's own release run many times on two n
 by projection on the canary's direction, bounded by a threshold test (bounds.py).
 
 ``noise_scale`` (``--noise-scale F``) is a test switch: every noise of the audited run is drawn
-multiplied by F (``mechanisms.scaled_noise``) while the claim stays the plan's; such a run's report
+multiplied by F (``noise_scale.scaled_noise``) while the claim stays the plan's; such a run's report
 says NOT DIFFERENTIALLY PRIVATE, and the audit must refute it.
 
 The audit's output is NOT a differentially private release: it tests the implementation, on

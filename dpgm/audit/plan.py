@@ -28,7 +28,7 @@ class AuditPlan:
     ``GradientCanaries``), "weights" (white-box record canaries: how far their weights moved) or
     "likelihood" (black-box), see canaries.py; "auto": gradients for a VAE, likelihood for an RBM.
     ``noise_scale``: a TEST SWITCH: every noise of the run is multiplied by it while the claim stays
-    the plan's (``mechanisms.scaled_noise``); below 1 the audit should refute the claim.
+    the plan's (``noise_scale.scaled_noise``); below 1 the audit should refute the claim.
     """
 
     canaries: int | None = None

@@ -31,7 +31,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.events import GaussianEvent
-from dpgm.privacy.mechanisms import scaled_noise
+from dpgm.privacy.noise_scale import scaled_noise
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.registry import Registry
 from dpgm.stages.item_pairs import noisy_every_pair, pair_bound

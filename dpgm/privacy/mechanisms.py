@@ -16,9 +16,7 @@ Noisy counts that later act as sizes or weights get one documented floor, ``floo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -38,6 +36,7 @@ from dpgm.privacy.events import (
     LaplaceEvent,
     SmoothSensitivityGaussianEvent,
 )
+from dpgm.privacy.noise_scale import noise_scale
 from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 
 #: A released count used as a size or a divisor is never below this (data-independent) floor.
@@ -55,29 +54,6 @@ if TYPE_CHECKING:  # torch is imported by the functions that need it: the privac
     from torch import Tensor
 
 ArrayLike = np.ndarray | float
-
-#: The factor every noise draw is multiplied by: 1 in every run but an audit's weakened one (``scaled_noise``).
-_NOISE_SCALE: ContextVar[float] = ContextVar("noise_scale", default=1.0)
-
-
-@contextmanager
-def scaled_noise(factor: float) -> Iterator[None]:
-    """AUDIT ONLY: inside, every noise this module draws is multiplied by ``factor`` (0: none) while the
-    events charged stay those of the unscaled noise: a run less private than it claims, which
-    ``dpgm.audit --noise-scale`` must refute; what such a run reports says NOT DIFFERENTIALLY PRIVATE."""
-    if not (math.isfinite(factor) and factor >= 0):
-        raise ValueError(f"the noise scale must be finite and >= 0, got {factor!r}")
-    token = _NOISE_SCALE.set(float(factor))
-    try:
-        yield
-    finally:
-        _NOISE_SCALE.reset(token)
-
-
-def noise_scale() -> float:
-    """The factor noise is drawn at now: 1 unless inside ``scaled_noise``."""
-    return _NOISE_SCALE.get()
-
 
 def floor_counts(noisy: ArrayLike, floor: float = COUNT_FLOOR) -> np.ndarray:
     """Released counts made usable as sizes or divisors: max(noisy, floor) (post-processing)."""

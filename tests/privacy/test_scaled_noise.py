@@ -9,7 +9,8 @@ import torch
 
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.discrete import secure_generator
-from dpgm.privacy.mechanisms import gaussian_noise, gaussian_release, noise_scale, scaled_noise, standard_normal_
+from dpgm.privacy.mechanisms import gaussian_noise, gaussian_release, standard_normal_
+from dpgm.privacy.noise_scale import noise_scale, scaled_noise
 
 
 def _release(accountant: Accountant) -> np.ndarray:
