@@ -1,17 +1,16 @@
-"""Which ``MERGE_BELOW``, ``TREE_ABOVE``, ``INDEPENDENT_BELOW`` or ``LENGTHS_SCALE`` (dpgm/rules.py): a threshold below
-which the partition merges its groups into one (``--gate merge``), at or above which one group's model is a tree of
-items instead of DP-SGD's (``--gate tree``), below which its items are independent instead of a tree
-(``--gate independent``), all three on the items' measured dependence, or on the public N * epsilon at or above
-which the release follows a noisy length histogram (``--gate lengths2``, ``lengths5``: its share of rho), chosen by
-leave-one-dataset-out.
+"""Which ``MERGE_BELOW``, ``LENGTHS_SCALE`` or ``ALL_PAIRS_SCALE`` (dpgm/rules.py): a threshold below which the
+partition merges its groups into one (``--gate merge``, on the items' measured dependence), or on the public
+N * epsilon at or above which the release follows a noisy length histogram (``--gate lengths2``, ``lengths5``: its
+share of rho), or on N * epsilon per pair at or above which a tree releases every pair (``--gate allpairs``,
+``allpairs003``), chosen by leave-one-dataset-out.
 
 A run's draws up to the choice do not depend on the threshold: with the same seed, the measured dependence
 and every release before the choice are the same whatever it is. So ``rules_lodo.py``'s two candidates of a
-gate, one never taking the other way (``dep_keep``, ``tree_keep``, ``ind_keep``, ``default``) and one always taking
-it (``dep_merge``, ``tree_take``, ``ind_take``, ``lengths2``), run on the same seeds, give every threshold's
+gate, one never taking the other way (``dep_keep``, ``default``) and one always taking it (``dep_merge``,
+``lengths2``, ``allp``), run on the same seeds, give every threshold's
 rows exactly: a seed's row for threshold T is its taking row where the row's measure (the measured dependence,
 or N * epsilon) is on the taking side of T, else its keeping row. This writes those rows as candidates
-``merge<T>``, ``tree<T>``, ``ind<T>`` or ``len2_<T>`` beside
+``merge<T>``, ``len2_<T>`` or ``allp_<T>`` beside
 the files' ``default`` rows and prints ``rules_lodo.py``'s summary (the LODO choice among them, the mean and
 worst held-out score, the groups beside the peers in the files).
 
@@ -57,8 +56,6 @@ def _pair_scale(row: dict[str, Any]) -> float:
 
 
 GATES = {"merge": Gate("dep_keep", "dep_merge", lambda measured, t: measured < t, "merge"),
-         "tree": Gate("tree_keep", "tree_take", lambda measured, t: measured >= t, "tree"),
-         "independent": Gate("ind_keep", "ind_take", lambda measured, t: measured < t, "ind"),
          "lengths2": Gate("default", "lengths2", lambda measured, t: measured >= t, "len2_", _scale),
          "lengths5": Gate("default", "lengths5", lambda measured, t: measured >= t, "len5_", _scale),
          "allpairs": Gate("default", "allp", lambda measured, t: measured >= t, "allp_", _pair_scale),
@@ -91,8 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("files", nargs="+", help="rules_lodo.py files with the gate's two candidates' rows (and default, "
                                             "peers)")
     p.add_argument("--gate", nargs="+", choices=sorted(GATES), default=["merge"],
-                   help="merge: MERGE_BELOW; tree: TREE_ABOVE; independent: INDEPENDENT_BELOW; lengths2, lengths5: "
-                        "LENGTHS_SCALE (several: every gate's thresholds compete)")
+                   help="merge: MERGE_BELOW; lengths2, lengths5: LENGTHS_SCALE; allpairs, allpairs003: "
+                        "ALL_PAIRS_SCALE (several: every gate's thresholds compete)")
     p.add_argument("--thresholds", nargs="+", type=float, default=[0.018, 0.022, 0.025, 0.03, 0.04])
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)

@@ -63,30 +63,16 @@ from dpgm.release import sample_dataset
 DATASETS = ("msnbc", "retail", "gowalla", "foodmart", "t10i4d100k", "mushroom", "chess")
 #: The rules every candidate patches: dpgm.rules as shipped (no patch).
 BASE: dict[str, Any] = {}
-#: Candidates: patches of BASE ("default" is BASE itself). The totals stage measures the item totals
-#: over all records (TOTALS_SHARE of rho) and the part means are made consistent with them; its
-#: share is taken from the means'.
+#: Candidates: patches of BASE ("default" is BASE itself).
 CANDIDATES: dict[str, dict[str, Any]] = {
     "default": {},
-    "totals20_means40": {"TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.4},
-    "totals40_means20": {"TOTALS_SHARE": 0.4, "MEANS_SHARE": 0.2},
-    "totals30_means30": {"TOTALS_SHARE": 0.3, "MEANS_SHARE": 0.3},
     # the clip of the means from a noisy length quantile (2% of rho) instead of 9 items
     "lb90": {"LENGTH_BOUND_SHARE": 0.02, "MEANS_SHARE": 0.58},
     "lb99": {"LENGTH_BOUND_SHARE": 0.02, "LENGTH_QUANTILE": 0.99, "MEANS_SHARE": 0.58},
-    "lb90_totals20": {"LENGTH_BOUND_SHARE": 0.02, "TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
-    "lb99_totals20": {"LENGTH_BOUND_SHARE": 0.02, "LENGTH_QUANTILE": 0.99, "TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
-    # a tree of items per part (noisy pair counts along private edges) below N x epsilon = TREE_SCALE
-    "tree3e3": {"TREE_SCALE": 3_000},
-    "tree1e4": {"TREE_SCALE": 10_000},
-    "tree1e5": {"TREE_SCALE": 100_000},
     # the clip of the means raised to the length balancing its bias against the means' noise
     "lbalmax": {"LENGTH_BALANCE": 1.0},
     "lbalmax4": {"LENGTH_BALANCE": 4.0},
     "lbalmax16": {"LENGTH_BALANCE": 16.0},
-    # the item totals over all records, which the part means agree with, from the means' share
-    "totals10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
-    "totals20": {"TOTALS_SHARE": 0.2, "MEANS_SHARE": 0.38},
     # no DP-SGD below a larger N x epsilon (independent items at each part's noisy mean)
     "indep5e3": {"MIN_TRAINING_SCALE": 5_000},
     "indep3e4": {"MIN_TRAINING_SCALE": 30_000},
@@ -98,19 +84,6 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # one group below N eps = 20,000 or 50,000 (where k = N eps / RECORDS_PER_PART would give 2 to 9)
     "one2e4": {"PARTITION_SCALE": 20_000},
     "one5e4": {"PARTITION_SCALE": 50_000},
-    "tree3e3_noempty": {"TREE_SCALE": 3_000, "TREE_EMPTY_PART": False},
-    "tree1e4_noempty": {"TREE_SCALE": 10_000, "TREE_EMPTY_PART": False},
-    "tree3e3_light": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
-    "tree3e3_light_noempty": {"TREE_SCALE": 3_000, "TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15,
-                              "TREE_EMPTY_PART": False},
-    # the tree's budget split as MST splits its own: a quarter of rho each for the selections and the pairs
-    "tree1e4_even": {"TREE_SCALE": 10_000, "TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25},
-    "tree1e4_even_noempty": {"TREE_SCALE": 10_000, "TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25,
-                             "TREE_EMPTY_PART": False},
-    "tree3e4": {"TREE_SCALE": 30_000},
-    "tree3e4_noempty": {"TREE_SCALE": 30_000, "TREE_EMPTY_PART": False},
-    "tree3e4_even_noempty": {"TREE_SCALE": 30_000, "TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25,
-                             "TREE_EMPTY_PART": False},
     # a declared table (data.attributes) modelled like any other data, and its tree with an even split
     "tables_off": {"TABLE_TREE_SCALE": 0},
     "tables_even": {"TREE_SELECT_SHARE": 0.25, "TREE_PAIRS_SHARE": 0.25},
@@ -148,35 +121,19 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "pairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000},
     "bpairs20_1e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 10_000, "PAIRS_CLIP": "balanced"},
     "bpairs20_3e4": {"PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2, "PAIRS_SCALE": 30_000, "PAIRS_CLIP": "balanced"},
-    # the means' share where one group trains DP-SGD (k = 1, N epsilon from 3,000 to 20,000)
-    "single_means70": {"SINGLE_PART_MEANS_SHARE": 0.7},
-    "single_means45": {"SINGLE_PART_MEANS_SHARE": 0.45},
     # the items' weight against the pairs' in the balanced pairs release
     "pitems2": {"PAIRS_ITEM_WEIGHT": 2.0},
     "pitems05": {"PAIRS_ITEM_WEIGHT": 0.5},
-    # the part means divided by the share of item mass (or of records) the length bound's clip keeps
-    "debias": {"MEAN_DEBIAS": "mass"},
-    "debias_rec": {"MEAN_DEBIAS": "records"},
-    "debias_pairs20": {"MEAN_DEBIAS": "mass", "PAIRS_SELECT_SHARE": 0.1, "PAIRS_COUNTS_SHARE": 0.2},
     # the items' dependence measured where groups form (2% of rho, from the means'): the groups always kept or
     # always merged into one; a threshold's rows are these by the measured value (merge_threshold.py)
     "dep_keep": {"MERGE_BELOW": 1e-9},
     "dep_merge": {"MERGE_BELOW": 1.0},
-    # the dependence measured where one group trains: never a tree, always a tree (benchmarks/merge_threshold.py
-    # --gate tree composes every TREE_ABOVE from the two)
-    "tree_keep": {"TREE_ABOVE": 1e9},
-    "tree_take": {"TREE_ABOVE": 1e-9},
-    # a tree with DP-SGD's budget wherever one group would train (below N eps = 20,000), or wherever DP-SGD would
-    "tree_one": {"TREE_TRAINING_SCALE": 20_000},
-    "tree_all": {"TREE_TRAINING_SCALE": 10 ** 12},
-    "tree_none": {"TREE_TRAINING_SCALE": 0},
     # the trees in DP-SGD's place (shipped): the means' share against the tree's, the selections' part of the
-    # tree's (tables' trees too), global item totals, no merge, fewer groups
+    # tree's (tables' trees too), no merge, fewer groups
     "tm45": {"MEANS_SHARE": 0.45},
     "tm70": {"MEANS_SHARE": 0.70},
     "tsel5": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.35},
     "tsel15": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.25},
-    "ttot10": {"TOTALS_SHARE": 0.1, "MEANS_SHARE": 0.48},
     "tnomerge": {"MERGE_BELOW": 0.0},
     # the tables declare their schemas (DECLARE_SCHEMA): each attribute's values linked in each tree
     "schema": {},
@@ -189,8 +146,6 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "atsel15": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.25},
     "atlight": {"TREE_SELECT_SHARE": 0.05, "TREE_PAIRS_SHARE": 0.15},
     "atheavy": {"TREE_SELECT_SHARE": 0.15, "TREE_PAIRS_SHARE": 0.45},
-    # the clip's bias undone under the trees: the part means divided by the share of item mass the clip keeps
-    "tdebias": {"MEAN_DEBIAS": "mass"},
     # a longer clip under the trees: less weight on the noise against the clip's bias, or a higher quantile
     "tbal4": {"LENGTH_BALANCE": 4.0},
     "tq95": {"LENGTH_QUANTILE": 0.95},
@@ -199,13 +154,6 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tparts1e4": {"PARTITION_SCALE": 10_000},
     # eight groups from N epsilon = 10,000 (one per 1,250 records at epsilon 1): what exact trees on msnbc ask for
     "tparts8": {"PARTITION_SCALE": 10_000, "RECORDS_PER_PART": 1_250},
-    "tpairs": {"TREE_FOLLOWS_PAIRS": True},
-    # groups from N epsilon counted 100 / items times where fewer than 100 items are modelled (msnbc's 17: about 6x)
-    "pitems": {"PARTS_ITEMS": 100},
-    # the items' dependence measured where one group's tree takes DP-SGD's place (or groups may merge): never or always
-    # independent items at the means, which take the tree's budget (merge_threshold.py --gate independent)
-    "ind_keep": {"INDEPENDENT_BELOW": 1e-9},
-    "ind_take": {"INDEPENDENT_BELOW": 1.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
@@ -220,7 +168,7 @@ ATTRIBUTE_SIZES = {"mushroom": [2, 6, 4, 10, 2, 9, 2, 2, 2, 12, 2, 5, 4, 4, 9, 9
 DECLARE_SCHEMA = ("schema", "atree", "itree", "atsel5", "atsel15", "atlight", "atheavy")
 #: The fixed shares of rho must leave DP-SGD at least this much.
 MIN_DPSGD_SHARE = 0.15
-FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "TOTALS_SHARE", "EMPTY_SHARE",
+FIXED_SHARES = ("ITEMS_SHARE", "PARTITION_SHARE", "MEANS_SHARE", "EMPTY_SHARE",
                 "LENGTH_BOUND_SHARE")  # the global pairs' and the length histogram's shares come out of the means'
 
 #: The marginals' generator is seeded with this integer plus the seed: only a generator built from an

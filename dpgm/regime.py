@@ -6,18 +6,15 @@ dpgm.rules reads (looked up there at call time, so a patched rule is described a
 
 from __future__ import annotations
 
-import math
-
 from dpgm import rules
 from dpgm.rules import PublicFacts
 
 
-def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: int | None = None) -> str:
+def regime(facts: PublicFacts, *, merge: bool = True, items: int | None = None) -> str:
     """Which model family and how many parts the rules chose, and why, in one sentence (for the report);
-    ``merge``, ``tree``: as for ``rules.public_defaults`` (``tree``: also False when the config states the model);
-    ``items``: the items modelled (default: all)."""
+    ``merge``: as for ``rules.public_defaults``; ``items``: the items modelled (default: all)."""
     items = facts.n_items if items is None else items
-    k = rules.parts(facts, items)
+    k = rules.parts(facts)
     split = ("one group" if k == 1
              else f"{k} groups (one per {rules.RECORDS_PER_PART:,} records at epsilon 1, at most {rules.MAX_PARTS})")
     scale = facts.records_magnitude * facts.epsilon
@@ -26,7 +23,7 @@ def regime(facts: PublicFacts, *, merge: bool = True, tree: bool = True, items: 
                   "they buy)")
     inputs = f"N = {facts.records_magnitude:,} and epsilon = {facts.epsilon:g}"
     return (f"The rules chose {family_words(facts, items)}, in {split}, from {inputs}."
-            + extra_words(facts, k, items, merge=merge, tree=tree))
+            + extra_words(facts, k, items, merge=merge))
 
 
 def family_words(facts: PublicFacts, items: int) -> str:
@@ -34,13 +31,12 @@ def family_words(facts: PublicFacts, items: int) -> str:
     scale, kind = facts.records_magnitude * facts.epsilon, rules.family(facts, items)
     tree = "a tree of items per group, fitted to noisy pair counts along privately chosen edges"
     if kind == "tree" and rules.tree_for_training(facts, items):
-        below = f" and below {rules.TREE_TRAINING_SCALE:,}" if math.isfinite(rules.TREE_TRAINING_SCALE) else ""
         return (f"{tree}, in DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is at least "
-                f"{rules.MIN_TRAINING_SCALE:,}{below}, where the pairs measured directly buy more than the models "
+                f"{rules.MIN_TRAINING_SCALE:,}, where the pairs measured directly buy more than the models "
                 "DP-SGD trains")
     if kind == "tree":
         table = (f"the data are a table of {facts.attributes} attributes (declared) and "
-                 if facts.attributes is not None and rules.tree_scale(facts) > rules.TREE_SCALE else "")
+                 if facts.attributes is not None else "")
         return (f"{tree}: {table}N x epsilon = {scale:,.0f} is below {rules.tree_scale(facts):,}, where measured "
                 "pairs buy more than DP-SGD")
     if kind == "independent":
@@ -55,12 +51,11 @@ def family_words(facts: PublicFacts, items: int) -> str:
     return vae
 
 
-def extra_words(facts: PublicFacts, k: int, items: int, *, merge: bool, tree: bool) -> str:
+def extra_words(facts: PublicFacts, k: int, items: int, *, merge: bool) -> str:
     """The statistics measured besides the family's, each in a sentence."""
     kind = rules.family(facts, items)
     merged = merge and rules.measures_dependence(facts, k, items=items)
     measured = " The items' dependence on each other is measured first, and"
-    costlier = "(the run is charged for the costlier of the two at every RDP order)"
     words = [
         ((" A noisy histogram of record lengths is measured, and the release follows it while each group keeps its "
          f"items' and pairs' frequencies (N x epsilon is at least {rules.LENGTHS_SCALE:,})."),
@@ -68,18 +63,10 @@ def extra_words(facts: PublicFacts, k: int, items: int, *, merge: bool, tree: bo
         ((" Instead of choosing a tree's edges privately, every pair's count is measured, each group's tree is the "
           "heaviest at those counts, and the release follows every pair (N x epsilon per pair is at least "
           f"{rules.ALL_PAIRS_SCALE:,.4g})."), kind == "tree" and rules.every_pair(facts, items)),
-        (" Every item's total over all records is measured once and the groups' means agree with it.",
-         rules.TOTALS_SHARE > 0),
         ((" One tree of item pairs is measured over all records, and the release's item and pair frequencies "
          f"follow it (N x epsilon is at least {rules.PAIRS_SCALE:,})."), rules.measures_pairs(facts, kind, items)),
-        ((f"{measured} where it is at least {rules.TREE_ABOVE:g} per record and edge the group's model is a tree of "
-         f"items instead, which measures their strongest pairs directly {costlier}."),
-         tree and rules.chooses_tree(facts, k, kind, items)),
         ((f"{measured} the records form one group where it is below {rules.MERGE_BELOW:g} per record and edge, its "
          "means taking the partition's budget (items that barely depend on each other: groups would only split "
          "the records)."), merged),
-        ((f"{measured} where it is below {rules.INDEPENDENT_BELOW:g} per record and edge each group's items are "
-         f"independent at its noisy means instead of a tree, the means taking the tree's budget {costlier}."),
-         tree and rules.chooses_independent(facts, k, kind, merged, items)),
     ]
     return "".join(text for text, said in words if said)

@@ -27,8 +27,6 @@ from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). Every share and
 #: threshold below was chosen by leave-one-dataset-out (benchmarks/rules_lodo.py; the results page).
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.58
-#: The means' share where the records form one group and DP-SGD trains (None: MEANS_SHARE).
-SINGLE_PART_MEANS_SHARE: float | None = None
 #: Share of the noisy record-length histogram the release follows (0: none; never for a declared table), from the
 #: means' share, from N * epsilon = LENGTHS_SCALE up (below, the histogram's noise outweighs what it corrects).
 LENGTHS_SHARE, LENGTHS_SCALE = 0.05, 2_000
@@ -38,8 +36,6 @@ LENGTHS_FROM_BOUND = True
 #: Share of the noisy count of empty records, which then form a part of their own
 #: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
 EMPTY_SHARE = 0.01
-#: Share of the noisy item totals over all records, which the part means agree with (0: off; totals_noise_multiplier).
-TOTALS_SHARE = 0.0
 #: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
 #: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items). A
 #: fixed clip fits one kind of data: nine items shrink every record of a table written as
@@ -48,36 +44,18 @@ LENGTH_BOUND_SHARE, LENGTH_QUANTILE = 0.02, 0.9
 #: The weight of the means' noise against the clip's bias in the length that raises L when longer
 #: (``model.mean_clip_balance``; None: off): with little noise, a clip at the quantile costs more than it saves.
 LENGTH_BALANCE: float | None = 16.0
-#: What share the length bound's clip keeps the part means are divided by (``model.mean_debias``: off, mass, records).
-MEAN_DEBIAS = "off"
 #: Share of the items' measured dependence (dpgm.stages.dependence), from the means' share, where the rules
 #: form k > 1 groups and MERGE_BELOW is set: below MERGE_BELOW (per record and edge) the records form one group,
 #: whose means take the partition's budget (the same epsilon either way). 0: never measured.
 DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
-#: At or above this measured dependence (per record and edge) one group's model is a tree of items instead of
-#: DP-SGD's (``model.tree_above``; 0: never measured for it), where the records form one group and DP-SGD
-#: trains; the tree takes the budget DP-SGD would, its selections a TREE_SELECT_SHARE : TREE_PAIRS_SHARE part.
-TREE_ABOVE = 0.0
-#: Where one group's model would be a tree in DP-SGD's place (one group from the start, or groups that may merge),
-#: below this measured dependence its items are independent instead, their means taking the tree's budget
-#: (``model.kind: independent`` with ``model.tree_above``; 0: always the tree).
-INDEPENDENT_BELOW = 0.0
-#: Below this N * epsilon, where DP-SGD would train (from MIN_TRAINING_SCALE up), each group's model is a tree of
-#: items instead, which takes the budget DP-SGD would (the means keep theirs; inf: everywhere; 0: never).
-TREE_TRAINING_SCALE = math.inf
 #: Statistics over every pair of items (trees, the pairs over all records, the dependence) only over at most this many
 #: items (after data.top_items): each builds dense (m + 1)^2 counts, gigabytes over thousands; above it DP-SGD trains.
 PAIRS_MAX_ITEMS = 1_000
-#: Whether a tree in DP-SGD's place also follows one tree of pairs over all records (PAIRS_SCALE; from the means').
-TREE_FOLLOWS_PAIRS = False
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
 #: three groups halve each group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
-#: The number of items RECORDS_PER_PART and PARTITION_SCALE hold for (None: any number): with fewer items each
-#: group's tree and means cost less, and N * epsilon counts PARTS_ITEMS / items times (never less).
-PARTS_ITEMS: int | None = None
 LLOYD_ITERATIONS = 10
 #: The partitioner of k > 1 parts, by its rule in PARTITIONER_RULES (lloyd, kernel_kmeans, lsh_tree).
 PARTITIONER = "lloyd"
@@ -86,11 +64,10 @@ LSH_MAX_DEPTH, LSH_COUNT_SHARE = 20, 0.2
 #: A record's L2 norm is clipped to that of this many items in the noisy part means (without the length bound).
 MEAN_CLIP_ITEMS = 9
 #: Below this N * epsilon DP-SGD is skipped: each part's model is its noisy mean record (independent
-#: items) and the means get DP-SGD's share too.
+#: items) and the means get DP-SGD's share too. From it up, where pairs fit (PAIRS_MAX_ITEMS) and no record needs
+#: more than one item, each part's model is a tree of items (dpgm.stages.item_pairs) in DP-SGD's place, with its
+#: budget; a tree's edge selections and its pair counts split its share TREE_SELECT_SHARE : TREE_PAIRS_SHARE.
 MIN_TRAINING_SCALE = 3_000
-#: Below this N * epsilon each part's model is a tree of items (dpgm.stages.item_pairs) instead of
-#: independent items or DP-SGD (0: never); its edge selections and its pair counts take these shares.
-TREE_SCALE = 0
 TREE_SELECT_SHARE, TREE_PAIRS_SHARE = 0.1, 0.3
 #: Below this N * epsilon a declared table (``data.attributes``: one item per attribute in every record)
 #: gets a tree of items per part: its strongest pairs (values of the same attribute exclude each other,
@@ -152,20 +129,17 @@ def _lsh_tree(rho: float) -> dict[str, Any]:
 PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree": _lsh_tree}
 
 
-def parts(facts: PublicFacts, items: int | None = None) -> int:
+def parts(facts: PublicFacts) -> int:
     """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
-    one below N * epsilon = PARTITION_SCALE; N * epsilon scaled up where fewer ``items`` (default: all) than
-    PARTS_ITEMS are modelled."""
+    one below N * epsilon = PARTITION_SCALE."""
     scale = facts.records_magnitude * facts.epsilon
-    if PARTS_ITEMS is not None:
-        scale *= max(1.0, PARTS_ITEMS / (facts.n_items if items is None else items))
     return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
 
 
 def tree_scale(facts: PublicFacts) -> int:
-    """The N * epsilon below which the rules pick a tree of items: TREE_SCALE, or TABLE_TREE_SCALE for
-    a declared table if larger."""
-    return TREE_SCALE if facts.attributes is None else max(TREE_SCALE, TABLE_TREE_SCALE)
+    """The N * epsilon below which the rules pick a tree of items at every scale: TABLE_TREE_SCALE for a declared
+    table, else 0 (below MIN_TRAINING_SCALE other data get independent items)."""
+    return 0 if facts.attributes is None else TABLE_TREE_SCALE
 
 
 def family(facts: PublicFacts, items: int | None = None) -> str:
@@ -184,11 +158,11 @@ def pairs_fit(facts: PublicFacts, items: int | None = None) -> bool:
 
 
 def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
-    """Whether TREE_TRAINING_SCALE puts a tree where DP-SGD would train, over at most PAIRS_MAX_ITEMS ``items``
-    (default: all) and with at most one item per record required (a tree keeps at most one)."""
+    """Whether a tree takes DP-SGD's place (and budget) where DP-SGD would train: over at most PAIRS_MAX_ITEMS
+    ``items`` (default: all) and with at most one item per record required (a tree keeps at most one)."""
     scale = facts.records_magnitude * facts.epsilon
     trains = max(MIN_TRAINING_SCALE, tree_scale(facts)) <= scale  # below, a tree or independent items already
-    return trains and scale < TREE_TRAINING_SCALE and pairs_fit(facts, items) and facts.min_items <= 1
+    return trains and pairs_fit(facts, items) and facts.min_items <= 1
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -228,32 +202,9 @@ def measures_dependence(facts: PublicFacts, k: int, partitioner: str | None = No
             and (partitioner or PARTITIONER) in MERGEABLE and pairs_fit(facts, items))
 
 
-def chooses_tree(facts: PublicFacts, k: int, kind: str, items: int | None = None) -> bool:
-    """Whether the measured dependence may choose a tree instead of DP-SGD (``TREE_ABOVE``): one group, a model
-    trained by DP-SGD that the config leaves open (``kind``: ``family``'s), not a table (a tree already at its
-    scales), no record of more than one declared item required (a tree keeps at most one), at most
-    PAIRS_MAX_ITEMS ``items`` (default: all), and the release follows no length histogram (``follows_lengths``)."""
-    return (TREE_ABOVE > 0 and DEPENDENCE_SHARE > 0 and k == 1 and kind == "vae" and facts.attributes is None
-            and facts.min_items <= 1 and pairs_fit(facts, items) and not follows_lengths(facts))
-
-
-def chooses_independent(facts: PublicFacts, k: int, kind: str, merged: bool, items: int | None = None) -> bool:
-    """Whether the measured dependence chooses between a tree in DP-SGD's place and independent items
-    (INDEPENDENT_BELOW): one group, or groups that may merge (``merged``), not a table (its tree is its own), and
-    the release follows no length histogram (``follows_lengths``)."""
-    return (INDEPENDENT_BELOW > 0 and DEPENDENCE_SHARE > 0 and kind == "tree" and tree_for_training(facts, items)
-            and facts.attributes is None and (k == 1 or merged) and not follows_lengths(facts))
-
-
 def parts_open(stated: frozenset[str]) -> bool:
     """Whether the rules may choose the parts (and merge them): the config states neither their number nor method."""
     return not {"partition.k", "partition.method"} & stated
-
-
-def tree_open(cfg: Config, stated: frozenset[str]) -> bool:
-    """Whether the rules may choose a tree on the measured dependence: the config states neither the model nor
-    ``model.tree_above: 0``."""
-    return "model.kind" not in stated and not ("model.tree_above" in stated and cfg.model.tree_above == 0)
 
 
 def lengths_open(cfg: Config, stated: frozenset[str]) -> bool:
@@ -269,9 +220,8 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     is not a tree already, and the release follows no length histogram (LENGTHS_SHARE: it follows one or the
     other)."""
     shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and not follows_lengths(facts)
-    model = kind != "tree" or (TREE_FOLLOWS_PAIRS and tree_for_training(facts, items))
     scale = facts.records_magnitude * facts.epsilon
-    return shares and items > 1 and pairs_fit(facts, items) and model and scale >= PAIRS_SCALE
+    return shares and items > 1 and pairs_fit(facts, items) and kind != "tree" and scale >= PAIRS_SCALE
 
 
 def follows_lengths(facts: PublicFacts) -> bool:
@@ -284,19 +234,16 @@ def follows_lengths(facts: PublicFacts) -> bool:
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
                     partitioner: str | None = None, pairs: bool = True, merge: bool = True,
-                    tree: bool = True, bound: bool = True, bound_lengths: bool = True) -> dict[str, Any]:
+                    bound: bool = True, bound_lengths: bool = True) -> dict[str, Any]:
     """Every rule's value as dotted config keys (the module docstring gives the reasons); ``kind``: the model family
-    the config states (default: ``family``, and a tree where the measured dependence is high, ``chooses_tree``);
-    ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a rule for it (default: PARTITIONER);
-    ``pairs``: False when a stated option rules out a release that follows global pairs (``measures_pairs``);
-    ``merge``: False when the config states the parts (no measured merge, ``measures_dependence``); ``tree``: False
-    when it turns the choice of a tree off; ``bound``: False when it turns the length bound off (the means' clip is
-    then MEAN_CLIP_ITEMS items); ``bound_lengths``: False when it states a length histogram of the release's own."""
+    the config states (default: ``family``); ``partitioner``: the partitioner it states, when PARTITIONER_RULES has a
+    rule for it (default: PARTITIONER); ``pairs``: False when a stated option rules out a release that follows global
+    pairs (``measures_pairs``); ``merge``: False when the config states the parts (no measured merge,
+    ``measures_dependence``); ``bound``: False when it turns the length bound off (the means' clip is then
+    MEAN_CLIP_ITEMS items); ``bound_lengths``: False when it states a length histogram of the release's own."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
-    k = parts(facts, items)
-    open_kind = tree and kind is None
-    gate = open_kind and chooses_tree(facts, k, family(facts, items), items)
+    k = parts(facts)
     kind = kind or family(facts, items)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
@@ -309,14 +256,11 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     shared = LENGTHS_FROM_BOUND and bound_lengths and lengths_share > 0 and bound_share > 0  # one for clip and release
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
-    untrained = open_kind and chooses_independent(facts, k, kind, merged, items)
-    dependence_share = DEPENDENCE_SHARE if merged or gate or untrained else 0.0
-    fixed = (items_share + partition_share + lengths_share + empty_share + TOTALS_SHARE + bound_share + pairs_share
-             + dependence_share)
+    dependence_share = DEPENDENCE_SHARE if merged else 0.0
+    fixed = items_share + partition_share + lengths_share + empty_share + bound_share + pairs_share + dependence_share
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's; the
     # length histogram's share comes from the means'
-    trained = SINGLE_PART_MEANS_SHARE if k == 1 and SINGLE_PART_MEANS_SHARE is not None else MEANS_SHARE
-    trained -= lengths_share
+    trained = MEANS_SHARE - lengths_share
     if kind == "tree" and tree_for_training(facts, items):
         tree_share = 1.0 - fixed - trained + pairs_share - MARGIN  # the pairs' share comes from the means'
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
@@ -334,22 +278,20 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.length_noise_multiplier": (sigma_for_share(rho, lengths_share) if lengths_share > 0 and not shared
                                           else None),
         "model.lengths_from_bound": shared,
-        "model.totals_noise_multiplier": sigma_for_share(rho, TOTALS_SHARE) if TOTALS_SHARE > 0 else None,
+        "model.totals_noise_multiplier": None,  # no item totals over all records (leave-one-dataset-out)
         "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
         "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,
         "model.pairs_clip": PAIRS_CLIP if pairs_share > 0 and bound_share > 0 else "means",
         "model.pairs_item_weight": PAIRS_ITEM_WEIGHT,
         "model.mean_clip_quantile": LENGTH_QUANTILE if bound_share > 0 else None,
         "model.mean_clip_balance": LENGTH_BALANCE if bound_share > 0 else None,
-        "model.mean_debias": MEAN_DEBIAS if bound_share > 0 else "off",
+        "model.mean_debias": "off",  # the clipped means are not rescaled (leave-one-dataset-out)
         "model.length_bound_noise_multiplier": (sigma_for_share(rho, bound_share + (lengths_share if shared else 0.0))
                                                  if bound_share > 0 else 20.0),
         "partition.empty_part_noise_multiplier": sigma_for_share(rho, empty_share) if empty_share > 0 else None,
         "partition.dependence_noise_multiplier": sigma_for_share(rho, dependence_share) if dependence_share else None,
         "partition.merge_below": MERGE_BELOW if merged else 0.0,
-        "model.tree_above": TREE_ABOVE if gate else 0.0,
-        # where chosen, the tree takes what DP-SGD would: the rest of rho after the fixed stages and the means
-        "model.tree_options": tree_options(rho, items, 1.0 - fixed - means_share - MARGIN) if gate else {},
+        "model.tree_above": 0.0, "model.tree_options": {},  # no model chosen on the measured dependence
         "training.clipping": "fixed", "training.clip_norm": CLIP_NORM, "training.optimizer": "adam",
         "training.learning_rate": 0.003, "training.schedule": "parallel",
     }
@@ -361,9 +303,6 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         over = TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None
         out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share,
                                                not over and every_pair(facts, items)), "by_attribute": over}
-    if untrained:  # the measured dependence chooses the tree or independent items at the means
-        out.update({"model.kind": "independent", "model.calibrate": True, "model.tree_above": INDEPENDENT_BELOW,
-                    "model.tree_options": out.pop("model.options")})
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out
@@ -390,7 +329,7 @@ def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) 
     facts = dataclasses.replace(facts, lengths=facts.lengths and lengths_open(cfg, stated))
     chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
                                                            partitioner=partitioner, pairs=pairs, merge=merge,
-                                                           tree=tree_open(cfg, stated), bound=bound,
+                                                           bound=bound,
                                                            bound_lengths=bound_lengths).items()
               if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
     for key, value in chosen.items():

@@ -29,14 +29,6 @@ def test_rows_that_measured_different_values_are_refused():
         merge_threshold.threshold_rows(rows, 0.03)
 
 
-def test_a_tree_threshold_takes_the_tree_row_at_or_above_it():
-    rows = [_row("tree_keep", 0, 0.01, -0.1), _row("tree_take", 0, 0.01, -0.3),
-            _row("tree_keep", 1, 0.05, -0.2), _row("tree_take", 1, 0.05, -0.6)]
-    made = merge_threshold.threshold_rows(rows, 0.05, merge_threshold.GATES["tree"])
-    assert [(r["seed"], r["score"], r["taken"], r["candidate"]) for r in made] == [
-        (0, -0.1, False, "tree0.05"), (1, -0.6, True, "tree0.05")]  # at the threshold: the tree
-
-
 def test_a_length_gate_takes_the_histogram_rows_from_the_declared_scale_up():
     """``--gate lengths5``: N epsilon as the rules read it, N the declared magnitude (3,000 records count 1,000)."""
     def row(candidate: str, n_fit: int, epsilon: float, score: float) -> dict:

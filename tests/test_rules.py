@@ -18,28 +18,15 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
 from dpgm.regime import regime
-from dpgm.rules import LENGTHS_SHARE, MAX_PARTS, TREE_TRAINING_SCALE, PublicFacts, parts, public_defaults, zcdp_rho
+from dpgm.rules import LENGTHS_SHARE, MAX_PARTS, PublicFacts, parts, public_defaults, zcdp_rho
 from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The shipped values, read before any test patches them.
-SHIPPED_TREE_TRAINING_SCALE, SHIPPED_LENGTHS_SHARE = TREE_TRAINING_SCALE, LENGTHS_SHARE
-
-
-@pytest.fixture(autouse=True)
-def dp_sgd_trains(monkeypatch) -> None:
-    """The rules where DP-SGD trains (TREE_TRAINING_SCALE 0) and no length histogram is measured (LENGTHS_SHARE 0):
-    most of them price the stages without it; the shipped tree in DP-SGD's place and the shipped histogram are
-    tested on their own (``test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train``,
-    ``test_the_length_histogram_takes_the_means_share_from_its_scale_up``)."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 0)
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.0)
-
-
-def facts(n: int, epsilon: float = 1.0, items: int = 17) -> PublicFacts:
-    return PublicFacts(n_items=items, records_magnitude=records_magnitude(n), epsilon=epsilon, delta=1e-6)
+def facts(n: int, epsilon: float = 1.0, items: int = 17, lengths: bool = True) -> PublicFacts:
+    """The public facts of n records over ``items`` items; ``lengths``: False where the config turns the release's
+    length histogram off (``model.length_noise_multiplier: null``)."""
+    return PublicFacts(n_items=items, records_magnitude=records_magnitude(n), epsilon=epsilon, delta=1e-6,
+                       lengths=lengths)
 
 
 def test_records_magnitude() -> None:
@@ -57,25 +44,14 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
     assert public_defaults(facts(300_000), top_items=None)["partition.method"] == "lloyd"
 
 
-def test_fewer_items_count_n_epsilon_more_times_where_parts_items_is_set(monkeypatch) -> None:
-    """PARTS_ITEMS 100: 17 items make N eps = 10,000 count as 58,824 (11 groups); 100 or more items change nothing."""
-    from dpgm import rules
-
-    assert parts(facts(30_000), items=17) == 1  # shipped: the number of items does not count
-    monkeypatch.setattr(rules, "PARTS_ITEMS", 100)
-    assert parts(facts(30_000), items=17) == 11
-    assert parts(facts(30_000, items=100)) == parts(facts(30_000, items=400)) == 1
-    assert public_defaults(facts(30_000, items=400), top_items=17)["partition.k"] == 11  # the items modelled count
-
-
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
-    """Without a record-length histogram (the fixture): items 5%, partition 15% (2T + 1 releases), empty records
+    """Where DP-SGD trains (a stated VAE) and the config turns the record-length histogram off: items 5%, partition 15% (2T + 1 releases), empty records
     1%, the length bound 2%, means 58% of which the global pairs take 30% at N epsilon = 100,000 and the items'
     dependence 2%: a Gaussian of multiplier s costs 1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
-    f = facts(300_000)
+    f = facts(300_000, lengths=False)
     rho = zcdp_rho(f.epsilon, f.delta)
-    rules = public_defaults(f, top_items=100)
+    rules = public_defaults(f, top_items=100, kind="vae")
     cost = (1 / (2 * rules["data.top_items_noise_multiplier"] ** 2)
             + 21 / (2 * rules["partition.noise_multiplier"] ** 2)
             + 1 / (2 * rules["partition.empty_part_noise_multiplier"] ** 2)
@@ -93,16 +69,14 @@ def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
 
 
 @pytest.mark.parametrize("name", ["lloyd", "kernel_kmeans", "lsh_tree"])
-def test_every_partitioner_rule_costs_the_partition_share(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_partitioner_rule_costs_the_partition_share(name: str) -> None:
     """The partition's plan, as its partitioner calibrates it, costs 15% of rho whichever rule runs."""
-    from dpgm import rules as rules_module
     from dpgm.clustering import make_partitioner
     from dpgm.config import PartitionConfig
     from dpgm.privacy.calibrate import plan_rdp
 
-    monkeypatch.setattr(rules_module, "PARTITIONER", name)
     f = facts(300_000)
-    chosen = public_defaults(f, top_items=None)
+    chosen = public_defaults(f, top_items=None, partitioner=name)
     assert chosen["partition.method"] == name
     model = make_partitioner(PartitionConfig(**{key.removeprefix("partition."): value for key, value in chosen.items()
                                                 if key.startswith("partition.")}))
@@ -130,7 +104,8 @@ def shaped(n: int, m: int) -> BinaryDataset:
 
 def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path) -> None:
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 2.0, "delta": 1e-6},
-                            "model": {"hidden": [16]}, "data": {"records_magnitude": 10_000}, "runs_dir": str(tmp_path)})
+                            "model": {"hidden": [16], "kind": "vae"}, "data": {"records_magnitude": 10_000},
+                            "runs_dir": str(tmp_path)})
     run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)  # N declared: 1e4
     assert cfg.model.hidden == [16] and "model.hidden" not in run.ruled  # stated: kept
     assert cfg.partition.method == "lloyd" and cfg.partition.k == 4 and cfg.model.calibrate is True
@@ -150,7 +125,7 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
     assert 1_000 < rules.MIN_TRAINING_SCALE <= 10_000  # n = 3,000 at epsilon 1 skips DP-SGD; 30,000 trains
     small, large = public_defaults(facts(3_000), top_items=None), public_defaults(facts(300_000), top_items=None)
     assert small["model.kind"] == "independent" and small["model.calibrate"] is True  # matters with min_items
-    assert large["model.kind"] == "vae"
+    assert large["model.kind"] == "tree"  # in DP-SGD's place
     f = facts(3_000)
     rho = zcdp_rho(f.epsilon, f.delta)
     cost = sum(1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
@@ -174,10 +149,11 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
 
 
 def test_empty_records_are_a_part_unless_the_user_declares_none_can_be() -> None:
-    """data.min_items = 0: the empty records' noisy count takes EMPTY_SHARE of rho; >= 1: no count."""
+    """data.min_items = 0 (and no length histogram, whose first bin counts them): the empty records' noisy count
+    takes EMPTY_SHARE of rho; >= 1: no count."""
     from dpgm import rules
 
-    f = facts(300_000)
+    f = facts(300_000, lengths=False)
     rho = zcdp_rho(f.epsilon, f.delta)
     split = public_defaults(f, top_items=None)["partition.empty_part_noise_multiplier"]
     assert 1 / (2 * split**2) == pytest.approx(rules.EMPTY_SHARE * rho) and rules.EMPTY_SHARE > 0
@@ -206,21 +182,19 @@ def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
         assert cfg.partition.empty_part_noise_multiplier is None
 
 
-def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) -> None:
+def test_a_length_histogram_share_leaves_the_empty_records_to_it() -> None:
     """The shipped LENGTHS_SHARE (5%): the histogram's first bin counts the empty records, so no empty part (the
     two together are refused) and its share is not spent; no global pairs beside it (the release follows one or
     the other). The shipped histogram is the length bound's (LENGTHS_FROM_BOUND), which takes both shares."""
     from dpgm import rules
     from dpgm.rules import apply_public_rules
 
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
-
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
     f = facts(300_000)
     apply_public_rules(cfg, f, cfg.stated)  # validates
     assert cfg.partition.empty_part_noise_multiplier is None and cfg.model.pairs_noise_multiplier is None
     assert cfg.model.lengths_from_bound and cfg.model.length_noise_multiplier is None
-    both = (rules.LENGTH_BOUND_SHARE + SHIPPED_LENGTHS_SHARE) * zcdp_rho(f.epsilon, f.delta)
+    both = (rules.LENGTH_BOUND_SHARE + LENGTHS_SHARE) * zcdp_rho(f.epsilon, f.delta)
     assert 1 / (2 * cfg.model.length_bound_noise_multiplier**2) == pytest.approx(both)
     assert "histogram of record lengths is measured" in regime(f)
     table = dataclasses.replace(f, attributes=17)  # one item per attribute: every record of one length
@@ -229,22 +203,19 @@ def test_a_length_histogram_share_leaves_the_empty_records_to_it(monkeypatch) ->
     assert "record lengths" not in regime(table)
 
 
-def test_the_length_histogram_takes_the_means_share_from_its_scale_up(monkeypatch) -> None:
+def test_the_length_histogram_takes_the_means_share_from_its_scale_up() -> None:
     """From N epsilon = LENGTHS_SCALE up (N's declared magnitude) the histogram takes LENGTHS_SHARE of rho from the
     means' share, and no empty part is counted; below, the rules are those without it. Where a tree takes DP-SGD's
     place the means lose exactly the histogram's share; where independent items take the rest, net of the empty
     part's."""
     from dpgm import rules as rules_module
 
-    monkeypatch.setattr(rules_module, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
-    monkeypatch.setattr(rules_module, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
-    share = SHIPPED_LENGTHS_SHARE
+    share = LENGTHS_SHARE
     below = facts(30_000, epsilon=0.99 * rules_module.LENGTHS_SCALE / 10_000)
     at = facts(30_000, epsilon=rules_module.LENGTHS_SCALE / 10_000)
     large = facts(300_000)
     shipped = {f: public_defaults(f, top_items=None) for f in (below, at, large)}
-    monkeypatch.setattr(rules_module, "LENGTHS_SHARE", 0.0)
-    without = {f: public_defaults(f, top_items=None) for f in (below, at, large)}
+    without = {f: public_defaults(dataclasses.replace(f, lengths=False), top_items=None) for f in (below, at, large)}
 
     def spent(rules: dict, key: str, f: PublicFacts) -> float:
         return 1 / (2 * rules[key] ** 2) / zcdp_rho(f.epsilon, f.delta)
@@ -288,15 +259,15 @@ def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
     assert cfg.model.mean_noise_multiplier < plain["model.mean_noise_multiplier"]  # more budget: less noise
 
 
-@pytest.mark.parametrize("n, epsilon, family, groups", [
-    (3_000, 1.0, "independent items", "one group"),  # N eps = 1e3: DP-SGD cannot pay
-    (30_000, 1.0, "a VAE per group", "one group (N x epsilon = 10,000 is below 20,000"),
-    (30_000, 4.0, "a VAE per group", "8 groups"),
-    (300_000, 0.01, "independent items", "one group"),  # many records, a tiny budget
-    (300_000, 4.0, "a VAE per group", f"{MAX_PARTS} groups"),
+@pytest.mark.parametrize("n, epsilon, items, family, groups", [
+    (3_000, 1.0, 17, "independent items", "one group"),  # N eps = 1e3: DP-SGD cannot pay
+    (30_000, 1.0, 17, "a tree of items per group", "one group (N x epsilon = 10,000 is below 20,000"),
+    (30_000, 4.0, 17, "a tree of items per group", "8 groups"),
+    (300_000, 0.01, 17, "independent items", "one group"),  # many records, a tiny budget
+    (300_000, 4.0, 2_000, "a VAE per group", f"{MAX_PARTS} groups"),  # too many items for pair counts
 ])
-def test_the_regime_follows_n_and_epsilon_and_says_why(n, epsilon, family, groups) -> None:
-    f = facts(n, epsilon)
+def test_the_regime_follows_n_and_epsilon_and_says_why(n, epsilon, items, family, groups) -> None:
+    f = facts(n, epsilon, items)
     defaults = public_defaults(f, top_items=None)
     why = regime(f)
     assert family in why and groups in why and f"N = {f.records_magnitude:,}" in why
@@ -313,39 +284,9 @@ def test_the_report_says_which_regime_was_chosen_and_what_the_config_stated(tmp_
     run.checkpoint()
     run.train({})
     report = run.finish()
-    assert report["rules"].startswith("The rules chose a VAE per group")  # N eps = 1e4 would train ...
+    assert report["rules"].startswith("The rules chose a tree of items per group")  # N eps = 1e4: a tree ...
     assert report["rules"].endswith("Stated in the config, so kept: model.kind.")  # ... but the config said no
     assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()
-
-
-def test_below_the_tree_scale_a_tree_per_group_spends_the_budget(monkeypatch, tmp_path) -> None:
-    """N * epsilon below TREE_SCALE: a tree of items, its selections and pairs priced in zCDP."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "TREE_SCALE", 3_000)
-    f = facts(3_000)
-    small = public_defaults(f, top_items=None)
-    assert small["model.kind"] == "tree" and small["model.calibrate"] is False
-    assert public_defaults(facts(30_000), top_items=None)["model.kind"] == "vae"
-    assert "a tree of items per group" in regime(f)
-    rho = zcdp_rho(f.epsilon, f.delta)
-    options = small["model.options"]
-    selections = (f.n_items - 1) * options["select_epsilon"] ** 2 / 8  # an exponential mechanism: eps^2 / 8
-    cost = selections + 1 / (2 * options["pair_noise_multiplier"] ** 2) + sum(
-        1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
-                                              "model.length_bound_noise_multiplier",
-                                              "partition.empty_part_noise_multiplier"))
-    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
-    # a config that states the tree gets its options from the rules too, at any scale
-    stated = public_defaults(facts(300_000), top_items=None, kind="tree")
-    assert stated["model.kind"] == "tree" and stated["model.options"].keys() == {"select_epsilon",
-                                                                                 "pair_noise_multiplier", "by_attribute"}
-    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
-                            "runs_dir": str(tmp_path), "seed": 0})
-    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
-    run.start()
-    assert run.steps == 0 and run.accountant.ledger.count("item_pairs") == 17  # 16 selections, one release
-    assert 0.95 < run.planned_epsilon() <= 1.0
 
 
 @pytest.mark.parametrize("kind, trains", [("rbm", True), ("vae", True), ("independent", False), ("tree", False)])
@@ -354,7 +295,7 @@ def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -
     a kind without DP-SGD gives the means that share too."""
     from dpgm import rules
 
-    f = facts(300_000)
+    f = facts(300_000, lengths=False)
     rho = zcdp_rho(f.epsilon, f.delta)
     plan = public_defaults(f, top_items=None, kind=kind)
     releases = ("partition.noise_multiplier", "model.mean_noise_multiplier", "model.length_bound_noise_multiplier",
@@ -392,7 +333,7 @@ def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_decl
             + sum(1 / (2 * chosen[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier")))
     assert cost == pytest.approx((1 - rules.MARGIN) * rho)
     large = PublicFacts(n_items=100, records_magnitude=100_000, epsilon=1.0, delta=1e-8, attributes=23)
-    assert public_defaults(large, top_items=None)["model.kind"] == "vae"  # above the scale: DP-SGD pays
+    assert public_defaults(large, top_items=None)["model.kind"] == "tree"  # above the scale: in DP-SGD's place
     assert public_defaults(large, top_items=None)["model.mean_clip"] == pytest.approx(math.sqrt(23))
     # a run lists the declaration among its public inputs and spends nothing on a length bound
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
@@ -404,12 +345,9 @@ def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_decl
     assert 0.95 < run.planned_epsilon() <= 1.0
 
 
-def test_a_declared_schema_puts_the_tables_tree_over_its_attributes_at_the_same_cost(monkeypatch, tmp_path) -> None:
+def test_a_declared_schema_puts_the_tables_tree_over_its_attributes_at_the_same_cost(tmp_path) -> None:
     """TABLE_BY_ATTRIBUTE with data.attribute_sizes: the tree spans the T attributes, its T - 1 selections priced
     from the same share (each at a larger epsilon than the items' m - 1); without the schema, a tree of items."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "TABLE_BY_ATTRIBUTE", True)
     table = PublicFacts(n_items=100, records_magnitude=1_000, epsilon=1.0, delta=1e-6, attributes=23)
     items = public_defaults(table, top_items=None)["model.options"]
     assert items["by_attribute"] is False  # the count alone does not say which item is whose value
@@ -428,51 +366,34 @@ def test_a_declared_schema_puts_the_tables_tree_over_its_attributes_at_the_same_
     assert 0.95 < run.planned_epsilon() <= 1.0
 
 
-def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(monkeypatch, tmp_path) -> None:
-    """PAIRS_* > 0: one global tree of pairs, its selections and counts priced in zCDP from their shares,
-    charged under release_pairs, and the run still ends at the target."""
+def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(tmp_path) -> None:
+    """From N epsilon = PAIRS_SCALE up, for a model not a tree and a release that follows no length histogram: one
+    global tree of pairs, its selections and counts priced in zCDP from their shares (out of the means'), charged
+    under release_pairs, and the run still ends at the target."""
     from dpgm import rules
 
-    monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.1)
-    monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.2)
-    monkeypatch.setattr(rules, "PAIRS_SCALE", 0)
-    f = facts(3_000)
-    small = public_defaults(f, top_items=None)
+    f = facts(300_000, lengths=False)
+    vae = public_defaults(f, top_items=None, kind="vae")
     rho = zcdp_rho(f.epsilon, f.delta)
-    assert (f.n_items - 1) * small["model.pairs_select_epsilon"] ** 2 / 8 == pytest.approx(0.1 * rho)
-    assert 1 / (2 * small["model.pairs_noise_multiplier"] ** 2) == pytest.approx(0.2 * rho)
-    assert "One tree of item pairs is measured over all records" in regime(f)
+    assert (f.n_items - 1) * vae["model.pairs_select_epsilon"] ** 2 / 8 == pytest.approx(0.1 * rho)
+    assert 1 / (2 * vae["model.pairs_noise_multiplier"] ** 2) == pytest.approx(0.2 * rho)
+    assert 1 / (2 * vae["model.mean_noise_multiplier"] ** 2) == pytest.approx(
+        (rules.MEANS_SHARE - 0.3 - rules.DEPENDENCE_SHARE) * rho)  # the pairs and the dependence from the means'
+    assert vae["model.pairs_clip"] == "balanced"  # the pairs' own clip, where the length bound is measured
+    # none below PAIRS_SCALE, none where each part's model is a tree of items, none where the release follows lengths
+    assert public_defaults(facts(30_000, lengths=False), top_items=None, kind="vae")["model.pairs_noise_multiplier"] is None
+    assert public_defaults(f, top_items=None, kind="tree")["model.pairs_noise_multiplier"] is None
+    assert public_defaults(f, top_items=None)["model.kind"] == "tree"
+    assert public_defaults(facts(300_000), top_items=None, kind="vae")["model.pairs_noise_multiplier"] is None
+    table = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=4.0, delta=1e-6, attributes=5)
+    assert public_defaults(table, top_items=None, kind="vae")["model.pairs_clip"] == "means"
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
-                            "runs_dir": str(tmp_path), "seed": 0})
+                            "model": {"kind": "independent", "length_noise_multiplier": None},
+                            "data": {"records_magnitude": 100_000}, "runs_dir": str(tmp_path), "seed": 0})
     run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
     run.start()
     assert run.accountant.ledger.count("release_pairs") == 17  # 16 selections, one release
     assert 0.95 < run.planned_epsilon() <= 1.0
-    # with DP-SGD the pairs' share comes out of the means'
-    large = public_defaults(facts(30_000), top_items=None)
-    assert 1 / (2 * large["model.mean_noise_multiplier"] ** 2) == pytest.approx((rules.MEANS_SHARE - 0.3) * rho)
-    # none below PAIRS_SCALE, none where each part's model is a tree of items already, none when off
-    monkeypatch.setattr(rules, "PAIRS_SCALE", 10_000)
-    assert public_defaults(f, top_items=None)["model.pairs_noise_multiplier"] is None
-    assert public_defaults(facts(30_000), top_items=None)["model.pairs_noise_multiplier"] is not None
-    assert public_defaults(facts(30_000), top_items=None, kind="tree")["model.pairs_noise_multiplier"] is None
-    monkeypatch.setattr(rules, "PAIRS_CLIP", "balanced")  # the pairs' own clip, where the length bound is measured
-    assert public_defaults(facts(30_000), top_items=None)["model.pairs_clip"] == "balanced"
-    table = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=4.0, delta=1e-6, attributes=5)
-    assert public_defaults(table, top_items=None, kind="vae")["model.pairs_clip"] == "means"
-    monkeypatch.setattr(rules, "PAIRS_SELECT_SHARE", 0.0)
-    monkeypatch.setattr(rules, "PAIRS_COUNTS_SHARE", 0.0)
-    assert public_defaults(facts(30_000), top_items=None)["model.pairs_noise_multiplier"] is None  # off
-
-
-def test_the_means_debias_follows_its_rule_only_where_the_length_bound_is_measured(monkeypatch) -> None:
-    from dpgm import rules
-
-    assert public_defaults(facts(30_000), top_items=None)["model.mean_debias"] == rules.MEAN_DEBIAS
-    monkeypatch.setattr(rules, "MEAN_DEBIAS", "mass")
-    assert public_defaults(facts(30_000), top_items=None)["model.mean_debias"] == "mass"
-    table = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0, delta=1e-6, attributes=5)
-    assert public_defaults(table, top_items=None)["model.mean_debias"] == "off"  # a table's clip never bites
 
 
 def test_a_config_that_turns_the_global_pairs_off_keeps_their_share_for_the_rest() -> None:
@@ -481,47 +402,34 @@ def test_a_config_that_turns_the_global_pairs_off_keeps_their_share_for_the_rest
     from dpgm.rules import apply_public_rules
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
-                            "model": {"kind": "independent", "pairs_noise_multiplier": None}})
+                            "model": {"kind": "independent", "pairs_noise_multiplier": None,
+                                      "length_noise_multiplier": None}})
     apply_public_rules(cfg, facts(300_000), cfg.stated)
     off = cfg.model.mean_noise_multiplier
-    on = public_defaults(facts(300_000), top_items=None, kind="independent")["model.mean_noise_multiplier"]
+    on = public_defaults(facts(300_000, lengths=False), top_items=None,
+                         kind="independent")["model.mean_noise_multiplier"]
     assert cfg.model.pairs_noise_multiplier is None and off < on  # the means took the pairs' 30% back
 
 
-def test_a_single_part_means_share_changes_only_the_means_of_one_trained_group(monkeypatch) -> None:
-    """SINGLE_PART_MEANS_SHARE (None: MEANS_SHARE) sets the means' share where k = 1 and DP-SGD trains; k > 1 keeps
-    MEANS_SHARE."""
-    from dpgm import rules
-
-    one, many = facts(30_000), facts(300_000)  # N eps = 1e4: one group, a VAE; 1e5: 20 groups
-    before = {f: public_defaults(f, top_items=None)["model.mean_noise_multiplier"] for f in (one, many)}
-    monkeypatch.setattr(rules, "SINGLE_PART_MEANS_SHARE", 0.7)
-    rho = zcdp_rho(one.epsilon, one.delta)
-    after = public_defaults(one, top_items=None)
-    assert after["partition.k"] == 1 and after["model.kind"] == "vae"
-    assert 1 / (2 * after["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.7 * rho)
-    assert after["model.mean_noise_multiplier"] < before[one]
-    assert public_defaults(many, top_items=None)["model.mean_noise_multiplier"] == before[many]
-
-
-def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_form(monkeypatch) -> None:
-    """MERGE_BELOW > 0: where k > 1 (not for one group, not for a table, not where the config states the parts) the
-    dependence is measured at DEPENDENCE_SHARE of rho, taken from the means', and below it the records form one group."""
+def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_form() -> None:
+    """Where k > 1 (not for one group, not for a table, not where the config states the parts) the dependence is
+    measured at DEPENDENCE_SHARE of rho, taken from the means' where DP-SGD trains, and below MERGE_BELOW the records
+    form one group."""
     from dpgm import rules
     from dpgm.rules import apply_public_rules
 
     many = facts(300_000)
-    after = public_defaults(many, top_items=None)
-    monkeypatch.setattr(rules, "MERGE_BELOW", 0.0)
-    before = public_defaults(many, top_items=None)
-    assert before["partition.dependence_noise_multiplier"] is None and before["partition.merge_below"] == 0.0
-    monkeypatch.setattr(rules, "MERGE_BELOW", 0.02)
-    after = {**after, "partition.merge_below": public_defaults(many, top_items=None)["partition.merge_below"]}
+    shipped = public_defaults(many, top_items=None)
     rho = zcdp_rho(many.epsilon, many.delta)
-    assert 1 / (2 * after["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
-    means = [1 / (2 * d["model.mean_noise_multiplier"] ** 2) for d in (before, after)]
+    assert shipped["partition.merge_below"] == rules.MERGE_BELOW == 0.025
+    assert 1 / (2 * shipped["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(
+        rules.DEPENDENCE_SHARE * rho)
+    assert "one group where it is below 0.025" in regime(many)
+    trained = facts(300_000, lengths=False)
+    merged, kept = (public_defaults(trained, top_items=None, kind="vae", merge=merge) for merge in (True, False))
+    assert kept["partition.dependence_noise_multiplier"] is None and kept["partition.merge_below"] == 0.0
+    means = [1 / (2 * d["model.mean_noise_multiplier"] ** 2) for d in (kept, merged)]
     assert means[0] - means[1] == pytest.approx(rules.DEPENDENCE_SHARE * rho)  # the rest is unchanged
-    assert after["partition.merge_below"] == 0.02 and "one group where it is below 0.02" in regime(many)
     assert public_defaults(facts(30_000), top_items=None)["partition.dependence_noise_multiplier"] is None  # k = 1
     table = PublicFacts(n_items=17, records_magnitude=100_000, epsilon=1.0, delta=1e-6, attributes=5)
     assert public_defaults(table, top_items=None, kind="vae")["partition.dependence_noise_multiplier"] is None
@@ -537,53 +445,12 @@ def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_for
     assert cfg.partition.dependence_noise_multiplier is None and cfg.partition.merge_below == 0.0
 
 
-def test_a_tree_threshold_measures_the_dependence_where_one_group_trains_and_the_tree_takes_dp_sgds_share(
-        monkeypatch) -> None:
-    """TREE_ABOVE > 0: where the records form one group and DP-SGD trains (not a table, not a stated model), the
-    dependence is measured from the means' share and the tree's options cost what DP-SGD would have spent."""
-    from dpgm import rules
-    from dpgm.rules import apply_public_rules
-
-    one = facts(30_000)  # N eps = 10,000: one group, a VAE
-    monkeypatch.setattr(rules, "TREE_ABOVE", 0.0)
-    before = public_defaults(one, top_items=None)
-    assert before["model.tree_above"] == 0.0 and before["partition.dependence_noise_multiplier"] is None
-    monkeypatch.setattr(rules, "TREE_ABOVE", 0.04)
-    after = public_defaults(one, top_items=None)
-    rho = zcdp_rho(one.epsilon, one.delta)
-    assert after["model.tree_above"] == 0.04 and after["partition.merge_below"] == 0.0
-    assert 1 / (2 * after["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
-    means = [1 / (2 * d["model.mean_noise_multiplier"] ** 2) for d in (before, after)]
-    assert means[0] - means[1] == pytest.approx(rules.DEPENDENCE_SHARE * rho)
-    options = after["model.tree_options"]
-    tree = (one.n_items - 1) * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
-    gaussian = [1 / (2 * after[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
-                                                       "partition.dependence_noise_multiplier",
-                                                       "model.length_bound_noise_multiplier",
-                                                       "partition.empty_part_noise_multiplier")]
-    assert sum(gaussian) + tree == pytest.approx((1 - rules.MARGIN) * rho)  # the tree spends the rest, less the margin
-    assert "a tree of items instead" in regime(one) and "a tree of items instead" not in regime(one, tree=False)
-    for off in (facts(300_000), facts(3_000), PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0,
-                                                          delta=1e-6, attributes=5)):
-        assert public_defaults(off, top_items=None)["model.tree_above"] == 0.0  # k > 1, independent items, a table
-    assert public_defaults(one, top_items=None, kind="vae")["model.tree_above"] == 0.0  # a stated model is kept
-    assert public_defaults(facts(30_000, items=5_000), top_items=None)["model.tree_above"] == 0.0  # dense pairs
-    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
-    apply_public_rules(cfg, one, cfg.stated)  # validates
-    assert cfg.model.tree_above == 0.04 and cfg.partition.dependence_noise_multiplier is not None
-    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
-                            "model": {"tree_above": 0}})
-    apply_public_rules(cfg, one, cfg.stated)
-    assert cfg.model.tree_above == 0 and cfg.partition.dependence_noise_multiplier is None  # turned off: not measured
-
-
-def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budget(monkeypatch) -> None:
-    """TREE_TRAINING_SCALE: from MIN_TRAINING_SCALE up to it the model is a tree; the means keep their trained
-    share and the tree's options cost the rest but the margin; independent items below, DP-SGD above."""
+def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budget() -> None:
+    """From MIN_TRAINING_SCALE up the model is a tree; the means keep their trained share and the tree's options
+    cost the rest but the margin; independent items below, DP-SGD where a record needs more than one item."""
     from dpgm import rules
 
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 20_000)
-    one = facts(30_000)
+    one = facts(30_000, lengths=False)
     out = public_defaults(one, top_items=None)
     rho = zcdp_rho(one.epsilon, one.delta)
     assert out["model.kind"] == "tree" and not out["model.calibrate"] and out["partition.k"] == 1
@@ -596,23 +463,17 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
     assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
                                        - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
-    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000 and below 20,000, where" in regime(one)
+    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000, where" in regime(one)
     assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000
-    assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "vae"  # groups form: DP-SGD
+    assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "tree"  # groups form: a tree each
     assert public_defaults(facts(30_000), top_items=None, kind="vae")["model.kind"] == "vae"  # stated: kept
     required = PublicFacts(n_items=17, records_magnitude=10_000, epsilon=1.0, delta=1e-6, min_items=2)
     assert public_defaults(required, top_items=None)["model.kind"] == "vae"  # a tree keeps at most one item
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", 0)
-    assert public_defaults(one, top_items=None)["model.kind"] == "vae"
 
 
-def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(monkeypatch, tmp_path) -> None:
-    """TREE_TRAINING_SCALE as shipped (inf): a tree from N epsilon = 3,000 up, one group or many, nothing trained;
-    a run on public rules spends within its target, all but the margin."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
-    assert SHIPPED_TREE_TRAINING_SCALE == math.inf
+def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(tmp_path) -> None:
+    """A tree from N epsilon = 3,000 up, one group or many, nothing trained; a run on public rules spends within its
+    target, all but the margin."""
     kinds = {n: public_defaults(facts(n), top_items=None)["model.kind"] for n in (3_000, 30_000, 300_000)}
     assert kinds == {3_000: "independent", 30_000: "tree", 300_000: "tree"}
     assert public_defaults(facts(300_000), top_items=None)["partition.k"] == MAX_PARTS  # the groups stay
@@ -634,15 +495,16 @@ def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(monkeypatch, t
     assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0
 
 
-def test_a_declared_tables_own_tree_keeps_its_shares_where_the_tree_takes_dp_sgds_place(monkeypatch) -> None:
-    """Below TABLE_TREE_SCALE a table's tree has its own shares whatever TREE_TRAINING_SCALE says; above, the tree
-    in DP-SGD's place takes DP-SGD's."""
+def test_a_declared_tables_own_tree_keeps_its_shares_where_the_tree_takes_dp_sgds_place() -> None:
+    """Below TABLE_TREE_SCALE a table's tree has its own shares (40% of rho); above, the tree in DP-SGD's place
+    takes DP-SGD's."""
     from dpgm import rules
 
     table = PublicFacts(n_items=75, records_magnitude=1_000, epsilon=4.0, delta=1e-6, attributes=37)
     before = public_defaults(table, top_items=None)
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
-    assert public_defaults(table, top_items=None) == before and before["model.kind"] == "tree"
+    options, rho = before["model.options"], zcdp_rho(table.epsilon, table.delta)
+    tree = 74 * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
+    assert before["model.kind"] == "tree" and tree == pytest.approx((rules.TREE_SELECT_SHARE + rules.TREE_PAIRS_SHARE) * rho)
     assert "a table of 37 attributes" in regime(table)
     larger = dataclasses.replace(table, records_magnitude=100_000)  # N eps = 400,000: DP-SGD's place
     assert public_defaults(larger, top_items=None)["model.kind"] == "tree" and "DP-SGD's place" in regime(larger)
@@ -665,67 +527,26 @@ def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> 
     assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()
 
 
-def test_independent_below_lets_the_measured_dependence_choose_the_tree_or_independent_items(
-        monkeypatch, tmp_path) -> None:
-    """INDEPENDENT_BELOW: where one group's tree takes DP-SGD's place (or groups may merge), the dependence is
-    measured, from the tree's share as where groups merge, and chooses the tree or independent items; the means
-    keep their share, and a run spends within its target either way."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
-    one = facts(30_000)
-    before = public_defaults(one, top_items=None)
-    monkeypatch.setattr(rules, "INDEPENDENT_BELOW", 0.02)
-    out = public_defaults(one, top_items=None)
-    rho = zcdp_rho(one.epsilon, one.delta)
-    assert out["model.kind"] == "independent" and out["model.tree_above"] == 0.02 and out["partition.k"] == 1
-    assert out["model.mean_noise_multiplier"] == before["model.mean_noise_multiplier"]
-    assert 1 / (2 * out["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(rules.DEPENDENCE_SHARE * rho)
-    options, plain = out["model.tree_options"], before["model.options"]
-    tree, plain_tree = ((one.n_items - 1) * o["select_epsilon"] ** 2 / 8 + 1 / (2 * o["pair_noise_multiplier"] ** 2)
-                        for o in (options, plain))
-    assert tree == pytest.approx(plain_tree - rules.DEPENDENCE_SHARE * rho)  # the measurement's share
-    assert "where it is below 0.02 per record and edge each group's items are independent" in regime(one)
-    many = public_defaults(facts(300_000), top_items=None)  # groups that may merge: the same measurement serves both
-    assert many["model.kind"] == "independent" and many["partition.merge_below"] == rules.MERGE_BELOW
-    table = PublicFacts(n_items=75, records_magnitude=10_000, epsilon=4.0, delta=1e-6, attributes=37)
-    assert public_defaults(table, top_items=None)["model.kind"] == "tree"  # a table's tree is its own
-    assert public_defaults(one, top_items=None, kind="tree")["model.kind"] == "tree"  # stated: kept
-    rng = np.random.default_rng(0)
-    x = sp.csr_matrix((rng.random((30_000, 12)) < 0.2).astype(np.float32))  # independent items
-    data = BinaryDataset(records=x, item_names=[f"i{j}" for j in range(12)])
-    cfg = config_from_dict({"rules": "public", "runs_dir": str(tmp_path), "seed": 1,
-                            "privacy": {"target_epsilon": 2.0, "delta": 1e-6}})
-    run = TrainingRun(cfg, tmp_path / "run", data=data, progress=False)
-    run.start()
-    assert cfg.model.kind == "independent" and run.output("item_pairs") is None  # below: independent items
-    assert run.accountant.ledger.count("model_choice") == 1
-    assert 2.0 * 0.98 < run.accountant.spent().epsilon <= 2.0
-
-
-def test_without_lengths_from_the_bound_the_release_gets_a_histogram_of_its_own(monkeypatch) -> None:
-    """LENGTHS_FROM_BOUND off: a second histogram at LENGTHS_SHARE for the release, the bound's keeps its own share."""
+def test_without_lengths_from_the_bound_the_release_gets_a_histogram_of_its_own() -> None:
+    """A config that turns model.lengths_from_bound off: a second histogram at LENGTHS_SHARE for the release, the
+    bound's keeps its own share."""
     from dpgm import rules as rules_module
 
-    monkeypatch.setattr(rules_module, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
-    monkeypatch.setattr(rules_module, "LENGTHS_FROM_BOUND", False)
-    chosen = public_defaults(facts(300_000), top_items=None)
+    chosen = public_defaults(facts(300_000), top_items=None, bound_lengths=False)
     rho = zcdp_rho(1.0, 1e-6)
     assert not chosen["model.lengths_from_bound"]
-    assert 1 / (2 * chosen["model.length_noise_multiplier"] ** 2) == pytest.approx(SHIPPED_LENGTHS_SHARE * rho)
+    assert 1 / (2 * chosen["model.length_noise_multiplier"] ** 2) == pytest.approx(LENGTHS_SHARE * rho)
     assert 1 / (2 * chosen["model.length_bound_noise_multiplier"] ** 2) == pytest.approx(
         rules_module.LENGTH_BOUND_SHARE * rho)
 
 
 @pytest.mark.parametrize("stated", [{"length_noise_multiplier": 50.0}, {"length_noise_multiplier": None},
                                     {"lengths_from_bound": False}])
-def test_a_stated_length_histogram_or_bound_keeps_the_release_off_the_bounds_histogram(stated, monkeypatch) -> None:
+def test_a_stated_length_histogram_or_bound_keeps_the_release_off_the_bounds_histogram(stated) -> None:
     """The shipped rules follow the bound's histogram unless the config states the release's own (or none) or turns
     that off: the stated options are kept and the result validates."""
-    from dpgm import rules
     from dpgm.rules import apply_public_rules
 
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}, "model": stated})
     apply_public_rules(cfg, facts(300_000), cfg.stated)  # validates
     assert not cfg.model.lengths_from_bound
@@ -733,18 +554,15 @@ def test_a_stated_length_histogram_or_bound_keeps_the_release_off_the_bounds_his
         assert getattr(cfg.model, key) == value
 
 
-def test_a_config_that_turns_the_lengths_off_gets_the_rules_without_them(monkeypatch) -> None:
+def test_a_config_that_turns_the_lengths_off_gets_the_rules_without_them() -> None:
     """model.length_noise_multiplier: null stated where the shipped rules would follow lengths: every other option is
     what the rules without a length histogram give (an empty part, the bound at its own share, nothing left unspent),
     and the report does not speak of a histogram."""
-    from dpgm import rules
     from dpgm.pipeline.plan import rules_why
     from dpgm.rules import apply_public_rules
 
     f = facts(300_000)
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.0)
-    without = public_defaults(f, top_items=None)
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+    without = public_defaults(dataclasses.replace(f, lengths=False), top_items=None)
     assert public_defaults(f, top_items=None) != without  # the shipped rules follow lengths here
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "model": {"length_noise_multiplier": None}})
@@ -755,31 +573,28 @@ def test_a_config_that_turns_the_lengths_off_gets_the_rules_without_them(monkeyp
     assert "record lengths" in rules_why(cfg, f)
 
 
-def test_a_config_that_turns_the_length_bound_off_validates_and_keeps_a_histogram_of_its_own(monkeypatch) -> None:
+def test_a_config_that_turns_the_length_bound_off_validates_and_keeps_a_histogram_of_its_own() -> None:
     """model.mean_clip_quantile: null stated: no bound's options, the means clipped at MEAN_CLIP_ITEMS items, and the
     release's length histogram measured on its own at LENGTHS_SHARE."""
     from dpgm import rules
     from dpgm.rules import apply_public_rules
 
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "model": {"mean_clip_quantile": None}})
     apply_public_rules(cfg, facts(300_000), cfg.stated)  # validates
     model = cfg.model
     assert model.mean_clip_quantile is None and model.mean_clip_balance is None and not model.lengths_from_bound
     assert model.mean_clip == pytest.approx(math.sqrt(rules.MEAN_CLIP_ITEMS))
-    assert 1 / (2 * model.length_noise_multiplier**2) == pytest.approx(SHIPPED_LENGTHS_SHARE * zcdp_rho(1.0, 1e-6))
+    assert 1 / (2 * model.length_noise_multiplier**2) == pytest.approx(LENGTHS_SHARE * zcdp_rho(1.0, 1e-6))
 
 
-def test_a_tree_releases_every_pair_from_its_scale_up_where_the_release_follows_lengths(monkeypatch) -> None:
-    """ALL_PAIRS_SCALE: from that N * epsilon per pair up, where the release follows lengths, a tree of items releases
+def test_a_tree_releases_every_pair_from_its_scale_up_where_the_release_follows_lengths() -> None:
+    """From N * epsilon per pair = ALL_PAIRS_SCALE up, where the release follows lengths, a tree of items releases
     every pair's count with the whole tree share (no selections); more items, or no length histogram: selections."""
     from dpgm import rules
     from dpgm.stages.model_choice import tree_options, tree_releases
 
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
-    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", 10_000 / 136)
+    assert rules.ALL_PAIRS_SCALE == 1.0
     few = facts(30_000)  # 17 items, one group, a tree in DP-SGD's place; N epsilon = 10,000 over 136 pairs
     chosen = public_defaults(few, top_items=None)
     options = chosen["model.options"]
@@ -787,16 +602,13 @@ def test_a_tree_releases_every_pair_from_its_scale_up_where_the_release_follows_
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
     rules.apply_public_rules(cfg, few, cfg.stated)  # validates: the release follows lengths
     [(event, count)] = tree_releases(tree_options(cfg.model), 17)
-    rho = zcdp_rho(1.0, 1e-6)
-    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", math.inf)
-    selected = public_defaults(few, top_items=None)["model.options"]
-    spent = 1 / (2 * event.noise_multiplier**2) / rho  # the counts take the selections' share too
-    assert spent == pytest.approx(1 / (2 * selected["pair_noise_multiplier"]**2) / rho
-                                  + 16 * selected["select_epsilon"]**2 / 8 / rho) and count == 1
-    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", 10_000 / 136)
-    assert "all_pairs" not in public_defaults(facts(30_000, items=18), top_items=None)["model.options"]  # 153 pairs
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", 0.0)  # no length histogram: the release could not follow them
-    assert "all_pairs" not in public_defaults(few, top_items=None)["model.options"]
+    assert count == 1 and event.noise_multiplier == options["pair_noise_multiplier"]  # one release, every pair
+    # 141 items: 9,870 pairs, at most 10,000; 142 items: 10,011 pairs, more
+    assert public_defaults(facts(30_000, items=141), top_items=None)["model.options"]["all_pairs"]
+    assert "all_pairs" not in public_defaults(facts(30_000, items=142), top_items=None)["model.options"]
+    # no length histogram: the release could not follow the pairs; the selections take their share of the same tree
+    selected = public_defaults(dataclasses.replace(few, lengths=False), top_items=None)["model.options"]
+    assert "all_pairs" not in selected and selected["select_epsilon"] > 0
 
 
 def test_every_pair_without_a_length_histogram_is_refused() -> None:
@@ -805,12 +617,7 @@ def test_every_pair_without_a_length_histogram_is_refused() -> None:
                                     "options": {"all_pairs": True}}})
 
 
-def test_the_report_says_when_every_pair_is_measured(monkeypatch) -> None:
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "TREE_TRAINING_SCALE", SHIPPED_TREE_TRAINING_SCALE)
-    monkeypatch.setattr(rules, "LENGTHS_SHARE", SHIPPED_LENGTHS_SHARE)
+def test_the_report_says_when_every_pair_is_measured() -> None:
     assert "every pair's count is measured" in regime(facts(30_000))  # 10,000 over 136 pairs: at least 1
     assert "at least 1)" in regime(facts(30_000))
-    monkeypatch.setattr(rules, "ALL_PAIRS_SCALE", 100.0)
-    assert "every pair's count" not in regime(facts(30_000))
+    assert "every pair's count" not in regime(facts(30_000, items=142))  # 10,000 over 10,011 pairs

@@ -26,7 +26,7 @@ from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
 from dpgm.regime import regime
-from dpgm.rules import PublicFacts, lengths_open, parts_open, tree_open
+from dpgm.rules import PublicFacts, lengths_open, parts_open
 from dpgm.stages.dependence import merges
 from dpgm.stages.model_choice import tree_chosen, tree_options
 from dpgm.training.mixture import STAGE
@@ -67,7 +67,7 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     schema = (" The declared schema (data.attribute_sizes) makes each group's noisy value frequencies of one "
               "attribute add up to one before its tree is fitted." + over if cfg.data.attribute_sizes is not None
               and cfg.model.kind == "tree" else "")
-    return regime(facts, merge=parts_open(cfg.stated), tree=tree_open(cfg, cfg.stated), items=items) + schema + kept
+    return regime(facts, merge=parts_open(cfg.stated), items=items) + schema + kept
 
 
 def check_components(cfg: Config) -> None:
