@@ -16,7 +16,6 @@ neither overshoot nor leave budget unused.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -306,34 +305,3 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out
-
-
-def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
-    """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
-    # stated options an empty part and global pairs do not go with (a label per part, a length histogram)
-    no_empty_part = cfg.partition.method == "label" or cfg.model.follows_lengths
-    if no_empty_part:  # plan as if no record could be
-        facts = dataclasses.replace(facts, min_items=max(facts.min_items, 1))  # empty (its share goes to the rest)
-    kind = cfg.model.kind if "model.kind" in stated else None
-    method = cfg.partition.method
-    partitioner = method if "partition.method" in stated and method in PARTITIONER_RULES else None
-    # no global pairs where those options rule them out or the config turns them off: their share stays
-    off = "model.pairs_noise_multiplier" in stated and cfg.model.pairs_noise_multiplier is None
-    pairs = not no_empty_part and not off
-    # stated parts are kept as stated; a partition calibrated to its own epsilon has no fixed budget to move
-    merge = parts_open(stated) and cfg.partition.target_epsilon is None
-    # the release's lengths from the bound's histogram unless the config states its own (or none) or no bound
-    bound = not ("model.mean_clip_quantile" in stated and cfg.model.mean_clip_quantile is None)
-    bound_lengths = not ("model.length_noise_multiplier" in stated
-                         or ("model.lengths_from_bound" in stated and not cfg.model.lengths_from_bound))
-    facts = dataclasses.replace(facts, lengths=facts.lengths and lengths_open(cfg, stated))
-    chosen = {key: value for key, value in public_defaults(facts, top_items=cfg.data.top_items, kind=kind,
-                                                           partitioner=partitioner, pairs=pairs, merge=merge,
-                                                           bound=bound,
-                                                           bound_lengths=bound_lengths).items()
-              if key not in stated and not (no_empty_part and key == "partition.empty_part_noise_multiplier")}
-    for key, value in chosen.items():
-        section, name = key.split(".")
-        setattr(getattr(cfg, section), name, value)
-    cfg.validate()
-    return chosen

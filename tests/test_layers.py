@@ -26,7 +26,7 @@ LAYER = {
     "privacy": 2, "config": 2,
     "cli": 2,  # cli.py: one-line errors and exit codes for every command-line front
     "rules": 3, "data": 3, "features": 3, "models": 3,
-    "regime": 3.5,  # regime.py: the rules' choice in words, for the privacy report
+    "plan": 3.5,  # plan.py: the rules' settings beside their reasons (the decision table), for the report and dpgm plan
     "clustering": 4, "evaluation": 4,
     "artifact": 5, "imaging": 5,
     "training": 6,

@@ -14,14 +14,19 @@ from dpgm.config import config_from_dict, load_config
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.pipeline.run import TrainingRun
+from dpgm.plan import plan, words
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import records_magnitude
 from dpgm.privacy.events import GaussianEvent
-from dpgm.regime import regime
 from dpgm.rules import LENGTHS_SHARE, MAX_PARTS, PublicFacts, parts, public_defaults, zcdp_rho
 from dpgm.stages.training import release_min_items
 
 ROOT = Path(__file__).resolve().parents[1]
+def why(f: PublicFacts, top_items: int | None = None) -> str:
+    """The privacy report's words for the rules' plan at ``f``."""
+    return words(plan(f, top_items=top_items))
+
+
 def facts(n: int, epsilon: float = 1.0, items: int = 17, lengths: bool = True) -> PublicFacts:
     """The public facts of n records over ``items`` items; ``lengths``: False where the config turns the release's
     length histogram off (``model.length_noise_multiplier: null``)."""
@@ -173,7 +178,7 @@ def test_a_generic_run_with_min_items_spends_nothing_on_empty_records(tmp_path) 
 
 def test_no_empty_part_where_a_stated_option_rules_it_out(tmp_path) -> None:
     """A stated label partition (an empty part has no label) or record-length histogram: no empty part."""
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     for stated in ({"partition": {"method": "label", "k": 3}}, {"model": {"length_noise_multiplier": 50.0}}):
         cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}, **stated})
@@ -187,7 +192,7 @@ def test_a_length_histogram_share_leaves_the_empty_records_to_it() -> None:
     two together are refused) and its share is not spent; no global pairs beside it (the release follows one or
     the other). The shipped histogram is the length bound's (LENGTHS_FROM_BOUND), which takes both shares."""
     from dpgm import rules
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
     f = facts(300_000)
@@ -196,11 +201,11 @@ def test_a_length_histogram_share_leaves_the_empty_records_to_it() -> None:
     assert cfg.model.lengths_from_bound and cfg.model.length_noise_multiplier is None
     both = (rules.LENGTH_BOUND_SHARE + LENGTHS_SHARE) * zcdp_rho(f.epsilon, f.delta)
     assert 1 / (2 * cfg.model.length_bound_noise_multiplier**2) == pytest.approx(both)
-    assert "histogram of record lengths is measured" in regime(f)
+    assert "histogram of record lengths is measured" in why(f)
     table = dataclasses.replace(f, attributes=17)  # one item per attribute: every record of one length
     assert public_defaults(table, top_items=None)["model.length_noise_multiplier"] is None
     assert not public_defaults(table, top_items=None)["model.lengths_from_bound"]
-    assert "record lengths" not in regime(table)
+    assert "record lengths" not in why(table)
 
 
 def test_the_length_histogram_takes_the_means_share_from_its_scale_up() -> None:
@@ -236,7 +241,8 @@ def test_the_length_histogram_takes_the_means_share_from_its_scale_up() -> None:
 
 def test_a_stated_partitioner_gets_its_own_rule() -> None:
     """partition.method stated as lsh_tree under rules: public: its noise is the lsh rule's, not DP Lloyd's."""
-    from dpgm.rules import PARTITIONER_RULES, apply_public_rules
+    from dpgm.plan import apply_public_rules
+    from dpgm.rules import PARTITIONER_RULES
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "partition": {"method": "lsh_tree"}})
@@ -250,7 +256,7 @@ def test_a_stated_partitioner_gets_its_own_rule() -> None:
 
 def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
     """Small data (independent models): the means take the rest, including the empty count's 1%."""
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "partition": {"method": "label", "k": 3}})
@@ -269,9 +275,9 @@ def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
 def test_the_regime_follows_n_and_epsilon_and_says_why(n, epsilon, items, family, groups) -> None:
     f = facts(n, epsilon, items)
     defaults = public_defaults(f, top_items=None)
-    why = regime(f)
-    assert family in why and groups in why and f"N = {f.records_magnitude:,}" in why
-    assert ("independent" in why) == (defaults["model.kind"] == "independent")
+    said = why(f)
+    assert family in said and groups in said and f"N = {f.records_magnitude:,}" in said
+    assert ("independent" in said) == (defaults["model.kind"] == "independent")
     assert groups.startswith("one group") == (defaults["partition.method"] == "none")
 
 
@@ -326,7 +332,7 @@ def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_decl
     chosen = public_defaults(table, top_items=None)
     assert chosen["model.kind"] == "tree" and chosen["model.mean_clip"] == pytest.approx(math.sqrt(23))
     assert chosen["model.mean_clip_quantile"] is None and chosen["partition.empty_part_noise_multiplier"] is None
-    assert "a table of 23 attributes (declared)" in regime(table) and "a tree of items" in regime(table)
+    assert "a table of 23 attributes (declared)" in why(table) and "a tree of items" in why(table)
     rho = zcdp_rho(table.epsilon, table.delta)
     options = chosen["model.options"]
     cost = (99 * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
@@ -399,7 +405,7 @@ def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(tmp_pa
 def test_a_config_that_turns_the_global_pairs_off_keeps_their_share_for_the_rest() -> None:
     """model.pairs_noise_multiplier: null stated at N epsilon = 100,000: no pairs, and a stated model without
     DP-SGD gets the whole budget in its means (none left unspent)."""
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "model": {"kind": "independent", "pairs_noise_multiplier": None,
@@ -416,7 +422,7 @@ def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_for
     measured at DEPENDENCE_SHARE of rho, taken from the means' where DP-SGD trains, and below MERGE_BELOW the records
     form one group."""
     from dpgm import rules
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     many = facts(300_000)
     shipped = public_defaults(many, top_items=None)
@@ -424,7 +430,7 @@ def test_a_merge_threshold_prices_the_dependence_from_the_means_where_groups_for
     assert shipped["partition.merge_below"] == rules.MERGE_BELOW == 0.025
     assert 1 / (2 * shipped["partition.dependence_noise_multiplier"] ** 2) == pytest.approx(
         rules.DEPENDENCE_SHARE * rho)
-    assert "one group where it is below 0.025" in regime(many)
+    assert "one group where it is below 0.025" in why(many)
     trained = facts(300_000, lengths=False)
     merged, kept = (public_defaults(trained, top_items=None, kind="vae", merge=merge) for merge in (True, False))
     assert kept["partition.dependence_noise_multiplier"] is None and kept["partition.merge_below"] == 0.0
@@ -463,7 +469,7 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
     assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
                                        - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
-    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000, where" in regime(one)
+    assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000, where" in why(one)
     assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000
     assert public_defaults(facts(300_000), top_items=None)["model.kind"] == "tree"  # groups form: a tree each
     assert public_defaults(facts(30_000), top_items=None, kind="vae")["model.kind"] == "vae"  # stated: kept
@@ -479,11 +485,11 @@ def test_the_shipped_rules_put_a_tree_wherever_dp_sgd_would_train(tmp_path) -> N
     assert public_defaults(facts(300_000), top_items=None)["partition.k"] == MAX_PARTS  # the groups stay
     wide = facts(300_000, items=5_000)  # dense pair counts over 5,000 items: DP-SGD instead, nothing over pairs
     ruled = public_defaults(wide, top_items=None)
-    assert ruled["model.kind"] == "vae" and "set data.top_items" in regime(wide)
+    assert ruled["model.kind"] == "vae" and "set data.top_items" in why(wide)
     assert ruled["partition.dependence_noise_multiplier"] is None and ruled["model.pairs_noise_multiplier"] is None
-    assert "dependence" not in regime(wide) and "pairs is measured over all records" not in regime(wide)
-    assert public_defaults(wide, top_items=100)["model.kind"] == "tree" and "a tree" in regime(wide, items=100)
-    assert "N x epsilon = 100,000 is at least 3,000, where the pairs measured directly" in regime(facts(300_000))
+    assert "dependence" not in why(wide) and "pairs is measured over all records" not in why(wide)
+    assert public_defaults(wide, top_items=100)["model.kind"] == "tree" and "a tree" in why(wide, top_items=100)
+    assert "N x epsilon = 100,000 is at least 3,000, where the pairs measured directly" in why(facts(300_000))
     rng = np.random.default_rng(0)
     x = sp.csr_matrix((rng.random((30_000, 12)) < 0.2).astype(np.float32))
     data = BinaryDataset(records=x, item_names=[f"i{j}" for j in range(12)])
@@ -505,9 +511,9 @@ def test_a_declared_tables_own_tree_keeps_its_shares_where_the_tree_takes_dp_sgd
     options, rho = before["model.options"], zcdp_rho(table.epsilon, table.delta)
     tree = 74 * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
     assert before["model.kind"] == "tree" and tree == pytest.approx((rules.TREE_SELECT_SHARE + rules.TREE_PAIRS_SHARE) * rho)
-    assert "a table of 37 attributes" in regime(table)
+    assert "a table of 37 attributes" in why(table)
     larger = dataclasses.replace(table, records_magnitude=100_000)  # N eps = 400,000: DP-SGD's place
-    assert public_defaults(larger, top_items=None)["model.kind"] == "tree" and "DP-SGD's place" in regime(larger)
+    assert public_defaults(larger, top_items=None)["model.kind"] == "tree" and "DP-SGD's place" in why(larger)
 
 
 def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> None:
@@ -545,7 +551,7 @@ def test_without_lengths_from_the_bound_the_release_gets_a_histogram_of_its_own(
 def test_a_stated_length_histogram_or_bound_keeps_the_release_off_the_bounds_histogram(stated) -> None:
     """The shipped rules follow the bound's histogram unless the config states the release's own (or none) or turns
     that off: the stated options are kept and the result validates."""
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}, "model": stated})
     apply_public_rules(cfg, facts(300_000), cfg.stated)  # validates
@@ -559,7 +565,7 @@ def test_a_config_that_turns_the_lengths_off_gets_the_rules_without_them() -> No
     what the rules without a length histogram give (an empty part, the bound at its own share, nothing left unspent),
     and the report does not speak of a histogram."""
     from dpgm.pipeline.plan import rules_why
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     f = facts(300_000)
     without = public_defaults(dataclasses.replace(f, lengths=False), top_items=None)
@@ -577,7 +583,7 @@ def test_a_config_that_turns_the_length_bound_off_validates_and_keeps_a_histogra
     """model.mean_clip_quantile: null stated: no bound's options, the means clipped at MEAN_CLIP_ITEMS items, and the
     release's length histogram measured on its own at LENGTHS_SHARE."""
     from dpgm import rules
-    from dpgm.rules import apply_public_rules
+    from dpgm.plan import apply_public_rules
 
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "model": {"mean_clip_quantile": None}})
@@ -592,6 +598,7 @@ def test_a_tree_releases_every_pair_from_its_scale_up_where_the_release_follows_
     """From N * epsilon per pair = ALL_PAIRS_SCALE up, where the release follows lengths, a tree of items releases
     every pair's count with the whole tree share (no selections); more items, or no length histogram: selections."""
     from dpgm import rules
+    from dpgm.plan import apply_public_rules
     from dpgm.stages.model_choice import tree_options, tree_releases
 
     assert rules.ALL_PAIRS_SCALE == 1.0
@@ -600,7 +607,7 @@ def test_a_tree_releases_every_pair_from_its_scale_up_where_the_release_follows_
     options = chosen["model.options"]
     assert chosen["model.kind"] == "tree" and options["all_pairs"] and "select_epsilon" not in options
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6}})
-    rules.apply_public_rules(cfg, few, cfg.stated)  # validates: the release follows lengths
+    apply_public_rules(cfg, few, cfg.stated)  # validates: the release follows lengths
     [(event, count)] = tree_releases(tree_options(cfg.model), 17)
     assert count == 1 and event.noise_multiplier == options["pair_noise_multiplier"]  # one release, every pair
     # 141 items: 9,870 pairs, at most 10,000; 142 items: 10,011 pairs, more
@@ -618,6 +625,6 @@ def test_every_pair_without_a_length_histogram_is_refused() -> None:
 
 
 def test_the_report_says_when_every_pair_is_measured() -> None:
-    assert "every pair's count is measured" in regime(facts(30_000))  # 10,000 over 136 pairs: at least 1
-    assert "at least 1)" in regime(facts(30_000))
-    assert "every pair's count" not in regime(facts(30_000, items=142))  # 10,000 over 10,011 pairs
+    assert "every pair's count is measured" in why(facts(30_000))  # 10,000 over 136 pairs: at least 1
+    assert "at least 1)" in why(facts(30_000))
+    assert "every pair's count" not in why(facts(30_000, items=142))  # 10,000 over 10,011 pairs

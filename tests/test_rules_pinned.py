@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from dpgm.config import load_config
+from dpgm.plan import apply_public_rules
 from dpgm.privacy.calibrate import default_delta
-from dpgm.rules import PublicFacts, apply_public_rules, public_defaults
+from dpgm.rules import PublicFacts, public_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 PINNED = Path(__file__).with_name("rules_pinned.json")

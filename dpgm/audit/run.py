@@ -30,12 +30,12 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.models import build_model
 from dpgm.pipeline.plan import public_facts, run_delta, run_magnitude
+from dpgm.plan import apply_public_rules
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.noise_scale import scaled_noise
 from dpgm.progress import progress_scope, stage_bar
-from dpgm.rules import apply_public_rules
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import MixtureTrainer, RecordStore
 

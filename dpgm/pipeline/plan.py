@@ -19,13 +19,13 @@ from dpgm.config_fields import check_delta
 from dpgm.data.chunks import ChunkedRecords, Records
 from dpgm.errors import ConfigError
 from dpgm.models import MODELS
+from dpgm.plan import plan, words
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource
-from dpgm.regime import regime
 from dpgm.rules import PublicFacts, lengths_open, parts_open
 from dpgm.stages.dependence import merges
 from dpgm.stages.model_choice import tree_chosen, tree_options
@@ -61,13 +61,13 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     """The rules' choice of model family and parts in words, and which of it the config stated."""
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
-    items = facts.n_items if cfg.data.top_items is None else min(cfg.data.top_items, facts.n_items)
     over = (" Its tree spans the attributes, not the items: one value of each per record, each drawn given "
             "another's." if cfg.model.options.get("by_attribute") else "")
     schema = (" The declared schema (data.attribute_sizes) makes each group's noisy value frequencies of one "
               "attribute add up to one before its tree is fitted." + over if cfg.data.attribute_sizes is not None
               and cfg.model.kind == "tree" else "")
-    return regime(facts, merge=parts_open(cfg.stated), items=items) + schema + kept
+    chosen = plan(facts, top_items=cfg.data.top_items, merge=parts_open(cfg.stated))  # the rules' own, unstated
+    return words(chosen) + schema + kept
 
 
 def check_components(cfg: Config) -> None:

@@ -47,12 +47,12 @@ from dpgm.pipeline.plan import (
     run_magnitude,
 )
 from dpgm.pipeline.signals import stop_requests
+from dpgm.plan import apply_public_rules
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource, nothing_spent, progress_scope
 from dpgm.report import dpgm_version, summary_markdown
-from dpgm.rules import apply_public_rules
 from dpgm.stages import Stage, StageContext, planned_stages
 from dpgm.stages.training import RunInterrupted, TrainingStage, release_min_items
 from dpgm.threads import set_threads
