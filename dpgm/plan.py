@@ -9,6 +9,7 @@ rows give the privacy report's words (``words``), ``dpgm plan``'s output and doc
 from __future__ import annotations
 
 import dataclasses
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -221,3 +222,22 @@ def apply_plan(cfg: Config, p: Plan, kept: frozenset[str]) -> dict[str, Any]:
 def apply_public_rules(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> dict[str, Any]:
     """Set every option ``cfg`` does not state (``stated``: dotted keys) to its rule; returns what was set."""
     return apply_plan(cfg, *config_plan(cfg, facts, stated))
+
+
+
+class _Words(string.Formatter):
+    """Formats a row's text where some values are words (the table's page), not numbers (a plan's)."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return value if isinstance(value, str) else format(value, format_spec)
+
+
+def table_markdown() -> str:
+    """The decision table as a Markdown table (docs/guide/rules.md holds it; a test keeps the two the same)."""
+    values = {**constants(), "tree": "a tree of items per group", "scale": "(its value)", "k": "k",
+              "kind": "the stated model", "attributes": "T", "min_items": "data.min_items", "pairs": "m (m - 1) / 2"}
+    lines = ["| setting | value | when | why |", "|---|---|---|---|"]
+    for row in TABLE:
+        cells = (f"`{row.setting}`", row.value, row.when, row.why)
+        lines.append("| " + " | ".join(_Words().format(cell, **values) for cell in cells) + " |")
+    return "\n".join(lines)

@@ -4,12 +4,13 @@ report's words read those reasons, and a plan applies only options the config ha
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from dpgm.config import config_from_dict
 from dpgm.errors import ConfigError
-from dpgm.plan import DECIDED, TABLE, Plan, apply_plan, plan, words
+from dpgm.plan import DECIDED, TABLE, Plan, apply_plan, plan, table_markdown, words
 from dpgm.rules import PublicFacts
 from tests.test_rules_pinned import _config, _facts, settings
 
@@ -53,3 +54,10 @@ def test_a_plan_with_a_setting_the_config_lacks_is_refused_before_anything_is_se
     assert cfg.model.kind == "vae" and not hasattr(cfg.model, "kindd")
     with pytest.raises(ConfigError, match="nowhere.k is not an option"):
         apply_plan(cfg, Plan(chosen.facts, {"nowhere.k": 1}, {}, ()), frozenset())
+
+
+def test_the_rules_page_shows_the_decision_table_of_the_code() -> None:
+    """docs/guide/rules.md holds ``table_markdown()`` between its markers, as generated from dpgm.plan.TABLE."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "rules.md").read_text()
+    shown = page.split("<!-- generated: decision table -->\n")[1].split("\n<!-- end of the decision table -->")[0]
+    assert shown == table_markdown()

@@ -6,6 +6,7 @@
     dpgm audit --config digits
     dpgm sketch spec --items 64 --seed 7 -o spec.json
     dpgm config                                                 # every option, default, meaning
+    dpgm plan --records 1e5 --items 100 --epsilon 1             # what rules: public would do, and why
 
 A command's module is imported only when it runs: ``dpgm generate`` with a bad path fails
 before torch loads. Errors are one line and exit code 2 (``dpgm.cli.run_cli``).
@@ -53,6 +54,12 @@ def _sketch(argv: Sequence[str]) -> int:
     return main(argv, prog="dpgm sketch")
 
 
+def _plan(argv: Sequence[str]) -> int:
+    from dpgm.commands.plan import main
+
+    return main(argv, prog="dpgm plan")
+
+
 def _config(argv: Sequence[str]) -> int:
     from dpgm.config import describe, shipped_config_names
 
@@ -71,6 +78,7 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "audit": (_audit, "empirical privacy audit of the DP-SGD training in one run"),
     "sketch": (_sketch, "compressive k-means over data held by several parties"),
     "config": (_config, "print every config option, its default and its meaning"),
+    "plan": (_plan, "print what rules: public would choose for some public facts, and why (no data read)"),
 }
 
 

@@ -52,7 +52,12 @@ def released_config(cfg: Config) -> dict[str, Any]:
 
 def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> PublicFacts:
     """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
-    return PublicFacts(n_items=data.n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
+    return declared_facts(cfg, data.n_items, magnitude, delta)
+
+
+def declared_facts(cfg: Config, n_items: int, magnitude: int, delta: float) -> PublicFacts:
+    """The public facts of a config over ``n_items`` items at N = ``magnitude`` (``dpgm plan``'s, before any data)."""
+    return PublicFacts(n_items=n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
                        delta=delta, min_items=cfg.data.min_items, attributes=cfg.data.attributes,
                        schema=cfg.data.attribute_sizes is not None, lengths=lengths_open(cfg, cfg.stated))
 
