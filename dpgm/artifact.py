@@ -1,6 +1,7 @@
 """A run directory on disk: what training writes and the release reads (docs/privacy.md).
 
-    runs/<name>/release/   DP outputs only, safe to share: config.yaml, models.pt (weights,
+    runs/<name>/release/   DP outputs only (safe to share when privacy_report.json's verdict has no
+                           warning: dpgm.privacy.verdict): config.yaml, models.pt (weights,
                            noisy part sizes, each part's label when parts are labels), ledger.json,
                            privacy_report.json, samples.png for images, tensorboard/ (epsilon,
                            released thresholds and sizes)
@@ -47,23 +48,6 @@ MAX_RECORDS = 10_000_000
 #: Most images in one PNG grid (50 x 50): the grid is built in memory; an MNIST one is then
 #: 5,650 pixels square, and a person cannot look at more anyway.
 MAX_PNG_IMAGES = 2_500
-
-#: The first words of every output of a run that is not differentially private.
-NOT_PRIVATE = "NOT DIFFERENTIALLY PRIVATE"
-#: Why a run is not private: a fixed seed, or non-private diagnostics (docs/privacy.md, "Seeds").
-NOT_PRIVATE_REASONS = {
-    "seed": "a fixed seed makes its noise replayable by anyone who knows or guesses the seed "
-            "(an experiment; set seed: null for a private run)",
-    "diagnostics": "this run showed non-private diagnostics (--nonprivate-diagnostics)",
-}
-
-
-def not_private_warning(*, seed_fixed: bool, diagnostics: bool) -> str | None:
-    """The line that opens every output of a run that is not private (None for a private run)."""
-    reasons = [NOT_PRIVATE_REASONS[key] for key, on in (("seed", seed_fixed), ("diagnostics", diagnostics))
-               if on]
-    return f"{NOT_PRIVATE}: {'; '.join(reasons)}" if reasons else None
-
 
 @dataclass(frozen=True)
 class RunLayout:

@@ -34,6 +34,7 @@ from dpgm.errors import DpgmError
 from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_output
 from dpgm.mixture_draws import check_acceptance, draw_records, mixture_shares
 from dpgm.models.tilt import length_problem, resample, tilted_picks
+from dpgm.privacy.verdict import stamped
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
 
@@ -310,7 +311,7 @@ def release(
             else:
                 write_transactions(fh, chunks, mixture.item_ids)
     bar.close()
-    report = dict(mixture.report)
+    report = stamped(mixture.report)  # the run's verdict first
     report["release"] = {"records": total, "format": fmt, "sampling_seed_fixed": seed is not None,
                          "threshold": threshold, "min_items": mixture.min_items,
                          "labels": _released_labels(mixture, rows, fmt), "per_label": per_label,

@@ -1,9 +1,10 @@
 """The privacy report for people: privacy_report.md beside privacy_report.json (same facts, in words).
 
-One plain paragraph (what was protected, the guarantee, the neighbouring relation, epsilon,
-delta), then one row per stage the plan used, why the stages' own epsilons add up to more than
-the total, what was treated as public, and where the numbers came from. Numbers are rounded to
-4 significant digits; the JSON keeps them exact.
+The verdict's headline first when there is one (not private and why, or a weak guarantee), then
+one plain paragraph (what was protected, the guarantee, the neighbouring relation, epsilon,
+delta), one row per stage the plan used, why the stages' own epsilons add up to more than the
+total, what was treated as public, and where the numbers came from. Numbers are rounded to 4
+significant digits; the JSON keeps them exact.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import importlib.metadata
 import subprocess
 from pathlib import Path
 from typing import Any
+
+from dpgm.privacy.verdict import WEAK_EPSILON, Verdict, judge
 
 
 def release_markdown(release: dict[str, Any]) -> str:
@@ -62,24 +65,10 @@ def _num(x: float) -> str:
 def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, commit: str | None) -> str:
     """The markdown text of a run's privacy report (``report``: privacy_report.json's content)."""
     plan = report.get("plan", {})
-    lines = []
-    if "warning" in report:
-        lines += [f"**{report['warning']}**", ""]
-    lines += [f"**Caveat: a release of this run is {caveat}.**" for caveat in report.get("caveats", [])]
-    lines += [""] if report.get("caveats") else []
-    lines += [
-        "# Privacy report",
-        "",
-        (f"This release was made from **{dataset}** so that it reveals little about any one person: "
-        f"whether or not someone's record was in the data, every output of the run is almost equally "
-        f"likely. Formally it is (epsilon, delta)-differentially private with **epsilon = "
-        f"{_num(report['epsilon'])}** and **delta = {report['delta']:.3g}**, for neighbouring datasets "
-        f"that differ by adding or removing one record, accounted with Renyi differential privacy "
-        f"(the moments accountant) over every step that touched the data."),
-        "",
-        "| stage | what it did | epsilon on its own |",
-        "|---|---|---|",
-    ]
+    verdict = judge(report)
+    lines = [] if verdict.headline is None else [f"**{verdict.headline}**", ""]
+    lines += ["# Privacy report", "", _guarantee(report, verdict, dataset), "",
+              "| stage | what it did | epsilon on its own |", "|---|---|---|"]
     k = plan.get("k", "?")
     words = {"k": k, "groups": "one group" if k == 1 else f"{k} groups", "method": plan.get("partition", "?"),
              "steps": plan.get("steps_taken", "?")}
@@ -113,6 +102,21 @@ def summary_markdown(report: dict[str, Any], *, dataset: str, version: str, comm
 
 #: What a group's model was where the measured dependence chose no tree, by the configured kind (default: DP-SGD's).
 INSTEAD_OF_TREE = {"independent": "independent items at its noisy means, which took the tree's budget"}
+
+
+def _guarantee(report: dict[str, Any], verdict: Verdict, dataset: str) -> str:
+    """The opening paragraph: what the release guarantees, or why it is not what its epsilon says."""
+    figures = (f"**epsilon = {_num(report['epsilon'])}** and **delta = {report['delta']:.3g}**, for neighbouring "
+               "datasets that differ by adding or removing one record, accounted with Renyi differential privacy "
+               "(the moments accountant) over every step that touched the data")
+    if not verdict.private:
+        return (f"This release was made from **{dataset}**, and it is not differentially private as claimed "
+                f"(the first line says why). The accounting, {figures}, is what the run would guarantee without that.")
+    weak = (f" That is a weak guarantee: epsilon is above {WEAK_EPSILON:g}, where the factor e^epsilon "
+            "promises little." if verdict.weak else "")
+    return (f"This release was made from **{dataset}** so that it reveals little about any one person: whether or "
+            "not someone's record was in the data, every output of the run is almost equally likely. Formally it "
+            f"is (epsilon, delta)-differentially private with {figures}.{weak}")
 
 
 def _dependence_words(dep: dict[str, Any]) -> str:

@@ -15,7 +15,8 @@ module_graph = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(module_graph)
 
 LAYER = {
-    "dpgm": 0, "errors": 0, "threads": 0, "report": 0,
+    "dpgm": 0, "errors": 0, "threads": 0,
+    "report": 2.5,  # report.py: privacy_report.md in words, its first line the verdict (privacy/verdict.py)
     "streams": 0,  # draws from a torch generator on its own device (a GPU run keeps the CPU stream)
     "registry": 1,
     "config_fields": 1,  # a documented option, its check, the words of a noise option's release

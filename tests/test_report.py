@@ -47,8 +47,9 @@ def test_a_stage_without_a_line_reads_as_its_name() -> None:
     assert "| partition | split | 0.1 |" in text and "| toy | toy | 0.2 |" in text
 
 
-def test_an_asymptotically_private_release_is_a_caveat_in_the_report_and_its_words() -> None:
-    """A Gibbs chain's event on the ledger: the JSON report lists the caveat and the text says it first."""
+def test_an_asymptotically_private_release_is_a_caveat_and_a_reason_not_private() -> None:
+    """A Gibbs chain's event on the ledger: the JSON report lists the caveat and the reason (tests/test_verdict.py:
+    its words come first)."""
     from dpgm.config import config_from_dict
     from dpgm.pipeline.plan import privacy_report
     from dpgm.privacy.accountant import Accountant
@@ -58,9 +59,8 @@ def test_an_asymptotically_private_release_is_a_caveat_in_the_report_and_its_wor
     acc.spend("partition", AsymptoticExponentialEvent(epsilon=1.0), GaussianEvent(noise_multiplier=5.0))
     cfg = config_from_dict({"data": {"source": "digits"}, "model": {"kind": "independent"}})
     report = privacy_report(cfg, acc, np.array([10.0, 20.0]), 0, [])
-    assert report["caveats"] == [AsymptoticExponentialEvent.description]
-    text = summary_markdown(report, dataset="d", version="v", commit=None)
-    assert "Caveat: a release of this run is only asymptotically private" in text.split("# Privacy report")[0]
+    assert report["caveats"] == [AsymptoticExponentialEvent.description] and report["not_private"] == ["asymptotic"]
     plain = Accountant(delta=1e-5)
     plain.spend("partition", GaussianEvent(noise_multiplier=5.0))
-    assert "caveats" not in privacy_report(cfg, plain, np.array([10.0]), 0, [])
+    report = privacy_report(cfg, plain, np.array([10.0]), 0, [])
+    assert "caveats" not in report and report["not_private"] == [] and "warning" not in report

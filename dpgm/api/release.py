@@ -21,6 +21,7 @@ from dpgm.artifact import (
     release_dir,
 )
 from dpgm.errors import ConfigError, DpgmError
+from dpgm.privacy.verdict import stamped
 
 #: The methods a Synthesizer knows: dpgm's own run, then the registered baselines.
 DPGM = "dpgm"
@@ -40,8 +41,9 @@ def json_bytes(value: Any) -> bytes:
 @dataclass
 class Release:
     """A fitted release held in memory: the model(s), the privacy report and the release folder's
-    files (safe to share). A Synthesizer holds one as ``release_``; ``dpgm`` runs have a
-    ``mixture`` (the k trained models, noisy part sizes), baselines a ``baseline`` model."""
+    files (safe to share when the report's verdict has no warning). A Synthesizer holds one as
+    ``release_``; ``dpgm`` runs have a ``mixture`` (the k trained models, noisy part sizes),
+    baselines a ``baseline`` model."""
 
     report: dict[str, Any]
     item_names: list[str]
@@ -52,7 +54,8 @@ class Release:
 
     @property
     def privacy_report(self) -> dict[str, Any]:
-        return dict(self.report)
+        """The release's privacy report, its verdict first (not private and why, or weak)."""
+        return stamped(self.report)
 
     @classmethod
     def read(cls, directory: str | Path) -> Release:

@@ -18,11 +18,11 @@ from dpgm.artifact import (
     LEDGER_FILE,
     RELEASE_DIR,
     REPORT_FILE,
-    not_private_warning,
     release_dir,
 )
 from dpgm.config import Config, config_from_dict, load_config
 from dpgm.errors import ConfigError, DpgmError
+from dpgm.privacy.verdict import stamped
 
 #: The config a Synthesizer uses unless told: the generic rules from public quantities.
 DEFAULT_CONFIG = "transactions"
@@ -190,10 +190,7 @@ class Synthesizer:
         with progress_scope(enabled=self.progress):
             fitted = fit_baseline(self.method, dataset, epsilon=self.epsilon, delta=self.delta,
                                   rng=np.random.default_rng(self.seed), options=options)
-        warning = not_private_warning(seed_fixed=self.seed is not None, diagnostics=False)
-        report = {"warning": warning} if warning else {}
-        report.update(fitted.report)
-        report.update(fixed_seed=self.seed is not None)
+        report = stamped({**fitted.report, "fixed_seed": self.seed is not None})  # a seed: not private
         meta, arrays = model_state(fitted.model)
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)

@@ -22,6 +22,7 @@ from dpgm.artifact import (
 )
 from dpgm.errors import DpgmError
 from dpgm.io import check_output
+from dpgm.privacy.verdict import judge
 from dpgm.report import release_markdown
 
 
@@ -95,8 +96,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     report = write_release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
                      threshold=args.threshold, labels=labels, per_label=args.per_label,
                      progress=not args.no_progress, mkdir=args.mkdir)
-    if "warning" in report:
-        print(report["warning"])
+    headline = judge(report).headline  # the run's verdict: not private and why, or weak
+    if headline is not None:
+        print(headline)
     print(f"wrote {report['release']['records']} records to {args.out} (report: {args.out}.privacy.json)")
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}")

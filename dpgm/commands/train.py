@@ -16,6 +16,7 @@ from typing import Any
 
 from dpgm.api import resume, train
 from dpgm.privacy import collective
+from dpgm.privacy.verdict import judge
 
 
 def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.Namespace:
@@ -69,11 +70,13 @@ def _run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _print(args: argparse.Namespace, run_dir: Any, report: dict[str, Any]) -> None:
-    """Where the release is, and its epsilon (rank 0 of a distributed run only)."""
-    if "warning" in report:
-        print(report["warning"])
-    what = "release (NOT private: an experiment)" if "warning" in report else "release (safe to share)"
-    print(f"{what}: {run_dir}/release; privacy report for people: {run_dir}/release/privacy_report.md")
+    """The verdict first when there is one, where the release is, and its epsilon (rank 0 of a
+    distributed run only)."""
+    verdict = judge(report)
+    if verdict.headline is not None:
+        print(verdict.headline)
+    print(f"release ({verdict.label}): {run_dir}/release; privacy report for people: "
+          f"{run_dir}/release/privacy_report.md")
     bound = f" ({report['dependent_bound']} bound for dependent mechanisms)" if report["dependent_bound"] else ""
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}{bound}")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpgm.artifact import LABEL_COLUMN, PartLabels, not_private_warning
+from dpgm.artifact import LABEL_COLUMN, PartLabels
 from dpgm.clustering import PARTITIONERS
 from dpgm.config import Config
 from dpgm.config_fields import check_delta
@@ -25,6 +25,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import default_delta, records_magnitude
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.privacy.verdict import stamped
 from dpgm.progress import EpsilonSource
 from dpgm.rules import PublicFacts, lengths_open, parts_open
 from dpgm.stages.dependence import merges
@@ -152,9 +153,7 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     when they are a part, and the measured dependence, when it was measured)."""
     stages = stages or {}
     released = {name: stage.output for name, stage in stages.items()}
-    warning = not_private_warning(seed_fixed=cfg.seed is not None, diagnostics=cfg.nonprivate_diagnostics)
-    report: dict[str, Any] = {"warning": warning} if warning else {}
-    report.update(accountant.report())
+    report = accountant.report()
     caveats = sorted({e.event.description for e in accountant.ledger.entries if getattr(e.event, "description", "")})
     if caveats:  # releases whose guarantee is weaker than the epsilon says (e.g. a finite Gibbs chain)
         report["caveats"] = caveats
@@ -177,6 +176,8 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     model = "tree: the items' dependence is at least tree_above" if tree_chosen(cfg, measured) else cfg.model.kind
     report["plan"] = {"partition": method, "k": len(partition_sizes), "model": model,
                       "steps_taken": accountant.ledger.count(STAGE), "steps_planned": steps}
+    flags = {"seeded": cfg.seed is not None, "diagnostics": cfg.nonprivate_diagnostics}
+    report = stamped(report, [reason for reason, on in flags.items() if on])  # the verdict first
     if steps == 0:  # independent items or trees: the released statistics are the models, nothing was trained
         return report
     report["plan"].update({

@@ -21,6 +21,7 @@ from dpgm.privacy import events as E
 from dpgm.privacy import rdp as R
 from dpgm.privacy.events import DEPENDENT_BOUNDS, DpEvent, Neighbouring
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
+from dpgm.privacy.verdict import ledger_reasons
 
 #: The RDP curve of each event kind (orders, bound: the analysis of dependent releases).
 RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarray]] = {
@@ -228,7 +229,8 @@ class Accountant:
         return any(isinstance(e.event, E.SampledJointGaussianEvent) for e in self.ledger.entries)
 
     def report(self, bounds: Sequence[str] = DEPENDENT_BOUNDS) -> dict[str, Any]:
-        """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages.
+        """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages, and
+        why the ledger is not DP as charged (``not_private``: an asymptotic-only event).
 
         ``epsilon_by_bound`` gives the ledger's epsilon under each of ``bounds``, computed from the
         same entries; the headline epsilon is this accountant's own bound.
@@ -245,4 +247,5 @@ class Accountant:
             ),
             "budget_epsilon": self.budget_epsilon,
             "stage_epsilons": self.stage_epsilons(),
+            "not_private": ledger_reasons([entry.event for entry in self.ledger.entries]),
         }
