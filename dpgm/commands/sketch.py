@@ -22,7 +22,8 @@ PROG = "python -m dpgm.sketch"
 EPILOG = """workflow: 'spec' fixes the public operator (seed, scale, item universe); each holder runs
 'sum' on its own file (an EXACT sum: private, owner-only, never published); the aggregator runs
 'release' on all sums: they are merged and the noise is added ONCE, with one ledger and one
-privacy report (add/remove neighbours); 'decode' and 'assign' are post-processing. Without a
+privacy report (add/remove neighbours), its noise always from fresh entropy (no seed: a seeded
+noise could be replayed and subtracted); 'decode' and 'assign' are post-processing. Without a
 trusted aggregator, each holder runs 'release' on its own sum and 'combine' merges the releases
 (more noise: one draw per holder). Sums or releases made with different specs are refused
 (exit 2). Paper: Schellekens et al., SPARS 2019 (eq. 2-3, Fig. 4)."""
@@ -92,7 +93,7 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     level.add_argument("--noise-multiplier", type=_positive, help="Gaussian sigma (Laplace: epsilon = 1/sigma)")
     s.add_argument("--delta", type=_positive, default=1e-6, help="delta (default 1e-6; take it below 1/n)")
     s.add_argument("--budget", type=_positive, help="refuse a release above this epsilon")
-    s.add_argument("--seed", type=int, help="seed of the noise: tests only (default: fresh entropy)")
+    # no --seed: the noise always comes from fresh entropy, else a seeded release of an all-zero sum replays it
     s.add_argument("-o", "--output", required=True, help="folder for sketch.json, ledger.json, privacy_report.json")
     s = sub.add_parser("combine", help="merge releases that holders made each with its own noise (post-processing)")
     s.add_argument("sketches", nargs="+", help="released sketch.json files, one per holder, same spec")

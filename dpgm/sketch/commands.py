@@ -27,6 +27,7 @@ from dpgm.data import load_csv, load_transactions
 from dpgm.errors import DataError
 from dpgm.io import atomic_write_json, atomic_write_text
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.verdict import stamped
 
 
 def load_records(path: str, fmt: str | None, label_column: str | None, items: int) -> np.ndarray | sp.csr_matrix:
@@ -60,6 +61,11 @@ def cmd_sum(args: argparse.Namespace) -> str:
     return f"wrote {args.output} (PRIVATE exact sum, owner-only): send it only to the aggregator"
 
 
+def noise_generator() -> np.random.Generator:
+    """The release's noise: fresh OS entropy, never a seed (a seeded release could be replayed)."""
+    return np.random.default_rng()
+
+
 def _distinct(paths: list[str]) -> None:
     seen: dict[Path, str] = {}
     for p in paths:
@@ -77,17 +83,18 @@ def cmd_release(args: argparse.Namespace) -> str:
     noise = plan_noise(args.mechanism, target_epsilon=args.epsilon,
                        noise_multiplier=args.noise_multiplier or 1.0, delta=args.delta)
     accountant = Accountant(delta=args.delta, budget_epsilon=args.budget)
-    released = release_sketch(merge_sums(sums), sketcher.raw, noise, accountant=accountant,
-                              rng=np.random.default_rng(args.seed))
-    released = dataclasses.replace(released, holders=len(sums))
+    released = release_sketch(merge_sums(sums), sketcher.raw, noise, accountant=accountant, rng=noise_generator())
+    report = stamped({**accountant.report(), "release": "compressive sketch sum and record count (SPARS 2019, eq. 3)",
+                      "holders": len(sums), "spec_fingerprint": spec.fingerprint(),
+                      "stage_epsilon": noise.stage_epsilon(args.delta), "sketch": released.privacy})
+    guarantee = {"epsilon": report["epsilon"], "not_private": report["not_private"]}  # sketch.json's verdict
+    released = dataclasses.replace(released, holders=len(sums), privacy={**released.privacy, **guarantee})
     out = Path(args.output)
     write_release(out / "sketch.json", released, spec)
     accountant.ledger.save(out / "ledger.json")
-    report = {**accountant.report(), "release": "compressive sketch sum and record count (SPARS 2019, eq. 3)",
-              "holders": len(sums), "spec_fingerprint": spec.fingerprint(),
-              "stage_epsilon": noise.stage_epsilon(args.delta), "sketch": released.privacy}
     atomic_write_json(out / "privacy_report.json", report)
-    return (f"wrote {out}/sketch.json, ledger.json, privacy_report.json: epsilon = {report['epsilon']:.4g}, "
+    head = "" if "warning" not in report else report["warning"] + "\n"  # the verdict first: a weak guarantee
+    return (f"{head}wrote {out}/sketch.json, ledger.json, privacy_report.json: epsilon = {report['epsilon']:.4g}, "
             f"delta = {args.delta:.3g}")
 
 

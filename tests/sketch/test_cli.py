@@ -12,6 +12,8 @@ import pytest
 
 from dpgm.cli import run_cli
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.privacy.verdict import WEAK
+from dpgm.sketch import commands
 from dpgm.sketch.__main__ import main
 
 ITEMS = 12
@@ -41,7 +43,8 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def test_round_trip_three_holders_equal_the_whole_data_released_once(tmp_path, capsys):
+def test_round_trip_three_holders_equal_the_whole_data_released_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(commands, "noise_generator", lambda: np.random.default_rng(3))  # the same noise twice
     files, whole, labels = holders(tmp_path)
     spec = tmp_path / "spec.json"
     assert sketch("spec", "--items", ITEMS, "--seed", 7, "--size", 120, "--projection", "none", "-o", spec) == 0
@@ -49,7 +52,7 @@ def test_round_trip_three_holders_equal_the_whole_data_released_once(tmp_path, c
     for data, out in [*zip(files, sums), (whole, tmp_path / "all.sum.json")]:
         assert sketch("sum", "--spec", spec, data, "-o", out) == 0
         assert mode(out) == 0o600  # exact sums are private: owner-only
-    release = ["--epsilon", 2, "--delta", 1e-6, "--seed", 3]
+    release = ["--epsilon", 2, "--delta", 1e-6]
     assert sketch("release", *sums, "--spec", spec, *release, "-o", tmp_path / "rel") == 0
     assert sketch("release", tmp_path / "all.sum.json", *release, "-o", tmp_path / "one") == 0
     merged, one = (json.loads((tmp_path / d / "sketch.json").read_text()) for d in ("rel", "one"))
@@ -118,7 +121,7 @@ def test_combine_merges_releases_made_separately(tmp_path, capsys):
         sketch("spec", "--items", ITEMS, "--seed", seed, "--size", 40, "-o", tmp_path / f"s{seed}.json")
     for i, seed in enumerate((7, 7, 8)):  # holders 0 and 1 share a spec, holder 2 does not
         sketch("sum", "--spec", tmp_path / f"s{seed}.json", files[i], "-o", tmp_path / f"h{i}.sum.json")
-        sketch("release", tmp_path / f"h{i}.sum.json", "--epsilon", 1, "--seed", i, "-o", tmp_path / f"r{i}")
+        sketch("release", tmp_path / f"h{i}.sum.json", "--epsilon", 1, "-o", tmp_path / f"r{i}")
     r0, r1, r2 = (tmp_path / f"r{i}" / "sketch.json" for i in range(3))
     assert sketch("combine", r0, r1, "-o", tmp_path / "m.json") == 0
     parts = [json.loads(r.read_text()) for r in (r0, r1)]
@@ -130,3 +133,41 @@ def test_combine_merges_releases_made_separately(tmp_path, capsys):
     assert sketch("combine", r0, r2, "-o", tmp_path / "x.json") == 2
     err = capsys.readouterr().err
     assert "r2/sketch.json: made with a different sketch operator" in err and len(err.splitlines()) == 1
+
+
+def one_sum(tmp_path: Path) -> Path:
+    """The exact sum of one holder's file, under a small spec."""
+    files, _, _ = holders(tmp_path, n=10)
+    sketch("spec", "--items", ITEMS, "--seed", 7, "--size", 16, "-o", tmp_path / "spec.json")
+    sketch("sum", "--spec", tmp_path / "spec.json", files[0], "-o", tmp_path / "h.sum.json")
+    return tmp_path / "h.sum.json"
+
+
+def test_a_release_cannot_be_seeded_so_its_noise_cannot_be_replayed(tmp_path, capsys):
+    """A seeded release of an all-zero sum would be its noise alone: the noise comes from fresh entropy only."""
+    total = one_sum(tmp_path)
+    capsys.readouterr()
+    assert sketch("release", total, "--epsilon", 1, "--seed", 0, "-o", tmp_path / "r") == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --seed" in err and len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+    for name in ("a", "b"):
+        assert sketch("release", total, "--epsilon", 1, "-o", tmp_path / name) == 0
+    first, second = (json.loads((tmp_path / name / "sketch.json").read_text())["re"] for name in ("a", "b"))
+    assert not np.allclose(first, second)
+
+
+def test_a_weak_release_says_so_first(tmp_path, capsys):
+    total = one_sum(tmp_path)
+    capsys.readouterr()
+    assert sketch("release", total, "--epsilon", 20, "-o", tmp_path / "r") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{WEAK}: epsilon = 20") and "epsilon = 20" in out[1]
+    report = json.loads((tmp_path / "r" / "privacy_report.json").read_text())
+    assert next(iter(report)) == "warning" and report["warning"] == out[0] and report["not_private"] == []
+    released = json.loads((tmp_path / "r" / "sketch.json").read_text())
+    assert next(iter(released)) == "warning" and released["warning"] == out[0]
+    assert sketch("release", total, "--epsilon", 1, "-o", tmp_path / "strong") == 0
+    assert "warning" not in json.loads((tmp_path / "strong" / "sketch.json").read_text())
+    assert sketch("combine", tmp_path / "strong" / "sketch.json", tmp_path / "r" / "sketch.json",
+                  "-o", tmp_path / "m.json") == 0  # the weakest part's guarantee is the combined one's
+    assert json.loads((tmp_path / "m.json").read_text())["warning"].startswith(f"{WEAK}: epsilon = 20")

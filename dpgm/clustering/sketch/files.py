@@ -2,7 +2,8 @@
 
 A spec file holds the public ``SketchSpec``. A sum file holds one holder's EXACT sketch sum
 and record count: private, written owner-only (0600) and atomically, never to be published.
-A release file holds the noisy sketch and count and how they were made: public. Sum and
+A release file holds the noisy sketch and count and how they were made: public, its verdict
+first (``dpgm.privacy.verdict``: a weak guarantee says so in its first key). Sum and
 release files carry their spec; reading one against another spec is an ``OperatorMismatch``.
 Error messages name files, fields and fingerprints, never a data value.
 """
@@ -22,6 +23,7 @@ from dpgm.clustering.sketch.private import PrivateSketch
 from dpgm.clustering.sketch.spec import Sketcher, SketchSpec
 from dpgm.errors import ConfigError, DataError
 from dpgm.io import atomic_write_json
+from dpgm.privacy.verdict import stamped
 
 SPEC_FORMAT = "dpgm-sketch-spec/1"
 SUM_FORMAT = "dpgm-sketch-sum/1"
@@ -107,11 +109,28 @@ def read_sum(path: PathLike, spec: SketchSpec, fingerprint: str) -> SketchSum:
     return SketchSum(re, im, n, fingerprint)
 
 
+def _leaves(privacy: dict[str, Any]) -> list[dict[str, Any]]:
+    """The privacy of each single release in ``privacy`` (a combined release lists its parts as shards)."""
+    if "shards" not in privacy:
+        return [privacy]
+    return [leaf for shard in privacy["shards"] for leaf in _leaves(shard)]
+
+
+def _guarantee(privacy: dict[str, Any]) -> dict[str, Any]:
+    """The epsilon and not-private reasons a release's verdict reads: the largest epsilon of its parts
+    (holders' records are disjoint) and every part's reasons."""
+    leaves = _leaves(privacy)
+    epsilons = [leaf["epsilon"] for leaf in leaves if isinstance(leaf.get("epsilon"), (int, float))]
+    out: dict[str, Any] = {"not_private": sorted({key for leaf in leaves for key in leaf.get("not_private", [])})}
+    return {**out, "epsilon": max(epsilons)} if epsilons else out
+
+
 def write_release(path: PathLike, released: PrivateSketch, spec: SketchSpec) -> None:
-    data = {"format": RELEASE_FORMAT, "spec": spec.to_dict(), "count": released.count,
-            "alpha": released.alpha, "holders": released.holders, "privacy": released.privacy,
-            "re": released.re.tolist(), "im": released.im.tolist()}
-    atomic_write_json(path, data)
+    """A public release file, its verdict first (a weak guarantee, or not private and why)."""
+    data = {"format": RELEASE_FORMAT, **_guarantee(released.privacy), "spec": spec.to_dict(),
+            "count": released.count, "alpha": released.alpha, "holders": released.holders,
+            "privacy": released.privacy, "re": released.re.tolist(), "im": released.im.tolist()}
+    atomic_write_json(path, stamped(data))
 
 
 def read_release(path: PathLike) -> tuple[SketchSpec, Sketcher, PrivateSketch]:
