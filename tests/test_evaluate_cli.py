@@ -177,3 +177,18 @@ def test_report_bad_path_fails_fast(files) -> None:
     # CPU seconds of the child, not wall time: a loaded machine must not fail it, importing torch would
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert cpu < 1.0, f"{cpu:.2f} CPU s"
+
+
+def test_evaluations_with_real_data_figures_say_not_private_first(files, capsys) -> None:
+    """counting and marginals print and write exact figures of the real data: each output opens with NOT PRIVATE."""
+    from dpgm.privacy.verdict import NOT_PRIVATE
+
+    for command, extra in (("counting", ["--queries", "10", "--seed", "0"]), ("marginals", [])):
+        out_json = files["dir"] / f"{command}.json"
+        code, out, err = run([command, "--real", str(files["real"]), "--synthetic", str(files["copy"]), *extra,
+                              "--json", str(out_json)], capsys)
+        assert code == 0, err
+        assert out.splitlines()[0].startswith(f"{NOT_PRIVATE}: it holds exact figures computed from the real data")
+        result = json.loads(out_json.read_text())
+        assert next(iter(result)) == "warning" and result["warning"].startswith(NOT_PRIVATE)
+        assert "real_data" in result["not_private"]

@@ -29,6 +29,7 @@ from dpgm.evaluation.counting import (
     start_evaluation,
 )
 from dpgm.io import atomic_write_json, check_output
+from dpgm.privacy.verdict import judge, stamped
 from dpgm.progress import progress_scope
 
 
@@ -137,6 +138,7 @@ def marginals(args: argparse.Namespace) -> int:
     from dpgm.evaluation.marginal_tvd import marginal_tvd
 
     real = load_records(resolve_data_path(args.real), top_items=args.top_items, limit=args.limit)
+    reasons = _not_private(None)  # its seed draws the triples compared, no noise
     rows = {}
     print(f"{'synthetic':<40} {'1-way':>8} {'2-way':>8} {'3-way':>8} {'length':>8}  (mean TVD)")
     for path in args.synthetic:
@@ -145,10 +147,18 @@ def marginals(args: argparse.Namespace) -> int:
         rows[str(path)] = res.to_dict()
         print(f"{path!s:<40} {res.oneway:>8.4f} {res.twoway:>8.4f} {res.threeway:>8.4f} {res.length:>8.4f}")
     if args.json:
-        atomic_write_json(args.json, {"real": str(args.real), "seed": args.seed, "top_items": args.top_items,
-                                      "limit": args.limit, "marginal_tvd": rows})
+        atomic_write_json(args.json, stamped({"real": str(args.real), "seed": args.seed, "top_items": args.top_items,
+                                              "limit": args.limit, "marginal_tvd": rows}, reasons))
         print(f"wrote {args.json}")
     return 0
+
+
+def _not_private(seed: int | None) -> list[str]:
+    """Why an evaluation is not private: exact figures of the real data (and replayable baselines, when seeded).
+    Prints the verdict's headline, the first line of its output."""
+    reasons = ["real_data"] + (["seeded"] if seed is not None else [])
+    print(judge({"not_private": reasons}).headline)
+    return reasons
 
 
 def counting(args: argparse.Namespace) -> int:
@@ -159,6 +169,7 @@ def counting(args: argparse.Namespace) -> int:
     if args.baseline:
         check_epsilon(args.epsilon, "--epsilon")  # before the data are read
     real = load_records(resolve_data_path(args.real), top_items=args.top_items, limit=args.limit)
+    reasons = _not_private(args.seed)
     seeds = np.random.SeedSequence(args.seed).spawn(1 + len(args.baseline))
     evaluation = start_evaluation(real, args.queries, np.random.default_rng(seeds[0]))
     for path in args.synthetic:
@@ -177,7 +188,7 @@ def counting(args: argparse.Namespace) -> int:
     if args.json:
         out = {"real": str(args.real), "seed": args.seed, "top_items": args.top_items, "limit": args.limit,
                **evaluation.to_dict()}
-        atomic_write_json(args.json, out)
+        atomic_write_json(args.json, stamped(out, reasons))
         print(f"wrote {args.json}")
     return 0
 
