@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dpgm.artifact import NOT_PRIVATE
 from dpgm.audit.bounds import AuditSize, audit_size, canaries_for_guesses, epsilon_cap
 from dpgm.errors import ConfigError
 
@@ -79,10 +78,8 @@ class AuditPlan:
 
 
 def weakened(noise_scale: float, true_epsilon: float) -> dict[str, Any]:
-    """The report's first keys: the noise scale and, for a run whose noise was scaled, why it is not private
-    and its true epsilon (inf: no noise)."""
-    head: dict[str, Any] = {"noise_scale": noise_scale}
-    if noise_scale != 1:
-        reason = f"{NOT_PRIVATE}: the noise was secretly multiplied by {noise_scale:g} (an audit test), its claim not"
-        head = {"not_private": [reason], **head, "true_epsilon": true_epsilon}
-    return head
+    """The report's verdict keys: the noise scale and, for a run whose noise was scaled, the reason it is not
+    private (``verdict.REASONS``) and its true epsilon (inf: no noise); ``verdict.stamped`` puts them first."""
+    if noise_scale == 1:
+        return {"noise_scale": noise_scale}
+    return {"not_private": ["weakened"], "noise_scale": noise_scale, "true_epsilon": true_epsilon}

@@ -32,6 +32,7 @@ from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.events import GaussianEvent
 from dpgm.privacy.noise_scale import scaled_noise
+from dpgm.privacy.verdict import stamped
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.registry import Registry
 from dpgm.stages.item_pairs import noisy_every_pair, pair_bound
@@ -144,7 +145,7 @@ def audit_release(base: BinaryDataset, audit: ReleaseAudit, *, delta: float, pro
     counted = audit.trials - half
     bound = distinguishing_lower_bound(false_pos, counted, false_neg, counted, delta, audit.confidence)
     claim = max(claims)
-    return {
+    return stamped({
         **weakened(audit.noise_scale, true_epsilon(sigma * audit.noise_scale, delta)),
         "method": "distinguishing test on two neighbours (Clopper-Pearson bounds on FPR and FNR)",
         "audited": audit.release, "claimed_epsilon": claim, "lower_bound": bound, "refuted": bound > claim,
@@ -154,4 +155,4 @@ def audit_release(base: BinaryDataset, audit: ReleaseAudit, *, delta: float, pro
         "threshold": threshold, "false_positives": false_pos, "false_negatives": false_neg, "counted": counted,
         "base_records": base.n_records, "base_items": base.n_items, "dataset": base.name,
         "wall_s": time.perf_counter() - start,
-    }
+    })

@@ -35,6 +35,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import plan_epsilon, sigma_for_epsilon, steps_for_epochs
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.noise_scale import scaled_noise
+from dpgm.privacy.verdict import stamped
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import MixtureTrainer, RecordStore
@@ -172,7 +173,7 @@ def _report(
         step_event(sampling_rate=t.sampling_rate, noise_multiplier=t.noise_multiplier * scale, clipping=t.clipping,
                    hist_noise_multiplier=t.hist_noise_multiplier * scale),
         steps=steps, delta=outcome.delta, bound=cfg.privacy.dependent_bound)
-    return {
+    return stamped({
         **weakened(scale, true),
         "method": "one-run audit (Steinke, Nasr, Jagielski 2023, Thm 5.2); k = 1",
         "audited": "training",
@@ -209,13 +210,13 @@ def _report(
         "config": cfg.to_dict(),
         "torch_threads": torch.get_num_threads(),
         "wall_s": wall,
-    }
+    })
 
 
 def summary(report: dict[str, Any]) -> str:
     """The claim, and the audited lower bound beside its cap and confidence; first, a weakened run's warning."""
     verdict = "REFUTES the claim" if report["refuted"] else "does not refute the claim"
-    warning = "".join(f"{line}\n" for line in report.get("not_private", []))
+    warning = f"{report['warning']}\n" if "warning" in report else ""
     how = (f"{report['correct']}/{report['guesses']} guesses correct; m={report['canaries']} canaries, "
            f"{report['guesses_in']} in + {report['guesses_out']} out; {report['score']} scores"
            if "guesses" in report else f"{report['trials']} runs on each of two neighbours")

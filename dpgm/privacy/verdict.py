@@ -29,6 +29,8 @@ REASONS: dict[str, str] = {
     "asymptotic": AsymptoticExponentialEvent.description,
     "real_data": "it holds exact figures computed from the real data (an evaluation: keep it with the "
                  "data custodian)",
+    "weakened": "its noise was secretly scaled down while it claims the unscaled run's epsilon (an audit's test "
+                "switch, --noise-scale)",
 }
 #: The reason a ledger entry of this event kind gives (an event that is not DP as charged).
 EVENT_REASONS: dict[str, str] = {AsymptoticExponentialEvent.kind: "asymptotic"}
