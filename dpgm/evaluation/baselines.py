@@ -9,8 +9,8 @@ accountant's epsilon at delta equals the target (pure-DP mechanisms then use a l
 epsilon, which the report also gives); ``"pure"`` spends exactly the target as pure epsilon
 (Laplace marginals and MWEM only). AIM, MST and MWEM+PGM need the optional package mbi.
 
-A fitted model's state is plain arrays and JSON (``model_state`` / ``model_from_state``): a
-saved baseline loads without unpickling anything.
+A fitted model's state is plain arrays and JSON (``model_state`` / ``model_from_state``,
+dpgm/evaluation/saved.py): a saved baseline loads without unpickling anything.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpgm.config_fields import check_delta, check_epsilon
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.aim import AimOptions, fit_aim
-from dpgm.evaluation.marginals import MarginalsModel, Mechanism, fit_marginals, marginals_event
+from dpgm.evaluation.marginals import Mechanism, fit_marginals, marginals_event
 from dpgm.evaluation.mst import fit_mst
-from dpgm.evaluation.mwem import MwemBudget, MwemResult, fit_mwem
+from dpgm.evaluation.mwem import MwemBudget, fit_mwem
 from dpgm.evaluation.mwem_pgm import MwemPgmOptions, fit_mwem_pgm
-from dpgm.evaluation.queries import QuerySet, make_queries, records_from_bitmasks
+from dpgm.evaluation.queries import QuerySet, make_queries
+from dpgm.evaluation.saved import model_from_state, model_state
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.calibrate import calibrate, default_delta, records_magnitude, releases_epsilon, sigma_for_epsilon
 from dpgm.privacy.events import DpEvent
@@ -39,6 +39,9 @@ from dpgm.progress import epsilon_of, progress_scope
 from dpgm.registry import Registry
 
 Accounting = Literal["rdp", "pure"]
+#: ``model_state`` and ``model_from_state`` are saved.py's, re-exported where the baselines are.
+__all__ = ["BASELINES", "BaselineFit", "BaselineOptions", "baseline_options", "fit_baseline", "model_from_state",
+           "model_state", "run_baseline"]
 
 
 class BaselineModel(Protocol):
@@ -277,85 +280,3 @@ def run_baseline(
     fit = fit_baseline(method, real, queries, epsilon=epsilon, delta=delta, rng=rng, options=options)
     n = round(fit.model.n_noisy) if n_synthetic is None else n_synthetic
     return fit.model.sample(max(n, 1), rng), fit.report
-
-
-# ------------------------------------------------------------------ saved state
-
-
-class _StoredDomain:
-    """MWEM's domain as saved: the records its weights are over (the query masks are not needed)."""
-
-    def __init__(self, n_items: int, support: sp.csr_matrix | None) -> None:
-        self.n_items, self.support = n_items, support
-        self.size = (1 << n_items) if support is None else support.shape[0]
-
-    def records(self, index: np.ndarray) -> sp.csr_matrix:
-        if self.support is None:
-            return records_from_bitmasks(np.asarray(index, dtype=np.uint64), self.n_items)
-        return self.support[np.asarray(index)]
-
-
-def _csr_arrays(prefix: str, matrix: sp.spmatrix) -> dict[str, np.ndarray]:
-    m = sp.csr_matrix(matrix)
-    return {f"{prefix}_data": m.data, f"{prefix}_indices": m.indices, f"{prefix}_indptr": m.indptr,
-            f"{prefix}_shape": np.asarray(m.shape, dtype=np.int64)}
-
-
-def _csr_from(prefix: str, arrays: dict[str, np.ndarray]) -> sp.csr_matrix:
-    shape = tuple(int(s) for s in arrays[f"{prefix}_shape"])
-    return sp.csr_matrix((arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"], arrays[f"{prefix}_indptr"]),
-                         shape=shape)
-
-
-def model_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """A fitted baseline model as (JSON-ready metadata, named arrays): what a release saves."""
-    names = list(model.item_names)
-    if isinstance(model, MarginalsModel):
-        return ({"kind": "marginals", "n_noisy": model.n_noisy, "item_names": names},
-                {"probabilities": np.asarray(model.probabilities, dtype=np.float64)})
-    if isinstance(model, MwemResult):
-        support = getattr(model.domain, "support", None)
-        meta = {"kind": "mwem", "n_noisy": model.n_noisy, "item_names": names, "n_items": len(names),
-                "domain": "full" if support is None else "support"}
-        arrays = {"weights": np.asarray(model.weights, dtype=np.float64)}
-        if support is not None:
-            arrays.update(_csr_arrays("support", support))
-        return meta, arrays
-    tree = getattr(model, "tree", None)
-    if tree is None:
-        raise ConfigError(f"cannot save a baseline model of type {type(model).__name__}")
-    meta = {"kind": "pgm", "method": model.method, "rho": model.rho, "item_names": names,
-            "measured": [list(c) for c in model.measured], "seconds": model.seconds,
-            "tree": {"cliques": [list(c) for c in tree.cliques], "n_items": tree.n_items, "total": tree.total,
-                     "parent": list(tree.parent), "depth": list(tree.depth), "order": list(tree.order),
-                     "sep": [list(s) for s in tree.sep], "home": [[v, c] for v, c in tree.home.items()]}}
-    arrays = {f"table_{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tree.tables)}
-    arrays.update({f"cond_{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tree.cond)})
-    return meta, arrays
-
-
-def model_from_state(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
-    """The model ``model_state`` saved: it samples exactly as the fitted one did."""
-    kind, names = meta.get("kind"), list(meta["item_names"])
-    if kind == "marginals":
-        return MarginalsModel(probabilities=arrays["probabilities"], n_noisy=float(meta["n_noisy"]),
-                              item_names=names)
-    if kind == "mwem":
-        support = _csr_from("support", arrays) if meta["domain"] == "support" else None
-        return MwemResult(weights=arrays["weights"], domain=_StoredDomain(int(meta["n_items"]), support),
-                          n_noisy=float(meta["n_noisy"]), item_names=names)
-    if kind == "pgm":
-        from dpgm.evaluation.pgm import JunctionTree, PgmResult
-
-        t = meta["tree"]
-        tree = JunctionTree.__new__(JunctionTree)  # the calibrated tree as it was, without recalibrating
-        k = len(t["cliques"])
-        tree.__dict__.update(
-            cliques=[tuple(c) for c in t["cliques"]], tables=[arrays[f"table_{i}"] for i in range(k)],
-            n_items=int(t["n_items"]), total=float(t["total"]), parent=list(t["parent"]),
-            depth=list(t["depth"]), order=list(t["order"]), sep=[tuple(s) for s in t["sep"]],
-            cond=[arrays[f"cond_{i}"] for i in range(k)], home={int(v): int(c) for v, c in t["home"]},
-        )
-        return PgmResult(tree=tree, item_names=names, method=meta["method"], rho=float(meta["rho"]),
-                         measured=[tuple(c) for c in meta.get("measured", [])], seconds=float(meta.get("seconds", 0)))
-    raise ConfigError(f"unknown saved baseline model kind {kind!r}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.queries import as_csr
+from dpgm.evaluation.saved import Arrays, saved_as
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent, GaussianEvent, LaplaceEvent
 from dpgm.privacy.mechanisms import floor_counts, noisy_releases
@@ -32,12 +33,22 @@ _SAMPLE_CHUNK = 1 << 16  # records drawn per chunk when sampling
 
 
 @dataclass(frozen=True)
+@saved_as("marginals")
 class MarginalsModel:
     """Released item frequencies ``probabilities`` (m,) and the noisy record count ``n_noisy``."""
 
     probabilities: np.ndarray
     n_noisy: float
     item_names: list[str]
+
+    def state(self) -> tuple[dict[str, Any], Arrays]:
+        return ({"n_noisy": self.n_noisy, "item_names": list(self.item_names)},
+                {"probabilities": np.asarray(self.probabilities, dtype=np.float64)})
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: Arrays) -> MarginalsModel:
+        return cls(probabilities=arrays["probabilities"], n_noisy=float(meta["n_noisy"]),
+                   item_names=list(meta["item_names"]))
 
     def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset:
         """``n`` records with item j present independently with probability p_j (post-processing)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.queries import QuerySet, answer, as_csr, hit_chunks, records_from_bitmasks
+from dpgm.evaluation.saved import Arrays, csr_arrays, csr_from, saved_as
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent, ExponentialEvent, LaplaceEvent
 from dpgm.privacy.mechanisms import exponential_mechanism, floor_counts, laplace_release
@@ -111,6 +112,19 @@ class SupportDomain:
         return self._hits[:, k].astype(np.float64)
 
     def records(self, index: np.ndarray) -> sp.csr_matrix:
+        return self.support[np.asarray(index)]
+
+
+class SavedDomain:
+    """A domain as saved: the records its weights are over (sampling needs no query masks)."""
+
+    def __init__(self, n_items: int, support: sp.csr_matrix | None) -> None:
+        self.n_items, self.support = n_items, support
+        self.size = (1 << n_items) if support is None else support.shape[0]
+
+    def records(self, index: np.ndarray) -> sp.csr_matrix:
+        if self.support is None:
+            return records_from_bitmasks(np.asarray(index, dtype=np.uint64), self.n_items)
         return self.support[np.asarray(index)]
 
 
@@ -195,6 +209,7 @@ class MwemRound:
 
 
 @dataclass
+@saved_as("mwem")
 class MwemResult:
     """The released distribution ``weights`` over ``domain`` and the noisy record count."""
 
@@ -203,6 +218,20 @@ class MwemResult:
     n_noisy: float
     item_names: list[str]
     rounds: list[MwemRound] = field(default_factory=list)
+
+    def state(self) -> tuple[dict[str, Any], Arrays]:
+        """The weights and, over a support, its records (the query masks are not needed to sample)."""
+        support = getattr(self.domain, "support", None)
+        meta = {"n_noisy": self.n_noisy, "item_names": list(self.item_names), "n_items": len(self.item_names),
+                "domain": "full" if support is None else "support"}
+        arrays = {"weights": np.asarray(self.weights, dtype=np.float64)}
+        return meta, arrays if support is None else {**arrays, **csr_arrays("support", support)}
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: Arrays) -> MwemResult:
+        support = csr_from("support", arrays) if meta["domain"] == "support" else None
+        return cls(weights=arrays["weights"], domain=SavedDomain(int(meta["n_items"]), support),  # type: ignore[arg-type]
+                   n_noisy=float(meta["n_noisy"]), item_names=list(meta["item_names"]))
 
     def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset:
         """``n`` records drawn from the released distribution (post-processing)."""

@@ -16,6 +16,7 @@ from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm.budget import rho_for_epsilon
 from dpgm.evaluation.pgm.inference import JunctionTree
 from dpgm.evaluation.pgm.workload import Clique
+from dpgm.evaluation.saved import Arrays, saved_as
 from dpgm.privacy.accountant import Accountant
 
 
@@ -48,6 +49,7 @@ class PgmRound:
 
 
 @dataclass
+@saved_as("pgm")
 class PgmResult:
     """The released graphical model (as a junction tree) and what the run measured."""
 
@@ -71,6 +73,32 @@ class PgmResult:
             raise ConfigError(f"{self.method}: number of synthetic records must be >= 1, got {n}")
         records = sp.csr_matrix(self.tree.sample(n, rng))
         return BinaryDataset(records=records, item_names=list(self.item_names), name=self.method)
+
+    def state(self) -> tuple[dict[str, Any], Arrays]:
+        """The calibrated junction tree's structure and tables, and what was measured."""
+        tree = self.tree
+        meta = {"method": self.method, "rho": self.rho, "item_names": list(self.item_names),
+                "measured": [list(c) for c in self.measured], "seconds": self.seconds,
+                "tree": {"cliques": [list(c) for c in tree.cliques], "n_items": tree.n_items, "total": tree.total,
+                         "parent": list(tree.parent), "depth": list(tree.depth), "order": list(tree.order),
+                         "sep": [list(s) for s in tree.sep], "home": [[v, c] for v, c in tree.home.items()]}}
+        arrays = {f"table_{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tree.tables)}
+        arrays.update({f"cond_{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tree.cond)})
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: Arrays) -> PgmResult:
+        t = meta["tree"]
+        tree = JunctionTree.__new__(JunctionTree)  # the calibrated tree as it was, without recalibrating
+        k = len(t["cliques"])
+        tree.__dict__.update(
+            cliques=[tuple(c) for c in t["cliques"]], tables=[arrays[f"table_{i}"] for i in range(k)],
+            n_items=int(t["n_items"]), total=float(t["total"]), parent=list(t["parent"]),
+            depth=list(t["depth"]), order=list(t["order"]), sep=[tuple(s) for s in t["sep"]],
+            cond=[arrays[f"cond_{i}"] for i in range(k)], home={int(v): int(c) for v, c in t["home"]},
+        )
+        return cls(tree=tree, item_names=list(meta["item_names"]), method=meta["method"], rho=float(meta["rho"]),
+                   measured=[tuple(c) for c in meta.get("measured", [])], seconds=float(meta.get("seconds", 0)))
 
 
 def synthesize(
