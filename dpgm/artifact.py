@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,17 +238,12 @@ def save_models(
     item_ids: list[int] | None = None,
     *,
     min_items: int = 0,
-    part_labels: PartLabels | None = None,
-    length_shares: np.ndarray | None = None,
-    empty_size: float | None = None,
-    pairs: dict[str, np.ndarray] | None = None,
+    stages: Mapping[str, Any] | None = None,
 ) -> None:
     """Write ``folder/models.pt``; ``item_ids`` maps each column to its id in the source data,
-    ``min_items`` is the declared least number of items per record (``data.min_items``),
-    ``part_labels`` each part's label when the parts are labels, ``length_shares`` the noisy
-    record-length histogram the release follows (``model.length_noise_multiplier``), ``empty_size``
-    the noisy count of empty records (``partition.empty_part_noise_multiplier``), ``pairs`` the edges and
-    target frequencies the release follows (``model.pairs_noise_multiplier``)."""
+    ``min_items`` is the declared least number of items per record (``data.min_items``), ``stages``
+    what the run's stages add to it (``dpgm.stages.released_payload``: each part's label, the noisy
+    count of empty records, the length shares and the pairs the release follows), public values only."""
     import torch
 
     payload = {
@@ -261,14 +257,7 @@ def save_models(
         "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,
         "min_items": int(min_items),
-        "empty_size": None if empty_size is None else float(empty_size),
-        "length_shares": (None if length_shares is None
-                          else torch.as_tensor(np.asarray(length_shares, dtype=np.float64))),
-        "pairs": None if pairs is None else {"edges": torch.as_tensor(np.asarray(pairs["edges"], dtype=np.int64)),
-                                             "targets": torch.as_tensor(np.asarray(pairs["targets"], dtype=np.float64)),
-                                             "pool": int(model_cfg.pairs_pool)},
-        "part_labels": None if part_labels is None else {"labels": [int(x) for x in part_labels.labels],
-                                                         "column": part_labels.column},
+        **(stages or {}),
     }
     with atomic_write(folder / MODELS_FILE, "wb") as fh:
         torch.save(payload, fh)

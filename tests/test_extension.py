@@ -1,5 +1,5 @@
 """The extension points: a stage and a partitioner registered from outside the package run
-through the same ledger, checkpoint and report as the built-in ones."""
+through the same ledger, checkpoint, release and report as the built-in ones."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from dpgm.clustering import PARTITIONERS, Partition
 from dpgm.errors import ConfigError
@@ -23,6 +24,7 @@ class NoisyRecordCount(Stage):
 
     name = "toy_count"
     line = "count the records (a toy stage)"
+    payload_keys = ("toy_count",)
 
     @classmethod
     def enabled(cls, cfg: Any) -> bool:
@@ -32,6 +34,12 @@ class NoisyRecordCount(Stage):
         count = np.array([float(ctx.data.n_records)])
         return float(gaussian_release(count, sensitivity=1.0, noise_multiplier=7.0, accountant=ctx.accountant,
                                       stage=self.name, rng=ctx.rng)[0])
+
+    def payload(self) -> dict[str, Any]:
+        return {"toy_count": self.output}
+
+    def report(self) -> dict[str, Any]:
+        return {"noisy_toy_count": self.output}
 
 
 @dataclass
@@ -55,7 +63,7 @@ class Halves:
 
 @pytest.fixture
 def extended():
-    register_stage(NoisyRecordCount, before="training")
+    register_stage(NoisyRecordCount)  # the default place: before training, which stays last
     PARTITIONERS.register("halves", options=HalvesOptions, doc="a toy")(lambda cfg, options, public: Halves(options))
     yield
     unregister_stage(NoisyRecordCount.name)
@@ -78,6 +86,24 @@ def test_a_registered_stage_and_partitioner_train_through_the_ledger(tmp_path, e
     assert report["stage_lines"]["toy_count"] == "count the records (a toy stage)"
     assert "| toy_count | count the records (a toy stage) |" in (run_dir / "release" / "privacy_report.md").read_text()
     assert report["epsilon"] > report["stage_epsilons"]["toy_count"] > 0
+    payload = torch.load(run_dir / "release" / "models.pt", weights_only=True)
+    assert payload["toy_count"] == report["noisy_toy_count"]  # the noisy count, in the release and the report
+    assert payload["empty_size"] is None and payload["part_labels"] is None  # the built-in stages' keys stay
+
+
+def test_a_stage_goes_before_training_unless_placed(extended):
+    class Early(NoisyRecordCount):
+        name = "early"
+
+    register_stage(Early, before="partition")
+    try:
+        names = list(STAGES)
+        assert names.index("early") + 1 == names.index("partition") and names[-1] == "training"
+    finally:
+        unregister_stage("early")
+    with pytest.raises(ConfigError, match="no registered stage 'trainin' to go before"):
+        register_stage(Early, before="trainin")
+    assert "early" not in STAGES
 
 
 def test_a_resumed_run_keeps_the_stage_output_without_drawing_again(tmp_path, extended, monkeypatch):

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpgm.artifact import LABEL_COLUMN, PartLabels
 from dpgm.clustering import PARTITIONERS
 from dpgm.config import Config
 from dpgm.config_fields import check_delta
@@ -149,10 +148,9 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
                    public: list[dict[str, Any]], stages: Mapping[str, Any] | None = None,
                    rules_why: str | None = None) -> dict[str, Any]:
     """The JSON report beside every release: epsilon, delta, relation, accountant, each of ``stages``
-    (by name) in words, public inputs, the noisy part sizes (and the noisy count of empty records,
-    when they are a part, and the measured dependence, when it was measured)."""
+    (by name) in words, public inputs, the noisy part sizes and what each stage says of its released
+    values (``Stage.report``: the noisy count of empty records, the measured dependence)."""
     stages = stages or {}
-    released = {name: stage.output for name, stage in stages.items()}
     report = accountant.report()
     caveats = sorted({e.event.description for e in accountant.ledger.entries if getattr(e.event, "description", "")})
     if caveats:  # releases whose guarantee is weaker than the epsilon says (e.g. a finite Gibbs chain)
@@ -164,13 +162,9 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report["fixed_seed"] = cfg.seed is not None
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]
-    if released.get("empty_records") is not None:
-        report["noisy_empty_records"] = float(released["empty_records"])
-    measured = released.get("dependence")
-    if measured is not None:  # released: the parts merge below merge_below, a tree is chosen from tree_above
-        report["dependence"] = {"per_record_and_edge": measured, "merge_below": cfg.partition.merge_below,
-                                "parts_merged": merges(cfg, measured), "tree_above": cfg.model.tree_above,
-                                "tree_chosen": tree_chosen(cfg, measured), "otherwise": cfg.model.kind}
+    for stage in stages.values():  # what each stage says of its released values (``Stage.report``)
+        report.update(stage.report())
+    measured = stages["dependence"].output if "dependence" in stages else None  # what it decided
     t = cfg.training
     method = "none: the items' dependence is below merge_below" if merges(cfg, measured) else cfg.partition.method
     model = "tree: the items' dependence is at least tree_above" if tree_chosen(cfg, measured) else cfg.model.kind
@@ -191,15 +185,6 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
         if t.decoder_clip_share is not None:  # per-group clipping: the same sensitivity C, so the same event
             report["plan"]["decoder_clip_share"] = t.decoder_clip_share
     return report
-
-
-def part_labels(cfg: Config) -> PartLabels | None:
-    """Each part's label when the parts are labels (partition.method 'label': part j holds label
-    j, the declared set 0..k-1), else None; the CSV label column keeps the data's name for it."""
-    if cfg.partition.method != "label":
-        return None
-    column = cfg.data.label_column if cfg.data.source == "csv" and cfg.data.label_column else LABEL_COLUMN
-    return PartLabels(labels=tuple(range(cfg.partition.k)), column=column)
 
 
 def checkpoint_epsilon(cfg: Config, checkpoint: dict[str, Any]) -> EpsilonSource | None:

@@ -36,7 +36,6 @@ from dpgm.pipeline.plan import (
     check_world,
     checkpoint_epsilon,
     generators,
-    part_labels,
     privacy_report,
     public_facts,
     public_inputs,
@@ -53,7 +52,7 @@ from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.progress import EpsilonSource, nothing_spent, progress_scope
 from dpgm.report import dpgm_version, summary_markdown
-from dpgm.stages import Stage, StageContext, planned_stages
+from dpgm.stages import Stage, StageContext, planned_stages, released_payload
 from dpgm.stages.training import RunInterrupted, TrainingStage, release_min_items
 from dpgm.threads import set_threads
 
@@ -85,7 +84,7 @@ class TrainingRun:
         self.public = public_inputs(cfg, self.data, self.magnitude)
         self.stages = planned_stages(cfg)
         check_plan(cfg, self.data, self.stages)
-        self.training: TrainingStage = self.stages[-1]
+        self.training = next(stage for stage in self.stages if isinstance(stage, TrainingStage))
 
     @property
     def run_dir(self) -> Path:
@@ -180,16 +179,14 @@ class TrainingRun:
 
     def finish(self) -> dict[str, Any]:
         """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
-        folder, data, partition = self.layout.release, self.context.data, self.output("partition")
-        empty_size = self.output("empty_records")
-        report = privacy_report(self.cfg, self.accountant, partition.noisy_sizes, self.steps, self.public,
+        folder, data, sizes = self.layout.release, self.context.data, self.training.noisy_sizes
+        report = privacy_report(self.cfg, self.accountant, sizes, self.steps, self.public,
                                 {stage.name: stage for stage in self.stages}, self.rules_why)
         if collective.rank() != 0:
             return report
-        save_models(folder, self.released_models(), partition.noisy_sizes, self.training.model, data.item_names,
+        save_models(folder, self.released_models(), sizes, self.training.model, data.item_names,
                     data.image_shape, data.meta.get("item_ids"), min_items=release_min_items(self.cfg),
-                    part_labels=part_labels(self.cfg), length_shares=self.output("record_lengths"),
-                    empty_size=empty_size, pairs=self.output("release_pairs"))
+                    stages=released_payload(self.stages))
         self.accountant.ledger.save(folder / LEDGER_FILE)
         atomic_write_json(folder / REPORT_FILE, report)
         version = dict(zip(("version", "commit"), dpgm_version()))

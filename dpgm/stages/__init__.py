@@ -6,8 +6,9 @@ noisy quantile of record lengths, the clip of the means) -> item_totals (noisy g
 totals the part means agree with) -> partition (the registered partitioner) -> part_means (noisy
 mean record per part) -> item_pairs (a tree per part) -> release_pairs (one tree of pairs over
 all records, which the release follows) -> record_lengths (noisy length histogram) -> training
-(DP-SGD per part). A stage from outside the package registers with
-``register_stage(cls, before=...)``.
+(DP-SGD per part). A stage from outside the package registers with ``register_stage(cls)``
+(before training; ``before=`` another stage) and declares what the release carries of it
+(``Stage.payload``) and what the privacy report says (``Stage.line``, ``Stage.report``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dpgm.stages.base import (
     StageContext,
     planned_stages,
     register_stage,
+    released_payload,
     unregister_stage,
 )
 from dpgm.stages.dependence import DependenceStage
@@ -36,4 +38,5 @@ for _stage in (ItemsStage, EmptyRecordsStage, DependenceStage, LengthBoundStage,
                PartMeansStage, ItemPairsStage, ReleasePairsStage, RecordLengthsStage, TrainingStage):
     register_stage(_stage)
 
-__all__ = ["STAGES", "Stage", "StageContext", "planned_stages", "register_stage", "unregister_stage"]
+__all__ = ["STAGES", "Stage", "StageContext", "planned_stages", "register_stage", "released_payload",
+           "unregister_stage"]

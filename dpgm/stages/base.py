@@ -4,7 +4,9 @@ A run is a list of stages (``dpgm.stages.planned_stages``). Each stage charges t
 before every noisy draw (``dpgm.privacy.mechanisms``), keeps only public outputs (what it
 released and its post-processing), may narrow the records by a per-record rule that later stages
 see, and saves what a resume needs in ``state_dict``. The run's checkpoint, resume, privacy
-report and plan are loops over that list (docs/development.md, "Stages").
+report and plan are loops over that list (docs/development.md, "Stages"), and so are what the release
+carries (``payload``) and what the privacy report says of each stage (``report``): a new stage
+touches only its own module and its registration.
 """
 
 from __future__ import annotations
@@ -81,6 +83,13 @@ class Stage:
         setting = getattr(getattr(cfg, section), option)
         return setting is not None if isinstance(cls.switch, str) else setting == value
 
+    #: The keys this stage adds to the released model payload (``models.pt``, ``payload``): every
+    #: registered stage's keys are in every payload, None where the plan has no such stage.
+    payload_keys: ClassVar[tuple[str, ...]] = ()
+
+    #: Whether this stage trains the models from what the others released: one per run, registered last.
+    trains: ClassVar[bool] = False
+
     def run(self, ctx: StageContext) -> Any:
         """Release this stage's statistics from ``ctx.data`` (charging ``ctx.accountant`` first);
         return the public output, which the run keeps as ``self.output``."""
@@ -90,6 +99,15 @@ class Stage:
         """The stage's per-record rule on the records later stages see (after ``run`` and again
         on resume, from the saved output); by default every record stays."""
         return data
+
+    def payload(self) -> dict[str, Any]:
+        """What the release carries of this stage (public: released values and their post-processing),
+        by ``payload_keys``, as tensors and built-ins (``models.pt`` loads with weights_only); by default nothing."""
+        return {}
+
+    def report(self) -> dict[str, Any]:
+        """What the privacy report says of this stage's released values, beside its ``line``; by default nothing."""
+        return {}
 
     def state_dict(self) -> dict[str, Any]:
         """What a resume needs (saved in the private checkpoint): by default the output."""
@@ -140,11 +158,17 @@ STAGES: dict[str, type[Stage]] = {}
 
 def register_stage(cls: type[Stage], *, before: str | None = None) -> type[Stage]:
     """Add a stage class to every run whose config enables it; ``before``: the name of the stage
-    it precedes (default: last). Usable as a decorator; a name may be registered once."""
+    it precedes (default: the training stage, ``Stage.trains``, which stays last; with none, last).
+    Usable as a decorator; a name may be registered once."""
     if cls.name in STAGES:
         raise ConfigError(f"a stage named {cls.name!r} is already registered")
     order = list(STAGES.items())
-    at = len(order) if before is None else [n for n, _ in order].index(before)
+    names = [n for n, _ in order]
+    if before is not None and before not in names:
+        raise ConfigError(f"stage {cls.name!r}: no registered stage {before!r} to go before "
+                          f"(registered: {', '.join(names)})")
+    trainers = [n for n, registered in order if registered.trains and not cls.trains]
+    at = names.index(before) if before is not None else names.index(trainers[0]) if trainers else len(order)
     order.insert(at, (cls.name, cls))
     STAGES.clear()
     STAGES.update(order)
@@ -159,3 +183,12 @@ def unregister_stage(name: str) -> None:
 def planned_stages(cfg: Config) -> list[Stage]:
     """The stages a run with ``cfg`` runs, in order, each built from the config."""
     return [cls(cfg) for cls in STAGES.values() if cls.enabled(cfg)]
+
+
+def released_payload(stages: list[Stage]) -> dict[str, Any]:
+    """What ``stages`` add to the released model payload, in key order: every registered stage's
+    ``payload_keys`` (None where the plan has no such stage), so the file does not follow the plan's order."""
+    entries: dict[str, Any] = {key: None for cls in STAGES.values() for key in cls.payload_keys}
+    for stage in stages:
+        entries.update(stage.payload())
+    return dict(sorted(entries.items()))

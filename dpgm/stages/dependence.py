@@ -99,6 +99,13 @@ class DependenceStage(Stage):
         return noisy_dependence(ctx.data, noise_multiplier=self.cfg.partition.dependence_noise_multiplier,
                                 accountant=ctx.accountant, rng=ctx.rng)
 
+    def report(self) -> dict[str, Any]:
+        """The measurement and what it decided: the parts merge below merge_below, a tree is chosen from tree_above."""
+        cfg, measured = self.cfg, self.output
+        return {"dependence": {"per_record_and_edge": measured, "merge_below": cfg.partition.merge_below,
+                               "parts_merged": merges(cfg, measured), "tree_above": cfg.model.tree_above,
+                               "tree_chosen": tree_chosen(cfg, measured), "otherwise": cfg.model.kind}}
+
 
 def merges(cfg: Config, measured: float | None) -> bool:
     """Whether the records form one group: the released dependence (None: not measured) is below

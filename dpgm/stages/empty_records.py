@@ -12,6 +12,8 @@ and redraw as for ``data.min_items``). Post-processing of released values only.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpgm.data import Records, drop_short_records, summed
@@ -43,6 +45,7 @@ class EmptyRecordsStage(Stage):
     streams = True
     line = "count the records holding no item (noisy count; they form a group of their own)"
     switch = "partition.empty_part_noise_multiplier"
+    payload_keys = ("empty_size",)
 
     def run(self, ctx: StageContext) -> float:
         return noisy_empty_count(ctx.data, noise_multiplier=self.cfg.partition.empty_part_noise_multiplier,
@@ -50,3 +53,10 @@ class EmptyRecordsStage(Stage):
 
     def narrow(self, data: BinaryDataset) -> BinaryDataset:
         return drop_short_records(data, 1)
+
+    def payload(self) -> dict[str, Any]:
+        """The noisy count: the release draws empty records with its share."""
+        return {"empty_size": float(self.output)}
+
+    def report(self) -> dict[str, Any]:
+        return {"noisy_empty_records": float(self.output)}

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from dpgm.artifact import LABEL_COLUMN, PartLabels
 from dpgm.clustering import STAGE, Partition, make_partitioner
 from dpgm.clustering.base import RULES, one_part
 from dpgm.config import Config
@@ -25,12 +26,22 @@ from dpgm.stages.dependence import STAGE as DEPENDENCE
 from dpgm.stages.dependence import merges
 
 
+def part_labels(cfg: Config) -> PartLabels | None:
+    """Each part's label when the parts are labels (partition.method 'label': part j holds label
+    j, the declared set 0..k-1), else None; the CSV label column keeps the data's name for it."""
+    if cfg.partition.method != "label":
+        return None
+    column = cfg.data.label_column if cfg.data.source == "csv" and cfg.data.label_column else LABEL_COLUMN
+    return PartLabels(labels=tuple(range(cfg.partition.k)), column=column)
+
+
 class PartitionStage(Stage):
     """Split the records into ``partition.k`` parts by the registered partitioner; output: the Partition."""
 
     name = STAGE
     streams = True
     line = "split the records into {groups} ({method})"
+    payload_keys = ("part_labels",)
 
     @classmethod
     def enabled(cls, cfg: Config) -> bool:
@@ -49,6 +60,12 @@ class PartitionStage(Stage):
                               "subspaces, or unset data.chunk_mb")
         with ctx.shown():
             return partitioner.fit(ctx.data, ctx.accountant, ctx.rng)
+
+    def payload(self) -> dict[str, Any]:
+        """Each part's label when the parts are labels (public: the declared label set)."""
+        labels = part_labels(self.cfg)
+        return {"part_labels": None if labels is None else {"labels": [int(x) for x in labels.labels],
+                                                             "column": labels.column}}
 
     def state_dict(self) -> dict[str, Any]:
         state = {"noisy_sizes": torch.as_tensor(self.output.noisy_sizes)}

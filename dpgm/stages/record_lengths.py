@@ -12,7 +12,10 @@ frequencies and its tree's pairs' (post-processing, dpgm/release.py and dpgm/mod
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import torch
 
 from dpgm.config import Config
 from dpgm.data import Records, summed
@@ -45,6 +48,7 @@ class RecordLengthsStage(ArrayStage):
     name = STAGE
     streams = True
     line = "count the records of each length (noisy histogram)"
+    payload_keys = ("length_shares",)
 
     @classmethod
     def enabled(cls, cfg: Config) -> bool:
@@ -57,3 +61,7 @@ class RecordLengthsStage(ArrayStage):
             return ctx.stages[BOUND].shares
         return noisy_length_shares(ctx.data, noise_multiplier=self.cfg.model.length_noise_multiplier,
                                    accountant=ctx.accountant, rng=ctx.rng)
+
+    def payload(self) -> dict[str, Any]:
+        """The length shares the release draws records to follow."""
+        return {"length_shares": torch.as_tensor(np.asarray(self.output, dtype=np.float64))}

@@ -25,8 +25,10 @@ this stage sees (counts over the noisy number of records), projected onto what t
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import torch
 
 from dpgm.config import Config
 from dpgm.data.chunks import summed
@@ -60,10 +62,17 @@ class ReleasePairsStage(DictStage):
     streams = True
     line = ("grow one tree of item pairs over all records, each edge chosen privately, and measure its noisy "
             "pair counts (the release's item and pair frequencies follow them)")
+    payload_keys = ("pairs",)
 
     @classmethod
     def enabled(cls, cfg: Config) -> bool:
         return cfg.model.pairs_noise_multiplier is not None
+
+    def payload(self) -> dict[str, Any]:
+        """The edges and targets the release follows, and its pool of draws per record (``model.pairs_pool``)."""
+        return {"pairs": {"edges": torch.as_tensor(np.asarray(self.output["edges"], dtype=np.int64)),
+                          "targets": torch.as_tensor(np.asarray(self.output["targets"], dtype=np.float64)),
+                          "pool": int(self.cfg.model.pairs_pool)}}
 
     def run(self, ctx: StageContext) -> dict[str, np.ndarray]:
         partition, means = ctx.output("partition"), ctx.output("part_means")

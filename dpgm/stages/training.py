@@ -108,11 +108,13 @@ class TrainingStage(Stage):
     name = STAGE
     streams = True
     line = "train one generative model per group by DP-SGD ({steps} steps)"
+    trains = True
 
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         self.model, self.steps, self.step = cfg.model, training_steps(cfg), 0
         self.trainer: MixtureTrainer | None = None
+        self.noisy_sizes: np.ndarray | None = None  # the released part sizes the models are mixed by
 
     @classmethod
     def enabled(cls, cfg: Config) -> bool:
@@ -137,7 +139,7 @@ class TrainingStage(Stage):
         """One model per part (output biases at the noisy part means when released, trees from the
         item pairs) and the trainer."""
         cfg, partition, means = self.cfg, ctx.output("partition"), ctx.output("part_means")
-        trees = ctx.output("item_pairs")
+        trees, self.noisy_sizes = ctx.output("item_pairs"), partition.noisy_sizes
         models = [build_model(self.model, ctx.data.n_items, generator=ctx.generator).to(cfg.device)
                   for _ in range(partition.k)]
         if means is not None:

@@ -16,12 +16,12 @@ from dpgm.cli import run_cli
 from dpgm.config import config_from_dict
 from dpgm.errors import PrivacyBudgetError
 from dpgm.pipeline import run as run_mod
-from dpgm.pipeline.plan import part_labels
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.privacy.mechanisms import SNAP_SHARE
 from dpgm.stages.items import STAGE as ITEMS_STAGE
+from dpgm.stages.partition import part_labels
 from dpgm.training.mixture import STAGE, MixtureTrainer
 
 
