@@ -2,7 +2,8 @@
 
 A mkdocs hook (``hooks`` in mkdocs.yml): on the page that holds ``MARKER``, the marker is
 replaced by one table per section of ``dpgm.config.Config`` (option, default, values, meaning),
-so the reference is rebuilt from the code on every build and cannot drift from it. Run alone,
+so the reference is rebuilt from the code on every build and cannot drift from it; an option that
+names a registered component (``partition.method``, ``model.kind``) lists the registered ones. Run alone,
 it prints the generated Markdown:
 
     python docs/gen_config_reference.py
@@ -17,7 +18,8 @@ from typing import Any, Literal
 
 import yaml
 
-from dpgm.config import Config
+from dpgm.commands.main import components
+from dpgm.config import Config, option_doc
 
 #: The line of docs/reference/config.md that the tables replace.
 MARKER = "<!-- generated: configuration options -->"
@@ -57,21 +59,22 @@ def breakable(key: str) -> str:
     return "<code>" + key.replace(".", ".<wbr>").replace("_", "_<wbr>") + "</code>"
 
 
-def options(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
-    """(dotted key, default, values, meaning) of every plain option of ``cls``, in source order."""
+def options(cls: type, prefix: str = "", registered: dict[str, str] | None = None) -> list[tuple[str, str, str, str]]:
+    """(dotted key, default, values, meaning) of every plain option of ``cls``, in source order;
+    ``registered``: the components of each option that names one (``dpgm.commands.main.components``)."""
     hints = typing.get_type_hints(cls)
     return [(f"{prefix}{f.name}", yaml_text(default_of(f)), type_text(hints[f.name]),
-             f.metadata.get("doc", "")) for f in dataclasses.fields(cls)
+             option_doc(f, f"{prefix}{f.name}", registered or {})) for f in dataclasses.fields(cls)
             if not dataclasses.is_dataclass(hints[f.name])]
 
 
 def sections() -> list[tuple[str, str, list[tuple[str, str, str, str]]]]:
     """(title, description, options): the run's top-level options, then each section."""
-    hints = typing.get_type_hints(Config)
+    hints, registered = typing.get_type_hints(Config), components()
     out = [("run", "the run as a whole", options(Config))]
     for f in dataclasses.fields(Config):
         if dataclasses.is_dataclass(hints[f.name]):
-            out.append((f.name, f.metadata.get("doc", ""), options(hints[f.name], f"{f.name}.")))
+            out.append((f.name, f.metadata.get("doc", ""), options(hints[f.name], f"{f.name}.", registered)))
     return out
 
 

@@ -45,9 +45,8 @@ class PrivacyConfig:
 
 @dataclass
 class PartitionConfig:
-    method: str = opt("kernel_kmeans", "DP partitioner, by its registered name: kernel_kmeans, lloyd, label, sketch, "
-                                       "subspace, none (a single part), or one an extension registered "
-                                       "(dpgm.clustering.PARTITIONERS)")
+    method: str = opt("kernel_kmeans", "DP partitioner, by its registered name (dpgm.clustering.PARTITIONERS, "
+                                       "where an extension registers its own)")
     options: dict[str, Any] = opt({}, "options of a registered partitioner that declares its own "  # noqa: RUF009
                                       "(checked against its options dataclass)")
     k: int = opt(10, "number of parts")
@@ -97,8 +96,8 @@ STATISTICS_ONLY = frozenset({"independent", "tree"})
 
 @dataclass
 class ModelConfig:
-    kind: str = opt("vae", "generative model of each part, by its registered name (dpgm.models.MODELS); conv_vae = a "
-                           "small convolutional VAE for square images (dpgm/models/conv_vae.py); independent = the "
+    kind: str = opt("vae", "generative model of each part, by its registered name (dpgm.models.MODELS, where an "
+                           "extension registers its own); independent = the "
                            "part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; "
                            "needs output_bias: noisy_mean); tree = a tree of items per part fitted to its noisy mean "
                            "and noisy pair counts (no DP-SGD; ledger stage item_pairs; options select_epsilon, "

@@ -53,6 +53,11 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self.entries)
 
+    def listing(self) -> str:
+        """Every registered name with its line of doc, for the help of the option that names them."""
+        return "; ".join(f"{name}: {self.entries[name].doc}" if self.entries[name].doc else name
+                         for name in self.names())
+
     def entry(self, name: str) -> Entry[T]:
         """The entry of ``name``; an unknown name is a one-line error listing the known ones."""
         if name not in self.entries:

@@ -60,12 +60,21 @@ def _plan(argv: Sequence[str]) -> int:
     return main(argv, prog="dpgm plan")
 
 
+def components() -> dict[str, str]:
+    """The components registered for each config key that names one (partitioners, models), in words:
+    what the options' help lists, read from the registries so that it cannot drift from them."""
+    from dpgm.clustering import PARTITIONERS
+    from dpgm.models import MODELS
+
+    return {registry.key: registry.listing() for registry in (PARTITIONERS, MODELS)}
+
+
 def _config(argv: Sequence[str]) -> int:
     from dpgm.config import describe, shipped_config_names
 
     if argv:
         raise ConfigError(f"dpgm config takes no arguments, got {' '.join(argv)}")
-    print("\n".join(describe()))
+    print("\n".join(describe(registered=components())))
     print(f"\nshipped configs (dpgm train --config NAME): {', '.join(shipped_config_names())}")
     return 0
 

@@ -1,7 +1,8 @@
 """Run configuration: the typed sections (``dpgm.config_sections``) loaded from YAML and validated.
 
-Every option is documented once, in its field's ``doc``; ``python -m dpgm.config`` prints them
-all. Unknown keys are errors naming the key and its section; values are range-checked;
+Every option is documented once, in its field's ``doc``; ``python -m dpgm.config`` (``dpgm
+config``) prints them all, with the components registered for the options that name one.
+Unknown keys are errors naming the key and its section; values are range-checked;
 ``--set section.key=value`` overrides (the value is parsed as YAML).
 """
 
@@ -13,7 +14,7 @@ import importlib.resources
 import math
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -153,7 +154,7 @@ def _shipped_configs() -> Path:
     """The package data ``dpgm/configs`` (in a checkout, a link to the repository's configs/ folder,
     which a checkout without links, e.g. on Windows, is read from instead)."""
     folder = Path(str(importlib.resources.files("dpgm") / "configs")).resolve()
-    return folder if folder.is_dir() else Path(__file__).resolve().parents[1] / "configs"
+    return folder if folder.is_dir() else Path(__file__).resolve().parents[2] / "configs"
 
 
 #: The configs shipped with dpgm: package data of the installed wheel (``dpgm/configs/*.yaml``).
@@ -208,20 +209,23 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"not valid YAML{where}: {' '.join(str(problem).split())}"
 
 
-def describe(cls: type = Config, prefix: str = "") -> list[str]:
-    """One line per option: dotted key, default and documentation."""
-    lines = []
+def option_doc(f: dataclasses.Field, key: str, registered: Mapping[str, str]) -> str:
+    """The documentation of option ``key``; an option that names a registered component (``registered``:
+    config key -> the components in words, ``Registry.listing``) ends with what is registered now."""
+    doc = f.metadata.get("doc", "")
+    return f"{doc}. Registered: {registered[key]}" if key in registered else doc
+
+
+def describe(cls: type = Config, prefix: str = "", registered: Mapping[str, str] | None = None) -> list[str]:
+    """One line per option: dotted key, default and documentation (``option_doc``)."""
+    lines, registered = [], registered or {}
     for f in dataclasses.fields(cls):
         hint = typing.get_type_hints(cls)[f.name]
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(hint):
             lines.append(f"{key}:  {f.metadata.get('doc', '')}")
-            lines += describe(hint, key + ".")
+            lines += describe(hint, key + ".", registered)
         else:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-            lines.append(f"  {key} = {default!r}  # {f.metadata.get('doc', '')}")
+            lines.append(f"  {key} = {default!r}  # {option_doc(f, key, registered)}")
     return lines
-
-
-if __name__ == "__main__":  # pragma: no cover
-    print("\n".join(describe()))
