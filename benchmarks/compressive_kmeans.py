@@ -36,6 +36,7 @@ from dpgm.clustering.sketch import SketchOperator, plan_noise, release_sketch
 from dpgm.clustering.sketch.cl_ompr import decode
 from dpgm.errors import PrivacyBudgetError
 from dpgm.privacy.accountant import Accountant
+from dpgm.privacy.clipping import clip_rows
 
 SIGNATURE = {"e": "exp", "q": "quantised"}
 
@@ -129,7 +130,6 @@ def ckm_trial(x, base, setup, m, f, r, mechanisms, epsilons, rng, records):
 def lloyd_trial(x, base, setup, epsilons, iterations, rng, records):
     """DP Lloyd (SuLQ) with sigma calibrated so that its T iterations cost epsilon at delta."""
     from dpgm.clustering.noisy_lloyd import (
-        clip_rows_to,
         lloyd_event,
         lloyd_releases,
         noisy_lloyd,
@@ -138,7 +138,7 @@ def lloyd_trial(x, base, setup, epsilons, iterations, rng, records):
     )
 
     bound = math.sqrt(setup.d) * setup.box / 2
-    rows = clip_rows_to(x, bound)
+    rows = clip_rows(x, bound, dtype=np.float64)
     for eps in epsilons:
         try:
             sigma = resolve_sigma(

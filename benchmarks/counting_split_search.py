@@ -24,10 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from provenance import write_json
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from counting_queries import DATASETS, config_file, config_sections, load
+from provenance import write_json
 
 from dpgm.config import config_from_dict
 from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation

@@ -62,7 +62,7 @@ def killed_run(args: argparse.Namespace, runs: Path, name: str, sig: signal.Sign
     message = (proc.stderr.read() or "").strip().splitlines()
     run_dir = runs / name
     checkpoint = run_dir / "private" / "checkpoint.pt"
-    step = int(torch.load(checkpoint, weights_only=True)["step"]) if checkpoint.is_file() else None
+    step = int(torch.load(checkpoint, weights_only=True)["stages"]["training"]["step"]) if checkpoint.is_file() else None
     resumes = 0
     while not (run_dir / "release" / "models.pt").is_file():
         cmd = ([sys.executable, str(ROOT / "train.py"), "--resume", str(run_dir), "--no-progress"]

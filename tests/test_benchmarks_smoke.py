@@ -1,0 +1,114 @@
+"""Every benchmark script runs end to end on tiny inputs and writes its JSON: a script that no longer
+starts, or that breaks on a change to dpgm, fails here, not on the day its figure is remade.
+
+Each script runs as it is run by hand (``python benchmarks/NAME.py``, in a process of its own, on
+this checkout's dpgm), with sizes that keep it to a few seconds; a script that reads the shared
+data sets skips when they are absent, and one that needs the optional ``peers`` extra skips
+without mbi.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._benchmarks import BENCHMARKS
+
+RESULTS = BENCHMARKS / "results"
+#: Seconds one smoke run may take (they take a few; a hang fails instead of blocking the suite).
+TIMEOUT = 120
+#: Scripts whose run writes no JSON of its own (a check, a self-test): their exit status is the result.
+NO_JSON = {"results_page", "sweep_report"}
+#: Scripts without a tiny setting yet: their smallest run takes minutes.
+NO_TINY_RUN = {"audit", "clustering_accuracy", "partitioners", "subspace_clustering"}
+#: Scripts that are libraries of the others, not runs.
+LIBRARIES = {"provenance"}
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("DPGM_DATA_DIR", "data"))
+
+
+def tiny_transactions(path: Path) -> Path:
+    """A small uncompressed transaction file (one record of item ids a line)."""
+    lines = [" ".join(str((i * 7 + j * 3) % 20) for j in range(1 + i % 5)) for i in range(400)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+#: script -> (argv before --json, data sets it reads from $DPGM_DATA_DIR, needs mbi). ``{tmp}`` is
+#: the test's folder; every script writes its JSON to {tmp}/out.json.
+RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
+    "audit": (["--settings", "digits", "--smoke"], (), False),
+    "clustering_accuracy": (["--epsilons", "1", "--dims", "2", "--seeds", "1", "--smoke"], (), False),
+    "compressive_kmeans": (["--n", "300", "--k", "2", "--d", "2", "--epsilons", "1", "--trials", "1",
+                            "--m-factors", "10", "--signatures", "e", "--rs", "m", "--mechanisms", "gaussian",
+                            "--lloyd-iterations", "2", "--speed-n", "0", "--png", "{tmp}/ckm.png"], (), False),
+    "config_timings": (["--configs", "digits", "--set", "data.limit=200", "--set", "training.epochs=1"], (), False),
+    "counting_queries": (["--datasets", "msnbc", "--epsilons", "1", "--methods", "marginals",
+                          "--queries", "50", "--limit", "500"], ("msnbc",), False),
+    "counting_split_search": (["msnbc", "--queries", "50", "--limit", "500", "--candidate",
+                               '{"training": {"epochs": 0.2}, "partition": {"iterations": 1}}'], ("msnbc",), False),
+    "dependence": (["--datasets", "msnbc", "--sizes", "3000"], ("msnbc",), False),
+    "distributed_statistics": (["--data", "{tmp}/tiny.txt", "--n-items", "20", "--k", "2", "--ranks", "1"], (),
+                               False),
+    "dpsgd_throughput": (["--records", "200", "--epochs", "0.2", "--rounds", "1", "--batch-sizes", "32",
+                          "--threads", "1"], ("mnist",), False),
+    "generic_time": (["--records", "2000", "--items", "20", "--skip-mst"], ("msnbc",), False),
+    "kill_resume": (["--config", "{root}/configs/digits.yaml", "--set", "data.limit=200", "--set",
+                     "training.epochs=1", "--kills", "1", "--jobs", "1"], (), False),
+    "large_transactions": (["--records", "3000", "--items", "20", "--runs", "3000:1:memory", "3000:1:chunks",
+                            "--k", "2", "--iterations", "1", "--sampling-rate", "0.01", "--epochs", "0.02",
+                            "--window", "5", "--release", "100", "--dir", "{tmp}"], (), False),
+    "merge_threshold": (["{results}/rules_lodo_merge.json"], (), False),
+    "model_capacity": (["--datasets", "msnbc", "--sizes", "3000", "--bn", "2", "--mix", "2"], ("msnbc",), False),
+    "module_graph": ([], (), False),
+    "paper_epsilon": (["--epochs", "1"], (), False),
+    "partitioners": (["--datasets", "google", "--methods", "lloyd", "--epsilons", "1", "--seeds", "1", "--smoke",
+                      "--plot", "{tmp}/partitioners.png"], (), False),
+    "results_page": (["--check"], (), False),  # checks docs/results.md against the results' JSON
+    "rules_lodo": (["--datasets", "msnbc", "--sizes", "3000", "--candidates", "default", "--epsilons", "1",
+                    "--seeds", "1", "--queries", "50"], ("msnbc",), False),
+    "rules_sweep": ([], (), False),
+    "secure_sampling": (["--records", "200", "--rounds", "1", "--batch-sizes", "32", "--repeats", "1",
+                         "--threads", "1"], ("mnist",), False),
+    "subspace_clustering": (["--seeds", "1", "--sweeps", "5", "--smoke", "--png", "{tmp}/subspace.png"], (), False),
+    "sweep_report": (["--self-test"], (), False),
+    "train_on_synthetic": (["--dataset", "digits", "--epsilons", "1", "--seeds", "1", "--limit", "200",
+                            "--release", "200", "--classifier-epochs", "1", "--no-nonprivate", "--no-real"], (),
+                           False),
+}
+
+
+def test_every_benchmark_script_has_a_smoke_run() -> None:
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py")} - LIBRARIES
+    assert scripts == set(RUNS)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_benchmark_runs_end_to_end_on_tiny_data(name: str, tmp_path: Path) -> None:
+    argv, datasets, peers = RUNS[name]
+    if name in NO_TINY_RUN:
+        pytest.skip(f"{name}.py has no tiny setting yet")
+    missing = [d for d in datasets if not (data_dir() / d).exists()]
+    if missing:
+        pytest.skip(f"needs the shared data set(s) {', '.join(missing)} under $DPGM_DATA_DIR")
+    if peers and importlib.util.find_spec("mbi") is None:
+        pytest.skip("needs the optional peers extra (mbi)")
+    tiny_transactions(tmp_path / "tiny.txt")
+    root = BENCHMARKS.parent
+    places = {"{tmp}": str(tmp_path), "{root}": str(root), "{results}": str(RESULTS)}
+    for place, path in places.items():
+        argv = [a.replace(place, path) for a in argv]
+    argv += [] if name in NO_JSON else ["--json", str(tmp_path / "out.json")]
+    env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), *argv], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert name in NO_JSON or json.loads((tmp_path / "out.json").read_text())
