@@ -26,7 +26,7 @@ TIMEOUT = 120
 #: Scripts whose run writes no JSON of its own (a check, a self-test): their exit status is the result.
 NO_JSON = {"results_page", "sweep_report"}
 #: Scripts without a tiny setting yet: their smallest run takes minutes.
-NO_TINY_RUN = {"audit", "clustering_accuracy", "partitioners", "subspace_clustering"}
+NO_TINY_RUN = {"audit", "clustering_accuracy", "partitioners"}
 #: Scripts that are libraries of the others, not runs.
 LIBRARIES = {"provenance"}
 
@@ -78,7 +78,7 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "rules_sweep": ([], (), False),
     "secure_sampling": (["--records", "200", "--rounds", "1", "--batch-sizes", "32", "--repeats", "1",
                          "--threads", "1"], ("mnist",), False),
-    "subspace_clustering": (["--seeds", "1", "--sweeps", "5", "--smoke", "--png", "{tmp}/subspace.png"], (), False),
+    "subspace_clustering": (["--seeds", "1", "--sweeps", "5", "--png", "{tmp}/subspace.png"], (), False),
     "sweep_report": (["--self-test"], (), False),
     "train_on_synthetic": (["--dataset", "digits", "--epsilons", "1", "--seeds", "1", "--limit", "200",
                             "--release", "200", "--classifier-epochs", "1", "--no-nonprivate", "--no-real"], (),
