@@ -113,8 +113,9 @@ def cmd_combine(args: argparse.Namespace) -> str:
 def cmd_decode(args: argparse.Namespace) -> str:
     spec, sketcher, released = read_release(args.sketch)
     result = decode_sketch(released, sketcher, args.k, np.random.default_rng(args.seed), decodes=args.decodes)
-    write_centres(args.output, spec, sketcher, result, part_sizes(result, released))
-    return f"wrote {args.output}: {args.k} centres (post-processing of the release, no privacy cost)"
+    data = write_centres(args.output, spec, sketcher, result, part_sizes(result, released), released.privacy)
+    head = "" if "warning" not in data else data["warning"] + "\n"  # the release's verdict first
+    return f"{head}wrote {args.output}: {args.k} centres (post-processing of the release, no privacy cost)"
 
 
 def cmd_assign(args: argparse.Namespace) -> str:

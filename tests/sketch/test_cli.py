@@ -171,3 +171,14 @@ def test_a_weak_release_says_so_first(tmp_path, capsys):
     assert sketch("combine", tmp_path / "strong" / "sketch.json", tmp_path / "r" / "sketch.json",
                   "-o", tmp_path / "m.json") == 0  # the weakest part's guarantee is the combined one's
     assert json.loads((tmp_path / "m.json").read_text())["warning"].startswith(f"{WEAK}: epsilon = 20")
+
+
+def test_centres_decoded_from_a_weak_release_say_so_first(tmp_path, capsys):
+    total = one_sum(tmp_path)
+    assert sketch("release", total, "--epsilon", 20, "-o", tmp_path / "r") == 0
+    capsys.readouterr()
+    assert sketch("decode", tmp_path / "r" / "sketch.json", "--k", 2, "-o", tmp_path / "c.json") == 0
+    out = capsys.readouterr().out.splitlines()
+    centres = json.loads((tmp_path / "c.json").read_text())
+    assert out[0].startswith(f"{WEAK}: epsilon = 20") and next(iter(centres)) == "warning"
+    assert centres["warning"] == out[0] and centres["epsilon"] == pytest.approx(20, rel=1e-5)

@@ -149,15 +149,18 @@ def read_release(path: PathLike) -> tuple[SketchSpec, Sketcher, PrivateSketch]:
 
 
 def write_centres(path: PathLike, spec: SketchSpec, sketcher: Sketcher, result: DecodeResult,
-                  sizes: np.ndarray) -> None:
+                  sizes: np.ndarray, privacy: dict[str, Any]) -> dict[str, Any]:
     """Decoded centres (item space, clipped, and the projected ones that assign records), weights,
-    noisy part sizes: public, post-processing of a release."""
-    atomic_write_json(path, {
-        "format": CENTRES_FORMAT, "spec": spec.to_dict(), "k": len(result.centres),
+    noisy part sizes: public, post-processing of a release, whose verdict (``privacy``) comes first.
+    Returns what was written."""
+    data = stamped({
+        "format": CENTRES_FORMAT, **_guarantee(privacy), "spec": spec.to_dict(), "k": len(result.centres),
         "centres": sketcher.projection.lift(result.centres).tolist(),
         "projected_centres": result.centres.tolist(), "weights": result.weights.tolist(),
         "noisy_sizes": sizes.tolist(), "relative_residual": result.residual,
     })
+    atomic_write_json(path, data)
+    return data
 
 
 def read_centres(path: PathLike) -> tuple[SketchSpec, np.ndarray]:
