@@ -52,6 +52,9 @@ CALIBRATION_ROUNDS = 10
 CALIBRATION_TOLERANCE = 1e-3
 #: Calibration with data.min_items: logit steps at most (``_accepted_shift``).
 ACCEPTED_STEPS = 50
+#: Calibration's shifts (``monotone_root``): Newton or bisection steps at most, and the step (in logits) that ends them.
+NEWTON_STEPS = 100
+SHIFT_TOLERANCE = 1e-5
 
 
 def noisy_part_means(
@@ -115,41 +118,75 @@ def start_at_means(model: nn.Module, probs: Any) -> None:
     bias.copy_(torch.logit(torch.as_tensor(probs, dtype=bias.dtype)))
 
 
-def bias_shift(logits: Tensor, target: Tensor, *, min_items: int = 0, iterations: int = 60) -> Tensor:
-    """Per item, the shift d with mean over rows of sigmoid(logits + d) = target (bisection).
+def bias_shift(logits: Tensor, target: Tensor, *, min_items: int = 0) -> Tensor:
+    """Per item, the shift d with mean over rows of sigmoid(logits + d) = target (``monotone_root``).
 
     The mean is increasing in d and runs from 0 to 1; the bracket puts every row's logit below
     -20 (mean < 3e-9) and above 20 (mean > 1 - 3e-9), around any target in [FLOOR, 1 - FLOOR].
     With ``min_items`` > 0 the frequencies are those among rows' records of at least that many
     items (``accepted_frequencies``): from the plain solution, logit steps until they match.
     """
-    lo = -logits.max(dim=0).values - 20.0
-    hi = -logits.min(dim=0).values + 20.0
-    for _ in range(iterations):
-        mid = (lo + hi) / 2
-        above = torch.sigmoid(logits + mid).mean(dim=0) > target
-        hi = torch.where(above, mid, hi)
-        lo = torch.where(above, lo, mid)
-    shift = (lo + hi) / 2
+    low, high = torch.aminmax(logits, dim=0)
+    shift = monotone_root(_moments(logits, per_item=True), target.double(), -high.double() - 20.0,
+                          -low.double() + 20.0, top=1.0).to(logits.dtype)
     if min_items > 0:
         shift = _accepted_shift(logits, target, shift, min_items)
     return shift
 
 
-def total_shift(logits: Tensor, target: float, iterations: int = 60) -> float:
+def total_shift(logits: Tensor, target: float) -> float:
     """The one shift d, added to every item's logit, with mean over rows of sum_i sigmoid(logits + d) = ``target``.
 
     The expected number of items per record is increasing in d, from 0 to n_items; at the bracket's
-    ends every logit is below -40 or above 40, around any target in (0, n_items) (bisection).
+    ends every logit is below -40 or above 40, around any target in (0, n_items) (``monotone_root``).
     """
-    lo, hi = -float(logits.max()) - 40.0, -float(logits.min()) + 40.0
-    for _ in range(iterations):
-        mid = (lo + hi) / 2
-        if float(torch.sigmoid(logits + mid).sum(dim=-1).mean()) > target:
-            hi = mid
-        else:
-            lo = mid
-    return (lo + hi) / 2
+    low, high = (value.double() for value in torch.aminmax(logits))
+    shift = monotone_root(_moments(logits, per_item=False), torch.tensor(float(target), dtype=torch.float64),
+                          -high - 40.0, -low + 40.0, top=float(logits.shape[-1]))
+    return float(shift)
+
+
+def _moments(logits: Tensor, *, per_item: bool) -> Callable[[Tensor], tuple[Tensor, Tensor, Tensor]]:
+    """At a shift d: the means over rows of p = sigmoid(logits + d), of 1 - p (as sigmoid(-logits - d): exact near
+    1) and of the derivative p (1 - p), per item or summed over items (in double). Two buffers the size of
+    ``logits`` serve every call (a fresh one costs more than the arithmetic)."""
+    p, q = torch.empty_like(logits), torch.empty_like(logits)
+    rows = logits.shape[0]
+
+    def at(shift: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        torch.add(logits, shift.to(logits.dtype), out=p)
+        torch.neg(p, out=q).sigmoid_()
+        p.sigmoid_()
+        sums = [p.sum(dim=0) if per_item else p.sum(), q.sum(dim=0) if per_item else q.sum()]
+        p.mul_(q)
+        sums.append(p.sum(dim=0) if per_item else p.sum())
+        value, rest, slope = (total.double() / rows for total in sums)
+        return value, rest, slope
+
+    return at
+
+
+def monotone_root(moments: Callable[[Tensor], tuple[Tensor, Tensor, Tensor]], target: Tensor, lo: Tensor,
+                  hi: Tensor, *, top: float) -> Tensor:
+    """Per entry, d in [lo, hi] with g(d) = ``target``, g increasing from 0 to ``top`` (``moments``: g(d), top - g(d),
+    g'(d)), the target inside the bracket: Newton steps from 0 on log(g / (top - g)), near linear in d for means of
+    sigmoids, each evaluation narrowing the bracket, a step that leaves it bisecting it instead; they stop when the
+    largest step is below SHIFT_TOLERANCE (a few passes, where bisection to float precision takes 60)."""
+    goal = torch.log(target) - torch.log(top - target)
+    shift = torch.zeros_like(target).clamp(lo, hi)
+    for _ in range(NEWTON_STEPS):
+        value, rest, slope = moments(shift)
+        gap = goal - torch.log(value) + torch.log(rest)
+        above = gap < 0  # the root lies below the shift
+        hi, lo = torch.where(above, shift, hi), torch.where(above, lo, shift)
+        newton = shift + gap * value * rest / (top * slope)
+        inside = torch.isfinite(newton) & (newton >= lo) & (newton <= hi)
+        moved = torch.where(inside, newton, (lo + hi) / 2)
+        largest = float((moved - shift).abs().max())
+        shift = moved
+        if largest < SHIFT_TOLERANCE:
+            break
+    return shift
 
 
 def _accepted_shift(logits: Tensor, target: Tensor, shift: Tensor, min_items: int) -> Tensor:
