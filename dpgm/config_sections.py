@@ -319,8 +319,9 @@ class Config:
                                     "it starts, see dpgm/threads.py; more oversubscribes)")
     keep_private: bool = opt(False, "keep the run's private/ folder (checkpoint, part assignments, generator state) "
                                     "after it completes; it is deleted by default")
-    nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches (NOT "
-                                              "private: every report of the run then says so in its first line)")
+    nonprivate_diagnostics: bool = opt(False, "show and log the mean training loss on the private batches and "
+                                              "report each stage's wall seconds (NOT private: every report of "
+                                              "the run then says so in its first line)")
     data: DataConfig = field(default_factory=DataConfig, metadata={"doc": "what to load"})
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig, metadata={"doc": "budget and accounting"})
     partition: PartitionConfig = field(default_factory=PartitionConfig, metadata={"doc": "DP partitioning stage"})

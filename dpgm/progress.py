@@ -12,6 +12,9 @@ Bars are off when progress is off (``progress_scope(enabled=False)``, ``--no-pro
 when the stream is not a terminal, and appear only once a stage has run for ``delay``
 seconds (short stages print nothing). Tests force them on with ``progress_scope(stream=...,
 tty_only=False, delay=0)``.
+
+Steps run inside a ``timing_scope`` record their wall seconds (``timed``): a run's grow with n, so
+they leave a training run only with ``nonprivate_diagnostics``, which makes it NOT private.
 """
 
 from __future__ import annotations
@@ -177,3 +180,40 @@ def share_bar(desc: str) -> StageBar:
     Advance it with ``StageBar.advance_share(done, total)``: only the share done is shown.
     """
     return StageBar(desc, 100, unit="%")
+
+
+#: The wall seconds of the steps timed in scope (``timing_scope``), by name; None: nothing is timed.
+_TIMES: ContextVar[dict[str, float] | None] = ContextVar("dpgm_times", default=None)
+
+
+@contextmanager
+def timing_scope() -> Iterator[dict[str, float]]:
+    """Collect the wall seconds of every ``timed`` step inside the block, by name (repeats add up).
+
+    A step's time grows with the records it reads, so a run's timings reveal n: they leave a training
+    run only with ``nonprivate_diagnostics`` (``dpgm.pipeline.run``); a release's depend on the released
+    models and the records asked for only.
+    """
+    seconds: dict[str, float] = {}
+    token = _TIMES.set(seconds)
+    try:
+        yield seconds
+    finally:
+        _TIMES.reset(token)
+
+
+@contextmanager
+def timed(name: str) -> Iterator[None]:
+    """Add the block's wall seconds to ``name`` in the timing scope (nothing outside one); as a decorator,
+    ``timed(name)(f)(...)`` times one call of f."""
+    seconds, start = _TIMES.get(), time.perf_counter()
+    try:
+        yield
+    finally:
+        if seconds is not None:
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def elapsed() -> dict[str, float]:
+    """The timing scope's wall seconds so far, by name, to the millisecond (empty outside one)."""
+    return {name: round(value, 3) for name, value in (_TIMES.get() or {}).items()}

@@ -35,7 +35,7 @@ from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_out
 from dpgm.mixture_draws import check_acceptance, draw_records, mixture_shares
 from dpgm.models.tilt import length_problem, resample, tilted_picks
 from dpgm.privacy.verdict import stamped
-from dpgm.progress import progress_scope, stage_bar
+from dpgm.progress import progress_scope, stage_bar, timed
 from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
 
 #: Draws per released record whose tilt follows a record-length histogram (``_Following.draw``): a larger pool lets
@@ -79,7 +79,8 @@ def sample_chunks(
         elif tilt is not None:
             records, parts, tried = tilt.draw(mixture, c, probs, generator)
         else:
-            records, parts, tried = draw_records(mixture, c, probs, generator, threshold, mixture.min_items)
+            with timed("drawing"):
+                records, parts, tried = draw_records(mixture, c, probs, generator, threshold, mixture.min_items)
         drawn += tried
         if mixture.min_items > 0:
             check_acceptance(done + len(records), drawn, mixture.min_items)
@@ -112,13 +113,15 @@ class _Tilt:
         draws counted are the c records' share (``check_acceptance`` bounds rejections, not the pool). The pool is
         drawn independently: the tilt sets the followed frequencies itself and its resample draws the rest anew,
         so systematic draws bought nothing here (docs/results.md) and cost time."""
-        pool, parts, drawn = draw_records(mixture, c * mixture.pairs_pool, probs, generator, None, mixture.min_items,
-                                          systematic=False)
+        with timed("drawing"):
+            pool, parts, drawn = draw_records(mixture, c * mixture.pairs_pool, probs, generator, None,
+                                              mixture.min_items, systematic=False)
         if len(pool) == 0:
             return pool, parts, drawn
         offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
-        picks, self.theta = tilted_picks(pool, self.edges, self.targets, count=c, offset=offset, empty=self.empty,
-                                         start=self.theta)
+        with timed("tilt"):
+            picks, self.theta = tilted_picks(pool, self.edges, self.targets, count=c, offset=offset,
+                                             empty=self.empty, start=self.theta)
         picks = picks[torch.randperm(c, generator=generator).numpy()]
         return pool[picks], parts[picks], drawn * c // len(pool)
 
@@ -150,13 +153,15 @@ class _Following:
         by the tilt's weights, in random order: the lengths move, what the models measured stays. Post-processing of
         the models and of the released histogram.
         """
-        pool, parts, drawn = draw_records(mixture, c * LENGTH_POOL, probs, generator, threshold, mixture.min_items,
-                                          systematic=False)
+        with timed("drawing"):
+            pool, parts, drawn = draw_records(mixture, c * LENGTH_POOL, probs, generator, threshold,
+                                              mixture.min_items, systematic=False)
         if len(pool) == 0:
             return pool, parts, drawn
-        f, targets, ridge = length_problem(pool, parts, mixture.models, probs.numpy(), self.shares.numpy())
         offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
-        picks, self.theta = resample(f, targets, count=c, offset=offset, ridge=ridge, start=self.theta)
+        with timed("tilt"):
+            f, targets, ridge = length_problem(pool, parts, mixture.models, probs.numpy(), self.shares.numpy())
+            picks, self.theta = resample(f, targets, count=c, offset=offset, ridge=ridge, start=self.theta)
         picks = picks[torch.randperm(c, generator=generator).numpy()]
         return pool[picks], parts[picks], drawn * c // len(pool)
 
@@ -299,7 +304,8 @@ def release(
     def counted(chunks):
         for chunk in chunks:
             bar.advance(len(chunk[0]))
-            yield chunk
+            with timed("writing"):  # the writer's work on the chunk, until it asks for the next
+                yield chunk
 
     chunks = counted(plan_chunks(mixture, plan, generator, threshold=threshold))
     if fmt == "png":

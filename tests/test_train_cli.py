@@ -72,6 +72,7 @@ def test_nonprivate_diagnostics_say_so_first(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert out.splitlines()[0].startswith("NOT DIFFERENTIALLY PRIVATE")
+    assert "wall seconds per stage (NOT private): {" in out and '"training": ' in out
     report_text = (tmp_path / "digits" / "release" / "privacy_report.json").read_text()
     assert "NOT DIFFERENTIALLY PRIVATE" in report_text.splitlines()[1]  # the first key of the report
     assert json.loads(report_text)["warning"].startswith("NOT DIFFERENTIALLY PRIVATE")

@@ -41,8 +41,8 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     p.add_argument("--summary", action="store_true",
                    help="print the privacy report in plain language (privacy_report.md) at the end")
     p.add_argument("--nonprivate-diagnostics", action="store_true",
-                   help="show the mean training loss on the private batches: the run is then NOT "
-                   "differentially private, and its reports say so")
+                   help="show the mean training loss on the private batches and each stage's wall seconds: "
+                   "the run is then NOT differentially private, and its reports say so")
     return p.parse_args(argv)
 
 
@@ -81,6 +81,8 @@ def _print(args: argparse.Namespace, run_dir: Any, report: dict[str, Any]) -> No
     print(f"privacy: epsilon = {report['epsilon']:.4f}, delta = {report['delta']:.3g}, "
           f"neighbouring = {report['neighbouring']}{bound}")
     print(json.dumps(report["stage_epsilons"]))
+    if "nonprivate_seconds" in report:  # --nonprivate-diagnostics only: they grow with n
+        print(f"wall seconds per stage (NOT private): {json.dumps(report['nonprivate_seconds'])}")
     if args.summary:
         from dpgm.artifact import read_summary
 

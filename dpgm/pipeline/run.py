@@ -50,7 +50,7 @@ from dpgm.plan import apply_public_rules
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
-from dpgm.progress import EpsilonSource, nothing_spent, progress_scope
+from dpgm.progress import EpsilonSource, elapsed, nothing_spent, progress_scope, timed, timing_scope
 from dpgm.report import dpgm_version, summary_markdown
 from dpgm.stages import Stage, StageContext, planned_stages, released_payload
 from dpgm.stages.training import RunInterrupted, TrainingStage, release_min_items
@@ -71,7 +71,7 @@ class TrainingRun:
         self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
         self._spent_before = spent_before
         check_components(cfg)
-        with self.shown():
+        with self.shown(), timed("loading"):
             self.data = drop_short_records(data, cfg.data.min_items) if data is not None else load_dataset(cfg.data)
             if cfg.partition.method == "label":  # records outside the declared label set: out of the domain
                 self.data = drop_undeclared_labels(self.data, cfg.partition.k)
@@ -117,7 +117,7 @@ class TrainingRun:
         """Fresh run: every stage in order, each narrowing the records the next ones see."""
         self._context(None, *generators(self.cfg.seed))
         for stage in self.stages:
-            stage.output = stage.run(self.context)
+            stage.output = timed(stage.name)(stage.run)(self.context)
             self._after(stage)
         config = yaml.safe_dump(released_config(self.cfg), sort_keys=False)
         if collective.rank() == 0:  # every rank of a distributed run releases the same: rank 0 writes
@@ -171,7 +171,7 @@ class TrainingRun:
 
     def train(self, stop: dict[str, int]) -> None:
         """The DP-SGD steps left (``TrainingStage.train``), checkpointing the whole run."""
-        self.training.train(self.context, self.layout, stop, self.checkpoint)
+        timed("training")(self.training.train)(self.context, self.layout, stop, self.checkpoint)
 
     def released_models(self) -> list[torch.nn.Module]:
         """The trained models, calibrated to the noisy part means when ``model.calibrate`` is set."""
@@ -187,6 +187,7 @@ class TrainingRun:
         save_models(folder, self.released_models(), sizes, self.training.model, data.item_names,
                     data.image_shape, data.meta.get("item_ids"), min_items=release_min_items(self.cfg),
                     stages=released_payload(self.stages))
+        report |= {"nonprivate_seconds": elapsed()} if self.cfg.nonprivate_diagnostics else {}  # they grow with n
         self.accountant.ledger.save(folder / LEDGER_FILE)
         atomic_write_json(folder / REPORT_FILE, report)
         version = dict(zip(("version", "commit"), dpgm_version()))
@@ -196,6 +197,7 @@ class TrainingRun:
         return report
 
 
+@timing_scope()  # the wall seconds of its steps (``finish``)
 def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Fresh run from a config; returns the run directory and the privacy report.
 
@@ -226,6 +228,7 @@ def train(cfg: Config, *, data: BinaryDataset | None = None, progress: bool = Tr
     return layout.root, run.finish()
 
 
+@timing_scope()
 def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[str, Any]]:
     """Continue an interrupted run from its last checkpoint."""
     layout = RunLayout(Path(run_dir))

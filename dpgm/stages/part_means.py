@@ -34,6 +34,7 @@ from dpgm.data.chunks import ChunkedRecords, summed
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
 from dpgm.privacy.mechanisms import floor_counts, gaussian_release, project_to_total
+from dpgm.progress import timed
 from dpgm.stages.base import ArrayStage, StageContext
 from dpgm.stages.dependence import mean_noise
 from dpgm.stages.item_totals import consistent_sums
@@ -248,6 +249,7 @@ def _add_item(counts: Tensor, p: Tensor) -> Tensor:
 
 
 @torch.no_grad()
+@timed("calibration")
 def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed: int = 0,
                        total: bool = False) -> float:
     """Shift the output bias until the model's expected item frequencies equal ``probs``; post-processing.
