@@ -83,6 +83,7 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "train_on_synthetic": (["--dataset", "digits", "--epsilons", "1", "--seeds", "1", "--limit", "200",
                             "--release", "200", "--classifier-epochs", "1", "--no-nonprivate", "--no-real"], (),
                            False),
+    "wide_speed": (["--records", "1000", "--items", "60", "--release", "200", "--baseline", "{root}"], (), False),
 }
 
 

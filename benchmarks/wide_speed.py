@@ -1,0 +1,184 @@
+"""Wall seconds per stage of the generic config on a wide synthetic transaction dataset, here and at a baseline.
+
+The data: ``--records`` records over ``--items`` items from a public seed, each record drawn from one of
+``--profiles`` sparse profiles (per profile, item weights Gamma(0.3) scaled to ``--length`` items per record
+on average, each item then drawn independently). ``configs/transactions.yaml`` (``rules: public``; above
+1,000 items a VAE per part by DP-SGD) trains on it with ``--threads`` threads and a fixed seed, then the
+release draws ``--release`` records (default n) to a transactions file.
+
+Per stage (seconds): the data's hand-over (``loading``), each statistics stage, ``training`` (DP-SGD),
+``calibration`` (to the noisy part means), and the release's ``drawing``, ``tilt`` and ``writing``. They are
+measured by wrapping those functions here, the same way for this tree and for ``--baseline`` (a source tree
+of another commit, say ``git archive main | tar -x -C /tmp/base``), which runs in a subprocess with its own
+``dpgm`` first on the path, after this tree's run, on the same machine. The JSON gives both and each
+stage's speed-up (baseline / this). Run it on one core: ``OMP_NUM_THREADS=1 taskset -c 0``.
+
+    OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/wide_speed.py --baseline /tmp/base \\
+        --json benchmarks/results/wide_speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Records drawn per block while generating (a dense block of floats per record and item).
+GEN_BLOCK = 20_000
+
+
+def wide_dataset(records: int, items: int, *, length: float, profiles: int, seed: int) -> Any:
+    """``records`` sparse records over ``items`` items, a mixture of ``profiles`` profiles (module docstring)."""
+    from dpgm.data.dataset import BinaryDataset
+
+    rng = np.random.default_rng([seed, 2000])
+    weights = rng.gamma(0.3, 1.0, size=(profiles, items))
+    probs = np.clip(weights / weights.sum(axis=1, keepdims=True) * length, 0.0, 0.9).astype(np.float32)
+    rows, cols = [], []
+    for start in range(0, records, GEN_BLOCK):
+        n = min(GEN_BLOCK, records - start)
+        r, c = np.nonzero(rng.random((n, items), dtype=np.float32) < probs[rng.integers(profiles, size=n)])
+        rows.append(r + start)
+        cols.append(c)
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    x = sp.csr_matrix((np.ones(r.size, dtype=np.uint8), (r, c)), shape=(records, items))
+    return BinaryDataset(records=x, item_names=[str(i) for i in range(items)], name=f"wide{items}x{records}")
+
+
+class Clock:
+    """Wall seconds by label, of calls to functions wrapped in place (``wrap``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def timed(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
+        return wrapper
+
+    def wrap(self, owner: Any, name: str, label: str) -> None:
+        setattr(owner, name, self.timed(label, getattr(owner, name)))
+
+
+def instrument(clock: Clock) -> None:
+    """Time every stage's run, DP-SGD, the calibration and the release's drawing, tilt and writing."""
+    import dpgm.pipeline.run as run_mod
+    import dpgm.release as release_mod
+    import dpgm.stages.training as training_mod
+
+    planned = run_mod.planned_stages
+
+    def timed_stages(cfg: Any) -> list[Any]:
+        stages = planned(cfg)
+        for stage in stages:
+            stage.run = clock.timed(stage.name, stage.run)
+        return stages
+
+    run_mod.planned_stages = timed_stages
+    clock.wrap(training_mod.TrainingStage, "train", "training")
+    clock.wrap(training_mod, "calibrate_to_means", "calibration")
+    clock.wrap(release_mod, "draw_records", "drawing")
+    for name in ("length_problem", "resample", "tilted_picks"):
+        clock.wrap(release_mod, name, "tilt")
+    for name in ("write_csv", "write_transactions"):
+        clock.wrap(release_mod, name, "release_loop")
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """This interpreter's dpgm: the run and the release, seconds per stage."""
+    from dpgm.config import load_config
+    from dpgm.pipeline.run import train
+    from dpgm.release import release
+    from dpgm.threads import set_threads
+
+    set_threads(args.threads)
+    clock = Clock()
+    instrument(clock)
+    data = wide_dataset(args.records, args.items, length=args.length, profiles=args.profiles, seed=args.seed)
+    config = Path(__file__).resolve().parents[1] / "configs" / "transactions.yaml"
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = load_config(config, [f"runs_dir={tmp}", "name=wide", f"seed={args.seed}", f"threads={args.threads}"])
+        start = time.perf_counter()
+        run_dir, report = train(cfg, data=data, progress=False)
+        run_s = time.perf_counter() - start
+        start = time.perf_counter()
+        release(run_dir, Path(tmp) / "synthetic.txt", args.release or args.records, fmt="transactions",
+                seed=args.seed, progress=False)
+        release_s = time.perf_counter() - start
+        digest = (Path(tmp) / "synthetic.txt").read_bytes()
+    seconds = clock.seconds
+    seconds["writing"] = seconds.pop("release_loop", 0.0) - seconds.get("drawing", 0.0) - seconds.get("tilt", 0.0)
+    import dpgm
+
+    return {"dpgm": str(Path(dpgm.__file__).parent), "run_s": round(run_s, 3), "release_s": round(release_s, 3),
+            "seconds": {k: round(v, 3) for k, v in seconds.items()}, "epsilon": report["epsilon"],
+            "plan": report.get("plan"), "release_sha256": hashlib.sha256(digest).hexdigest()}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=200_000)
+    p.add_argument("--items", type=int, default=2_000)
+    p.add_argument("--length", type=float, default=10.0, help="mean items per record")
+    p.add_argument("--profiles", type=int, default=20)
+    p.add_argument("--release", type=int, default=None, help="records released (default: --records)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--baseline", type=Path, default=None, help="a source tree of another commit to time too")
+    p.add_argument("--only", action="store_true", help=argparse.SUPPRESS)  # one measurement as JSON on stdout
+    p.add_argument("--json", default=None, metavar="PATH")
+    return p.parse_args(argv)
+
+
+def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
+    """The same measurement in a subprocess whose ``dpgm`` is the baseline tree's."""
+    env = dict(os.environ, PYTHONPATH=str(args.baseline.resolve()))
+    names = ("records", "items", "length", "profiles", "release", "seed", "threads")
+    flags = [f"--{name}={getattr(args, name)}" for name in names if getattr(args, name) is not None]
+    out = subprocess.run([sys.executable, __file__, *flags, "--only"], env=env, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.only:
+        print(json.dumps(measure(args)))
+        return 0
+    from provenance import write_json
+
+    here = measure(args)
+    print(json.dumps(here, indent=1), flush=True)
+    payload: dict[str, Any] = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                               "this": here}
+    if args.baseline is not None:
+        base = run_baseline(args)
+        payload["baseline"] = base
+        payload["speedup"] = {name: round(base["seconds"][name] / max(value, 1e-9), 2)
+                              for name, value in here["seconds"].items() if name in base["seconds"]}
+        payload["speedup"].update(run=round(base["run_s"] / here["run_s"], 2),
+                                  release=round(base["release_s"] / here["release_s"], 2))
+        payload["same_release"] = base["release_sha256"] == here["release_sha256"]
+        print(json.dumps({k: payload[k] for k in ("speedup", "same_release")}, indent=1))
+    if args.json:
+        write_json(args.json, payload)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
