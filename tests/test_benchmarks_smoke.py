@@ -25,8 +25,6 @@ RESULTS = BENCHMARKS / "results"
 TIMEOUT = 120
 #: Scripts whose run writes no JSON of its own (a check, a self-test): their exit status is the result.
 NO_JSON = {"results_page", "sweep_report"}
-#: Scripts without a tiny setting yet: their smallest run takes minutes.
-NO_TINY_RUN = {"clustering_accuracy", "partitioners"}
 #: Scripts that are libraries of the others, not runs.
 LIBRARIES = {"provenance"}
 
@@ -46,7 +44,7 @@ def tiny_transactions(path: Path) -> Path:
 #: the test's folder; every script writes its JSON to {tmp}/out.json.
 RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "audit": (["--settings", "digits_labels", "part_means", "--set", "data.limit=200", "--trials", "300"], (), False),
-    "clustering_accuracy": (["--epsilons", "1", "--dims", "2", "--seeds", "1", "--smoke"], (), False),
+    "clustering_accuracy": (["--epsilons", "1", "--dims", "20", "--seeds", "1", "--limit", "600"], ("mnist",), False),
     "compressive_kmeans": (["--n", "300", "--k", "2", "--d", "2", "--epsilons", "1", "--trials", "1",
                             "--m-factors", "10", "--signatures", "e", "--rs", "m", "--mechanisms", "gaussian",
                             "--lloyd-iterations", "2", "--speed-n", "0", "--png", "{tmp}/ckm.png"], (), False),
@@ -70,8 +68,8 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "model_capacity": (["--datasets", "msnbc", "--sizes", "3000", "--bn", "2", "--mix", "2"], ("msnbc",), False),
     "module_graph": ([], (), False),
     "paper_epsilon": (["--epochs", "1"], (), False),
-    "partitioners": (["--datasets", "google", "--methods", "lloyd", "--epsilons", "1", "--seeds", "1", "--smoke",
-                      "--plot", "{tmp}/partitioners.png"], (), False),
+    "partitioners": (["--datasets", "google", "--methods", "lloyd", "--epsilons", "1", "--seeds", "1", "--records",
+                      "2000", "--ks", "4", "--plot", "{tmp}/partitioners.png"], (), False),
     "results_page": (["--check"], (), False),  # checks docs/results.md against the results' JSON
     "rules_lodo": (["--datasets", "msnbc", "--sizes", "3000", "--candidates", "default", "--epsilons", "1",
                     "--seeds", "1", "--queries", "50"], ("msnbc",), False),
@@ -94,8 +92,6 @@ def test_every_benchmark_script_has_a_smoke_run() -> None:
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_benchmark_runs_end_to_end_on_tiny_data(name: str, tmp_path: Path) -> None:
     argv, datasets, peers = RUNS[name]
-    if name in NO_TINY_RUN:
-        pytest.skip(f"{name}.py has no tiny setting yet")
     missing = [d for d in datasets if not (data_dir() / d).exists()]
     if missing:
         pytest.skip(f"needs the shared data set(s) {', '.join(missing)} under $DPGM_DATA_DIR")
