@@ -5,13 +5,14 @@ comes from (with the commit and date of its provenance where the file has one). 
 in ``benchmarks/pages/``, one module per subject; this script assembles them. After a benchmark
 writes new JSON, regenerate the pages:
 
-    python benchmarks/results_page.py            # rewrite docs/results.md
-    python benchmarks/results_page.py --check    # exit 1 if docs/results.md is out of date
+    python benchmarks/results_page.py            # rewrite docs/results.md, docs/results-rules.md, docs/img/results/
+    python benchmarks/results_page.py --check    # exit 1 if a page is out of date or an image missing
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 
@@ -19,27 +20,15 @@ from pages.clustering import partition_release, partitioners, subspace
 from pages.common import ROOT, load, source, table
 from pages.costs import THREADS_ALL, THREADS_WAIT, generic_time, threads_busy, timings
 from pages.counting import counting
+from pages.headline import draw, headline
 from pages.images import partition_tos, train_on_synthetic
-from pages.peers import (
-    PEERS_AIM,
-    PEERS_AIM_EPS4,
-    PEERS_EPS2_MERGE,
-    PEERS_MST,
-    PEERS_MST_EPS2,
-    PEERS_MWEM_PGM,
-    PEERS_MWEM_PGM_EPS2,
-    PEERS_MWEM_PGM_EPS4,
-    PEERS_TABLES_AIM,
-    PEERS_TABLES_MST,
-    PEERS_TABLES_MWEM_PGM,
-    PEERS_TABLES_TVD3,
-    peers,
-)
+from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
 from pages.throughput import distributed, large_data, mnist_gpu, throughput, throughput_gpu
 
-PAGE = ROOT / "docs" / "results.md"
+#: The folder the pages and their images are written to.
+DOCS = ROOT / "docs"
 
 
 
@@ -65,59 +54,64 @@ def audit() -> str:
         source("audit.json")])
 
 
-def page() -> str:
-    intro = (
-        "# Results\n\n"
-        "Every figure on this page is read from a JSON file in `benchmarks/results/` by "
-        "`benchmarks/results_page.py`, and each table names its file (with the commit and date "
-        "of its provenance where it has one). The command behind every file, and the outputs "
-        "not shown here (clustering accuracy, compressive k-means, the searches that chose the "
-        "tuned configs and the generic rules), are listed in `benchmarks/results/README.md`. "
-        "Unless a table says otherwise, the machine had 2 cores.")
+RESULTS_INTRO = (
+    "# Results\n\n"
+    "How dpgm compares with AIM, MST and MWEM+PGM, then images, clustering, privacy, speed and scale. Every "
+    "figure is read from `benchmarks/results/*.json` by `benchmarks/results_page.py`; each table names its file "
+    "and commit, and `benchmarks/results/README.md` the command behind it. How the generic rules were chosen is "
+    "in the [appendix](results-rules.md). Unless a table says otherwise, the machine had 2 cores.")
+RULES_INTRO = (
+    "# Appendix: how the generic rules were chosen\n\n"
+    "The search behind the generic rules (`dpgm/rules.py`) that the [results page](results.md) compares with "
+    "AIM, MST and MWEM+PGM: every rule family tried on seven datasets, scored by leave-one-dataset-out, what was "
+    "kept and what was lost, the leads measured without privacy, and the earlier versions of the rules beside "
+    "the peers. Generated, like the results page, by `benchmarks/results_page.py` from `benchmarks/results/`.")
+
+
+def results() -> str:
+    """The results page: the headline comparison first, then what else a user needs."""
     busy = [threads_busy("config_timings_busy.json", "Threads beside another job: every shipped config", THREADS_ALL),
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
-    sections = (timings(), *filter(None, busy), generic_time(), generic_rules(), dependence_section(), *filter(None, [capacity_section()]), *filter(None, [rules_sweep_section(), peers("rules_lodo_seven_mst.json", "The generic rules beside MST on the seven datasets",
-                                   PEERS_MST),
-                             peers("rules_lodo_seven_aim.json", "The generic rules beside AIM on the seven datasets",
-                                   PEERS_AIM),
-                             peers("rules_lodo_seven_mwem_pgm.json",
-                                   "The generic rules beside MWEM+PGM on the seven datasets", PEERS_MWEM_PGM),
-                             peers("rules_lodo_seven_aim_eps4.json", "The generic rules beside AIM at epsilon 4",
-                                   PEERS_AIM_EPS4),
-                             peers("rules_lodo_seven_mwem_pgm_eps4.json",
-                                   "The generic rules beside MWEM+PGM at epsilon 4", PEERS_MWEM_PGM_EPS4),
-                             peers("rules_lodo_eps2_mst.json", "The generic rules beside MST at epsilon 2",
-                                   PEERS_MST_EPS2),
-                             peers("rules_lodo_eps2_mwem_pgm.json", "The generic rules beside MWEM+PGM at epsilon 2",
-                                   PEERS_MWEM_PGM_EPS2),
-                             peers("rules_lodo_eps2_merge.json", "The rules with one group below a measured "
-                                   "dependence, at epsilon 2", PEERS_EPS2_MERGE),
-                             peers("rules_lodo_tables_seeds10.json", "The declared tables beside MST", PEERS_TABLES_MST),
-                             peers("rules_lodo_tables_tvd3.json", "The declared tables beside MST: 3-way marginals",
-                                   PEERS_TABLES_TVD3),
-                             peers("rules_lodo_tables_aim.json", "The declared tables beside AIM", PEERS_TABLES_AIM),
-                             peers("rules_lodo_tables_mwem_pgm.json", "The declared tables beside MWEM+PGM",
-                                   PEERS_TABLES_MWEM_PGM)]),
-                counting(), train_on_synthetic(),
-                *filter(None, [partitioners(), partition_release(), partition_tos(), subspace(), distributed(),
-                                large_data()]), accounting(),
-                throughput(), throughput_gpu(), mnist_gpu(), audit())
-    return "\n\n".join((intro, *sections)) + "\n"
+    sections = (headline(), epsilon_two(), generic_time(), timings(), train_on_synthetic(), partition_tos(),
+                partitioners(), partition_release(), subspace(), audit(), accounting(), throughput(),
+                throughput_gpu(), mnist_gpu(), distributed(), large_data(), *busy, counting())
+    return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
+
+
+def rules_appendix() -> str:
+    """The appendix: the search for the generic rules and the earlier versions beside the peers."""
+    sections = (generic_rules(), rules_sweep_section(), dependence_section(), capacity_section(), earlier())
+    return "\n\n".join((RULES_INTRO, *filter(None, sections))) + "\n"
+
+
+#: Each generated page and the function that writes it.
+PAGES = {DOCS / "results.md": results, DOCS / "results-rules.md": rules_appendix}
+
+
+def missing_images(text: str) -> list[str]:
+    """The images a page links (``![...](img/...)``) that are not under docs/."""
+    return [link for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text) if not (DOCS / link).is_file()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
-                        help=f"exit 1 if {PAGE.relative_to(ROOT)} differs from the generated page")
+                        help="exit 1 if a page differs from the generated one or links an image that is not there")
     args = parser.parse_args(argv)
-    text = page()
+    texts = {path: make() for path, make in PAGES.items()}
     if args.check:
-        if not PAGE.is_file() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python benchmarks/results_page.py")
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+        stale = [path for path, text in texts.items() if not path.is_file() or path.read_text() != text]
+        absent = [link for text in texts.values() for link in missing_images(text)]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python benchmarks/results_page.py")
+        for link in absent:
+            print(f"docs/{link} is missing: run python benchmarks/results_page.py")
+        return 1 if stale or absent else 0
+    for image in draw(DOCS):
+        print(f"wrote {image.relative_to(ROOT)}")
+    for path, text in texts.items():
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

@@ -38,7 +38,7 @@ def counting() -> str:
              w["groups < marginals"], f"{yes(w['2-way <= MST'])} / {yes(w['3-way <= MST'])}",
              num(w["1-way / MST"], 2)) for w in data["wins"]]
     return "\n\n".join([
-        "## Counting queries and marginals",
+        "## Counting queries and marginals: the first protocol, on three datasets",
         ("`benchmarks/counting_queries.py` on msnbc (17 items), retail and gowalla (their 100 most "
         "frequent items): 1,000 random item-set queries per dataset in 5 length groups, the mean "
         "relative error per group, and the average total variation distance (TVD) of the 1-, 2- "

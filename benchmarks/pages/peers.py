@@ -5,7 +5,7 @@ from __future__ import annotations
 from pages.common import RESULTS, source
 
 
-def peers(name: str, title: str, what: str) -> str:
+def peers(name: str, title: str, what: str, level: str = "##") -> str:
     """The generic rules beside a peer (MST, AIM) on the same records and held-out queries, per length group."""
     import rules_lodo
 
@@ -13,7 +13,7 @@ def peers(name: str, title: str, what: str) -> str:
         return ""
     rows = rules_lodo.read_rows(str(RESULTS / name))
     table = rules_lodo.peer_table([r for r in rows if not r.get("peer")], [r for r in rows if r.get("peer")])
-    return "\n".join([f"## {title}", "", what, "", "```text", table.rstrip(), "```", "", source(name)])
+    return "\n".join([f"{level} {title}", "", what, "", "```text", table.rstrip(), "```", "", source(name)])
 
 
 PEERS_MST = (
@@ -53,7 +53,7 @@ PEERS_MST_EPS2 = (
     "16 settings; t10i4d100k's 30,000-record sample and whole fit half (N = 10,000, where N epsilon = 20,000 "
     "gives 4 groups) lose, in 1 and 0 groups. With one group (`one5e4` of `rules_lodo_one_group_eps2.json`) "
     "t10i4d100k would be at or below MST in 5 and 2 groups, and msnbc 30,000 would fall behind MST in 2-way TVD "
-    "(0.0087 against 0.0063): the dependence between items decides (\"Item dependence and what groups buy\"). "
+    "(0.0087 against 0.0063): the dependence between items decides (\"Item dependence and what groups buy\" in the appendix). "
     "These rows are the rules before one group below a measured dependence of 0.025: next section.")
 
 PEERS_EPS2_MERGE = (
@@ -100,3 +100,39 @@ PEERS_TABLES_AIM = (
 
 PEERS_TABLES_MWEM_PGM = (
     "The same, beside MWEM+PGM (as above: T = min(m, 60) rounds, alpha = 0.9, 25 MB cap), one seed.")
+
+
+def earlier() -> str:
+    """The rules of earlier commits beside each peer on the seven datasets and the declared tables (appendix)."""
+    return "\n\n".join([
+        "## Earlier versions of the rules beside the peers",
+        ("Each file's `default` is the generic rules of its commit, before the rules the results page compares; the "
+         "mean relative error per query length group (1: shortest; lower is better) of the rules and of the peer, "
+         "the groups at or below the peer and below the marginals, and the marginal TVDs (lower is better)."),
+        *filter(None, [
+            peers("rules_lodo_seven_mst.json", "The generic rules beside MST on the seven datasets", PEERS_MST, "###"),
+            peers("rules_lodo_seven_aim.json", "The generic rules beside AIM on the seven datasets", PEERS_AIM, "###"),
+            peers("rules_lodo_seven_mwem_pgm.json", "The generic rules beside MWEM+PGM on the seven datasets",
+                  PEERS_MWEM_PGM, "###"),
+            peers("rules_lodo_seven_aim_eps4.json", "The generic rules beside AIM at epsilon 4", PEERS_AIM_EPS4, "###"),
+            peers("rules_lodo_seven_mwem_pgm_eps4.json", "The generic rules beside MWEM+PGM at epsilon 4",
+                  PEERS_MWEM_PGM_EPS4, "###"),
+            peers("rules_lodo_tables_seeds10.json", "The declared tables beside MST", PEERS_TABLES_MST, "###"),
+            peers("rules_lodo_tables_tvd3.json", "The declared tables beside MST: 3-way marginals", PEERS_TABLES_TVD3, "###"),
+            peers("rules_lodo_tables_aim.json", "The declared tables beside AIM", PEERS_TABLES_AIM, "###"),
+            peers("rules_lodo_tables_mwem_pgm.json", "The declared tables beside MWEM+PGM", PEERS_TABLES_MWEM_PGM, "###")])])
+
+
+def epsilon_two() -> str:
+    """Epsilon 2, off the grid the rules were chosen on: an earlier version of the rules beside MST and MWEM+PGM."""
+    return "\n\n".join([
+        "## At epsilon 2: an earlier version of the rules beside MST and MWEM+PGM",
+        ("Not rerun with the shipped rules: these are the rules of the commits each file names, before the trees of "
+         "items took DP-SGD's place. Mean relative error per query length group (1: shortest; lower is better), the "
+         "groups at or below the peer and below the marginals, and the 2- and 3-way marginal TVDs (lower is "
+         "better), means over the seeds."),
+        *filter(None, [
+            peers("rules_lodo_eps2_mst.json", "Beside MST", PEERS_MST_EPS2, "###"),
+            peers("rules_lodo_eps2_mwem_pgm.json", "Beside MWEM+PGM", PEERS_MWEM_PGM_EPS2, "###"),
+            peers("rules_lodo_eps2_merge.json", "With one group below a measured dependence", PEERS_EPS2_MERGE,
+                  "###")])])

@@ -103,44 +103,18 @@ def capacity_section() -> str:
 
 
 def rules_sweep_section() -> str:
-    """The shipped rules beside every peer on every setting measured (``rules_sweep.py``)."""
-    import rules_sweep  # the benchmark's own table: one rendering, here and on its command line
-
+    """How the sweep on the results page gathers its rows: the files of the shipped rules, in order."""
     found = load_if_there("rules_sweep.json")
     if found is None:
         return ""
-    cells, met = found["cells"], found["targets"]
-    lines = []
-    for eps, t in met.items():
-        peers = "; ".join(f"{METHODS.get(p, p)} at or below in 4 of 5 groups on {t[p]['at_or_below_4_of_5']} of "
-                          f"{t[p]['settings']}, 2-way TVD at or below on {t[p]['tvd2_at_or_below']}, 3-way on "
-                          f"{t[p]['tvd3_at_or_below']} of the {t[p]['tvd3_settings']} where both measured it"
-                          + (f", single-item TVD within {rules_sweep.TVD1_RATIO:g}x on {t[p]['tvd1_within']} of the "
-                             f"{t[p]['tvd1_settings']} where both measured it" if p == "mst" else "")
-                          for p in rules_sweep.PEERS if t[p]["settings"])
-        lines.append(f"- Epsilon {eps}: below the marginals in every group on {t['below_marginals_5_of_5']} of "
-                     f"{t['settings']} settings; {peers}.")
+    shipped = [f"- `{entry}`" for entry in found["shipped"]]
     return "\n".join([
-        "## The sweep: the shipped rules beside every peer", "",
-        ("The shipped rules (the `default` rows of `rules_lodo_fit_n.json`: the `bpairs20_3e4` rules of "
-         "`rules_lodo_pairs.json` with systematic draws in the release, each run releasing as many records as it "
-         "was fitted on, as the peers and the marginals do; every setting, three seeds; in the older files dpgm "
-         "released the held-out half's number of records, more than the peers at the subsampled sizes; the declared "
-         "tables' settings: the `default` rows of `rules_lodo_table_sizes.json`, ten seeds, each part's size read off "
-         "its item sums; msnbc 30,000 at epsilon 1 and t10i4d100k 30,000 at epsilon 4 and whole at both: the `default` "
-         "rows of `rules_lodo_borderline_seeds10.json`, ten seeds, beside MST's ten; the settings where N = 10,000: "
-         "the `one2e4` rows of `rules_lodo_one_group.json`, ten seeds, one group below N epsilon = 20,000; the "
-         "settings where groups form, the `merge0.025` rows of `rules_lodo_merge.json`, ten seeds at N = 10,000 and "
-         "three above, one group where the measured dependence is below 0.025; msnbc 300,000 and whole at epsilon 1: "
-         "the `default` rows of `rules_lodo_msnbc_seeds10.json`, ten seeds, beside MST's ten; every setting where "
-         "DP-SGD trained, a tree of items in its place: the `tree_one` rows of `rules_lodo_one_group_tree.json` where "
-         "one group forms and the `tree_all` rows of `rules_lodo_tree_parts.json` where groups form, ten seeds, "
-         "three on msnbc 300,000 and whole at epsilon 4; the declared tables declaring their schemas too, the "
-         "`schema` rows of `rules_lodo_schema.json`, ten seeds; the settings where groups form, under the noisy "
-         "Lloyd's noise floor: the `default` rows of `rules_lodo_noise_floor.json`, ten seeds; the declared tables "
-         "with their trees over their attributes: the `atree` rows of `rules_lodo_atree.json`, ten seeds) "
-         "beside MST, MWEM+PGM and AIM (40-round cap), each peer compared on the seeds both ran: the "
-         "same records, the same 500 held-out counting queries. Seconds are one fit with its sampling and scoring, on one "
-         "thread. Plots, one per dataset (per size and epsilon, the error per length group of the rules, each "
-         "peer and the marginals): `benchmarks/results/sweep_seven/`."),
-        "", *lines, "", "```text", rules_sweep.text(cells), "```", "", source("rules_sweep.json")])
+        "## How the sweep gathers the shipped rules' rows", "",
+        ("The comparison that opens the results page (`benchmarks/rules_sweep.py`) reads the shipped rules' rows "
+         "from these files, in order: of each file its `default` rows, or, for `FILE:CANDIDATE`, the rows of the "
+         "candidate that became the shipped rules; a later file's settings replace an earlier one's, so each entry "
+         "is the rules as shipped from its commit on, and the last file that holds a setting gives its rows. Each "
+         "peer's rows (MST, MWEM+PGM, AIM with its 40-round cap) come from any file that ran it, every seed once, "
+         "and a peer is compared with the rules on the seeds both ran: the same records, the same 500 held-out "
+         "counting queries. The runs' own plots, one per dataset: `benchmarks/results/sweep_seven/`."),
+        "", *shipped, "", source("rules_sweep.json")])
