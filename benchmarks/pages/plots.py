@@ -65,8 +65,11 @@ def dataset_errors(cells: Sequence[dict[str, Any]], dataset: str, path: Path) ->
     mine = [c for c in cells if c["dataset"] == dataset]
     sizes = list(dict.fromkeys(c["size"] for c in mine))
     epsilons = sorted({c["epsilon"] for c in mine})
-    fig, axes = plt.subplots(len(epsilons), len(sizes), figsize=(3.4 * len(sizes) + 0.6, 2.7 * len(epsilons)),
-                             squeeze=False, sharex=True)
+    width, height = 3.4 * len(sizes) + 0.6, 2.7 * len(epsilons)
+    columns = min(len(METHODS), max(2, int(width // 1.7)))  # legend entries a row: as many as fit the width
+    legend_rows = -(-len(METHODS) // columns)
+    fig, axes = plt.subplots(len(epsilons), len(sizes), figsize=(width, height + 0.25 * legend_rows), squeeze=False,
+                             sharex=True)
     for i, eps in enumerate(epsilons):
         for j, size in enumerate(sizes):
             ax = axes[i][j]
@@ -83,6 +86,6 @@ def dataset_errors(cells: Sequence[dict[str, Any]], dataset: str, path: Path) ->
                 ax.set_ylabel("mean relative error", fontsize=8)
             if i == len(epsilons) - 1:
                 ax.set_xlabel("query length group", fontsize=8)
-    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=len(METHODS), fontsize=8)
-    fig.tight_layout(rect=(0, 0.1 / len(epsilons), 1, 1))
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=columns, fontsize=8)
+    fig.tight_layout(rect=(0, 0.3 * legend_rows / (height + 0.25 * legend_rows), 1, 1))
     return save(fig, path)
