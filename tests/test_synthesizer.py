@@ -120,6 +120,16 @@ def test_parameters_are_stored_as_given():
     assert copy.get_params()["mechanism"] == "laplace" and copy.method == "marginals"
 
 
+def test_one_default_config_for_the_synthesizer_fit_and_plan():
+    import inspect
+
+    from dpgm.commands.plan import parse_args
+
+    default = inspect.signature(dpgm.fit).parameters["config"].default
+    assert default == Synthesizer().config == dpgm.api.DEFAULT_CONFIG == "transactions"
+    assert parse_args(["--records", "100", "--items", "5", "--epsilon", "1"]).config == default
+
+
 def test_privacy_report_has_the_budget_and_the_stages():
     synth = synthesizer(epsilon=1.5, **TINY).fit(records())
     report = synth.privacy_report

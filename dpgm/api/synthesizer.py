@@ -20,14 +20,10 @@ from dpgm.artifact import (
     REPORT_FILE,
     release_dir,
 )
-from dpgm.config import Config, config_from_dict, load_config
+from dpgm.config import DEFAULT_CONFIG, Config, config_from_dict, load_config
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.privacy.verdict import stamped
 
-#: The config a Synthesizer uses unless told: the generic rules from public quantities.
-DEFAULT_CONFIG = "transactions"
-#: ``fit`` without a config: the generic rules from public quantities (configs/transactions.yaml).
-GENERIC = {"rules": "public", "privacy": {"target_epsilon": 1.0}}
 #: What ``Synthesizer.save`` adds to a release folder: the method, the input kind and the parameters.
 SYNTHESIZER_FILE = "synthesizer.json"
 
@@ -311,7 +307,7 @@ def load(directory: str | Path) -> Synthesizer:
 def fit(
     data: Any,
     *,
-    config: str | Path | dict[str, Any] | Config | None = None,
+    config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG,
     epsilon: float | None = None,
     delta: float | None = None,
     seed: int | None = None,
@@ -322,9 +318,9 @@ def fit(
     """``Synthesizer(...).fit(data)`` in one call: train on ``data`` and return the fitted synthesizer.
 
     ``config``: a shipped config's name, a YAML path or a dict (default: the generic rules,
-    ``GENERIC``); ``epsilon``/``delta`` set the whole run's budget (None: the config's);
+    ``DEFAULT_CONFIG``); ``epsilon``/``delta`` set the whole run's budget (None: the config's);
     ``overrides`` are dotted keys with their values (``fit(x, **{"training.epochs": 5})``). A
     ``seed`` makes the run a replayable experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
     """
-    return Synthesizer(epsilon=epsilon, delta=delta, config=GENERIC if config is None else config,
+    return Synthesizer(epsilon=epsilon, delta=delta, config=config,
                        method=method, seed=seed, progress=progress, **overrides).fit(data)
