@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import Tags
 
 from dpgm.api.kinds import InputKind, NotFittedError, as_dataset
 from dpgm.api.release import BASELINE_ARRAYS, BASELINE_FILE, DPGM, Release, json_bytes
@@ -28,14 +30,11 @@ from dpgm.privacy.verdict import stamped
 SYNTHESIZER_FILE = "synthesizer.json"
 
 
-
-
-
-def _settings(sections: dict[str, Any]) -> dict[str, Any]:
-    """Config settings by dotted key: ``training={"epochs": 1}`` and ``**{"training.epochs": 1}``
+def _settings(options: dict[str, Any]) -> dict[str, Any]:
+    """Config settings by dotted key: ``{"training": {"epochs": 1}}`` and ``{"training.epochs": 1}``
     both give ``{"training.epochs": 1}``; a top-level key stays as it is."""
     out: dict[str, Any] = {}
-    for key, value in sections.items():
+    for key, value in options.items():
         if "." not in key and isinstance(value, dict):
             out.update({f"{key}.{sub}": v for sub, v in value.items()})
         else:
@@ -53,11 +52,20 @@ def _put(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[last] = value
 
 
-class Synthesizer:
-    """Differentially private synthetic data, in the style of scikit-learn.
+def _refuse_unknown(caller: str, unknown: dict[str, Any]) -> None:
+    """A TypeError for keyword arguments that are not parameters, naming where options go."""
+    if unknown:
+        name = next(iter(unknown))
+        raise TypeError(f"{caller} got an unexpected keyword argument {name!r}: config and baseline options go "
+                        f"in options= (options={{{name!r}: ...}})")
 
-    ``Synthesizer(epsilon=1.0).fit(data).sample(1000)``. Parameters are kept as given
-    (``get_params``); ``fit`` returns the synthesizer, with its release in ``release_``.
+
+class Synthesizer(BaseEstimator):
+    """Differentially private synthetic data, a scikit-learn estimator.
+
+    ``Synthesizer(epsilon=1.0).fit(data).sample(1000)``. The constructor stores its parameters
+    as given (``get_params``, ``set_params``, ``sklearn.base.clone``); ``fit`` checks them and
+    returns the synthesizer, with its release in ``release_``.
 
     Args:
         epsilon: the whole run's budget (``privacy.target_epsilon``; None: the config's).
@@ -68,57 +76,46 @@ class Synthesizer:
         method: ``"dpgm"`` (the mixture of generative models) or a registered baseline:
             ``"marginals"``, ``"mwem"``, ``"aim"``, ``"mst"``, ``"mwem_pgm"`` (the last three
             need the optional package mbi).
+        options: for dpgm, config options over ``config``: sections as dicts
+            (``{"training": {"epochs": 5}}``) or dotted keys (``{"training.epochs": 5}``); for a
+            baseline, its options (``dpgm.evaluation.baselines.BaselineOptions``:
+            ``{"rounds": 20, "mechanism": "laplace"}``).
         seed: makes the run a replayable experiment, whose report says NOT DIFFERENTIALLY
             PRIVATE. Leave it out for a private release.
         progress: show the progress bars.
-        **sections: for dpgm, config options: a section as a dict (``training={"epochs": 5}``)
-            or dotted keys (``**{"training.epochs": 5}``); for a baseline, its options
-            (``dpgm.evaluation.baselines.BaselineOptions``: ``rounds=20``, ``mechanism="laplace"``).
     """
 
-    def __init__(self, epsilon: float | None = 1.0, delta: float | None = None,
+    def __init__(self, epsilon: float | None = 1.0, *, delta: float | None = None,
                  config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG, method: str = DPGM,
-                 seed: int | None = None, progress: bool = False, **sections: Any) -> None:
+                 options: dict[str, Any] | None = None, seed: int | None = None, progress: bool = False,
+                 **unknown: Any) -> None:
+        _refuse_unknown("Synthesizer()", unknown)
         self.epsilon = epsilon
         self.delta = delta
         self.config = config
         self.method = method
+        self.options = options
         self.seed = seed
         self.progress = progress
-        self.sections = sections
 
-    # ---------------------------------------------------------------- parameters
-
-    _PARAMS = ("epsilon", "delta", "config", "method", "seed", "progress")
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments as given (the sections flattened in, as they were passed)."""
-        return {**{name: getattr(self, name) for name in self._PARAMS}, **self.sections}
-
-    def set_params(self, **params: Any) -> Synthesizer:
-        """Change parameters (a name that is not a constructor argument is a section); returns self."""
-        for name, value in params.items():
-            if name in self._PARAMS:
-                setattr(self, name, value)
-            else:
-                self.sections[name] = value
-        return self
-
-    def __repr__(self) -> str:
-        defaults = {"epsilon": 1.0, "delta": None, "config": DEFAULT_CONFIG, "method": DPGM, "seed": None,
-                    "progress": False}
-        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if k not in defaults or v != defaults[k]]
-        return f"Synthesizer({', '.join(shown)})"
+    def __sklearn_tags__(self) -> Tags:
+        """Sparse input is taken, no value below 0 is, and every fit draws fresh noise."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.non_deterministic = True
+        return tags
 
     # ---------------------------------------------------------------- fitting
 
-    def fit(self, data: Any, *, run_dir: str | Path | None = None) -> Synthesizer:
+    def fit(self, data: Any, y: Any = None, *, run_dir: str | Path | None = None) -> Synthesizer:
         """Train on ``data`` and keep the release in memory; returns self.
 
         ``data``: a pandas DataFrame of 0/1 (or bool) columns, a scipy sparse matrix, a numpy
-        array or a ``BinaryDataset``. The run works in a temporary folder removed before ``fit``
-        returns; ``run_dir`` keeps the run directory there instead (``release/`` as train.py
-        writes it; it must not hold a run yet).
+        array or a ``BinaryDataset``. ``y`` is not used (scikit-learn's place for it, which a
+        Pipeline fills; labels for ``partition.method: label`` come in a BinaryDataset). The run
+        works in a temporary folder removed before ``fit`` returns; ``run_dir`` keeps the run
+        directory there instead (``release/`` as train.py writes it; it must not hold a run yet).
         """
         kind = InputKind.of(data)
         if self.method == DPGM:
@@ -137,9 +134,21 @@ class Synthesizer:
         """``fit(data)``, then ``sample(n, seed)``."""
         return self.fit(data).sample(n, seed)
 
+    def _option_settings(self) -> dict[str, Any]:
+        """``options`` by dotted key, checked: a dict, without the seed (a parameter of its own,
+        which the saved parameters leave out)."""
+        if self.options is None:
+            return {}
+        if not isinstance(self.options, dict):
+            raise ConfigError(f"Synthesizer: options must be a dict, not {type(self.options).__name__}")
+        settings = _settings(self.options)
+        if "seed" in settings:
+            raise ConfigError("Synthesizer: the seed is a parameter of its own (seed=...), not an option")
+        return settings
+
     def _run_config(self, runs_dir: str, name: str | None = None, *, temporary: bool) -> Config:
-        """The run's config: ``config`` with the sections, epsilon, delta and seed set over it."""
-        settings = _settings(self.sections)
+        """The run's config: ``config`` with the options, epsilon, delta and seed set over it."""
+        settings = self._option_settings()
         settings.update({key: value for key, value in (("privacy.target_epsilon", self.epsilon),
                                                       ("privacy.delta", self.delta), ("seed", self.seed))
                          if value is not None})
@@ -179,7 +188,7 @@ class Synthesizer:
         from dpgm.evaluation.baselines import baseline_options, fit_baseline, model_state
         from dpgm.progress import progress_scope
 
-        options = baseline_options(self.method, _settings(self.sections))
+        options = baseline_options(self.method, self._option_settings())
         if self.epsilon is None:
             raise ConfigError(f"Synthesizer: method {self.method!r} needs epsilon")
         dataset = as_dataset(data)
@@ -252,6 +261,17 @@ class Synthesizer:
         return self._fitted().save(path)
 
     @classmethod
+    def _known_params(cls, saved: dict[str, Any]) -> dict[str, Any]:
+        """Saved parameters as the constructor takes them: a saved key that is not a parameter
+        is an option (a synthesizer.json may keep options at its top level)."""
+        names = set(cls._get_param_names())
+        params = {key: value for key, value in saved.items() if key in names}
+        extra = {key: value for key, value in saved.items() if key not in names}
+        if extra:
+            params["options"] = {**(params.get("options") or {}), **extra}
+        return params
+
+    @classmethod
     def load(cls, path: str | Path) -> Synthesizer:
         """A fitted Synthesizer from a saved release folder or a train.py run directory."""
         release = Release.read(path)
@@ -261,7 +281,7 @@ class Synthesizer:
                 meta = json.loads(release.files[SYNTHESIZER_FILE])
             except ValueError:
                 raise DpgmError(f"{path}: broken {SYNTHESIZER_FILE} (not valid JSON)") from None
-        params = dict(meta.get("params") or {})
+        params = cls._known_params(meta.get("params") or {})
         if not params:
             report = release.report
             params = {"epsilon": report.get("budget_epsilon") or report.get("epsilon"),
@@ -304,23 +324,17 @@ def load(directory: str | Path) -> Synthesizer:
     return Synthesizer.load(directory)
 
 
-def fit(
-    data: Any,
-    *,
-    config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    seed: int | None = None,
-    progress: bool = False,
-    method: str = DPGM,
-    **overrides: Any,
-) -> Synthesizer:
+def fit(data: Any, *, epsilon: float | None = None, delta: float | None = None,
+        config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG, method: str = DPGM,
+        options: dict[str, Any] | None = None, seed: int | None = None, progress: bool = False,
+        **unknown: Any) -> Synthesizer:
     """``Synthesizer(...).fit(data)`` in one call: train on ``data`` and return the fitted synthesizer.
 
-    ``config``: a shipped config's name, a YAML path or a dict (default: the generic rules,
-    ``DEFAULT_CONFIG``); ``epsilon``/``delta`` set the whole run's budget (None: the config's);
-    ``overrides`` are dotted keys with their values (``fit(x, **{"training.epochs": 5})``). A
-    ``seed`` makes the run a replayable experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
+    The parameters are the Synthesizer's, except that ``epsilon=None`` (the default) keeps the
+    config's budget (the generic rules': 1.0); ``options`` are config options
+    (``fit(x, options={"training.epochs": 5})``). A ``seed`` makes the run a replayable
+    experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
     """
-    return Synthesizer(epsilon=epsilon, delta=delta, config=config,
-                       method=method, seed=seed, progress=progress, **overrides).fit(data)
+    _refuse_unknown("fit()", unknown)
+    return Synthesizer(epsilon=epsilon, delta=delta, config=config, method=method, options=options, seed=seed,
+                       progress=progress).fit(data)
