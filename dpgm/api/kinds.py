@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DpgmError
@@ -15,8 +16,9 @@ from dpgm.errors import ConfigError, DpgmError
 InputKindName = Literal["array", "sparse", "dataframe", "dataset"]
 
 
-class NotFittedError(DpgmError, ValueError, AttributeError):
-    """A Synthesizer was asked for samples, a report or a save before ``fit`` (as scikit-learn's)."""
+class NotFittedError(DpgmError, SklearnNotFittedError):
+    """A Synthesizer was asked for samples, a report or a save before ``fit`` (a scikit-learn
+    NotFittedError, so a ValueError and an AttributeError too)."""
 
 
 def as_dataset(data: Any, name: str = "data") -> BinaryDataset:

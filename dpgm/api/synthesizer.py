@@ -83,6 +83,7 @@ class Synthesizer(BaseEstimator):
         seed: makes the run a replayable experiment, whose report says NOT DIFFERENTIALLY
             PRIVATE. Leave it out for a private release.
         progress: show the progress bars.
+        **unknown: any other keyword is a TypeError that says options go in ``options``.
     """
 
     def __init__(self, epsilon: float | None = 1.0, *, delta: float | None = None,
