@@ -109,7 +109,7 @@ def test_parameters_are_stored_as_given():
     assert synth.config is config and synth.options is options
     assert synth.get_params() == synth.get_params(deep=False) == {
         "epsilon": 0.5, "delta": 1e-5, "config": config, "method": "dpgm", "options": options, "seed": 3,
-        "progress": False}
+        "progress": False, "schema": None}
     assert synth.set_params(epsilon=2.0, method="mwem") is synth and (synth.epsilon, synth.method) == (2.0, "mwem")
     assert "epsilon=2.0" in repr(synth) and "progress" not in repr(synth)  # the changed parameters
     from sklearn.base import clone

@@ -23,8 +23,10 @@ from dpgm.artifact import (
     release_dir,
 )
 from dpgm.config import DEFAULT_CONFIG, Config, config_from_dict, load_config
+from dpgm.data.table import TableInput
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.privacy.verdict import stamped
+from dpgm.tables import table_schema
 
 #: What ``Synthesizer.save`` adds to a release folder: the method, the input kind and the parameters.
 SYNTHESIZER_FILE = "synthesizer.json"
@@ -80,6 +82,8 @@ class Synthesizer(BaseEstimator):
             (``{"training": {"epochs": 5}}``) or dotted keys (``{"training.epochs": 5}``); for a
             baseline, its options (``dpgm.evaluation.baselines.BaselineOptions``:
             ``{"rounds": 20, "mechanism": "laplace"}``).
+        schema: a declared table (a DataFrame of categories and numbers): a schema file's path, its dict
+            or a ``dpgm.tables.TableSchema`` (docs/guide/tables.md); public, listed in the privacy report.
         seed: makes the run a replayable experiment, whose report says NOT DIFFERENTIALLY
             PRIVATE. Leave it out for a private release.
         progress: show the progress bars.
@@ -89,7 +93,7 @@ class Synthesizer(BaseEstimator):
     def __init__(self, epsilon: float | None = 1.0, *, delta: float | None = None,
                  config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG, method: str = DPGM,
                  options: dict[str, Any] | None = None, seed: int | None = None, progress: bool = False,
-                 **unknown: Any) -> None:
+                 schema: Any = None, **unknown: Any) -> None:
         _refuse_unknown("Synthesizer()", unknown)
         self.epsilon = epsilon
         self.delta = delta
@@ -98,6 +102,7 @@ class Synthesizer(BaseEstimator):
         self.options = options
         self.seed = seed
         self.progress = progress
+        self.schema = schema
 
     def __sklearn_tags__(self) -> Tags:
         """Sparse input is taken, no value below 0 is, and every fit draws fresh noise."""
@@ -119,15 +124,18 @@ class Synthesizer(BaseEstimator):
         directory there instead (``release/`` as train.py writes it; it must not hold a run yet).
         """
         kind = InputKind.of(data)
+        table = None if self.schema is None else TableInput.of(self.schema, data)
+        data = data if table is None else table.dataset(data)
         if self.method == DPGM:
             release = self._fit_dpgm(data, run_dir)
         else:
             release = self._fit_baseline(data, run_dir)
-        meta = {"method": self.method, "input": kind.to_dict(), "params": self._saved_params()}
+        meta = {"method": self.method, "input": kind.to_dict(), "params": self._saved_params(),
+                "table": None if table is None else table.to_dict()}
         release.files[SYNTHESIZER_FILE] = json_bytes(meta)
         if run_dir is not None:
             (release_dir(run_dir) / SYNTHESIZER_FILE).write_bytes(release.files[SYNTHESIZER_FILE])
-        self.release_, self.input_ = release, kind
+        self.release_, self.input_, self.table_ = release, kind, table
         self.n_features_in_ = len(release.item_names)
         return self
 
@@ -151,7 +159,8 @@ class Synthesizer(BaseEstimator):
         """The run's config: ``config`` with the options, epsilon, delta and seed set over it."""
         settings = self._option_settings()
         settings.update({key: value for key, value in (("privacy.target_epsilon", self.epsilon),
-                                                      ("privacy.delta", self.delta), ("seed", self.seed))
+                                                      ("privacy.delta", self.delta), ("seed", self.seed),
+                                                      ("data.schema", self._declared_schema()))
                          if value is not None})
         base = DEFAULT_CONFIG if self.config is None else self.config
         stated: frozenset[str] | None = None
@@ -211,6 +220,10 @@ class Synthesizer(BaseEstimator):
             release.save(folder)
         return release
 
+    def _declared_schema(self) -> dict[str, Any] | None:
+        """The declared table's schema as the run's config holds it (data.schema), or None."""
+        return None if self.schema is None else table_schema(self.schema).to_dict()
+
     def _saved_params(self) -> dict[str, Any]:
         """The parameters as JSON keeps them (a Config or a path as text), without the seed: as
         the released config, the release never holds a seed that would let anyone replay its
@@ -222,6 +235,7 @@ class Synthesizer(BaseEstimator):
         if isinstance(config, dict) and config.get("seed") is not None:
             config = {**config, "seed": None}
         params["config"] = str(config) if isinstance(config, Path) else config
+        params["schema"] = self._declared_schema()
         return json.loads(json.dumps(params, default=str))
 
     # ---------------------------------------------------------------- the fitted release
@@ -244,7 +258,11 @@ class Synthesizer(BaseEstimator):
         release = self._fitted()
         release._check_labels(with_labels)
         records, got = release.draw(n, seed, labels=labels, per_label=per_label)
-        out = self.input_.restore(records, release.item_names, got if with_labels else None)
+        table = getattr(self, "table_", None)
+        if table is not None:
+            out = table.restore(records, seed)
+        else:
+            out = self.input_.restore(records, release.item_names, got if with_labels else None)
         return (out, got) if with_labels else out
 
     @property
@@ -290,6 +308,7 @@ class Synthesizer(BaseEstimator):
         synth = cls(**params)
         synth.release_ = release
         synth.input_ = InputKind.from_dict(meta["input"]) if "input" in meta else InputKind("array")
+        synth.table_ = TableInput.from_dict(meta["table"]) if meta.get("table") else None
         synth.n_features_in_ = len(release.item_names)
         return synth
 
@@ -328,7 +347,7 @@ def load(directory: str | Path) -> Synthesizer:
 def fit(data: Any, *, epsilon: float | None = None, delta: float | None = None,
         config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG, method: str = DPGM,
         options: dict[str, Any] | None = None, seed: int | None = None, progress: bool = False,
-        **unknown: Any) -> Synthesizer:
+        schema: Any = None, **unknown: Any) -> Synthesizer:
     """``Synthesizer(...).fit(data)`` in one call: train on ``data`` and return the fitted synthesizer.
 
     The parameters are the Synthesizer's, except that ``epsilon=None`` (the default) keeps the
@@ -338,4 +357,4 @@ def fit(data: Any, *, epsilon: float | None = None, delta: float | None = None,
     """
     _refuse_unknown("fit()", unknown)
     return Synthesizer(epsilon=epsilon, delta=delta, config=config, method=method, options=options, seed=seed,
-                       progress=progress).fit(data)
+                       progress=progress, schema=schema).fit(data)
