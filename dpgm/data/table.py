@@ -36,6 +36,16 @@ def table_dataset(schema: TableSchema, cells: list[Cells], name: str, source: st
 
 def load_table(path: Path, schema: TableSchema, *, limit: int | None = None) -> BinaryDataset:
     """A CSV table (plain or .gz) whose header lists the schema's columns in its order."""
+    header, cells = read_cells(path, limit=limit)
+    if header != schema.names:
+        raise DataError(f"{path}: the header does not list the schema's columns in its order "
+                        f"(schema: {', '.join(schema.names)})")
+    columns = [(cells[:, j], cells[:, j] == "") for j in range(len(header))]
+    return table_dataset(schema, columns, file_stem(path), str(path))
+
+
+def read_cells(path: Path, *, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """A CSV file's header and its cells as text [rows, columns] (an empty field: a missing value)."""
     check_limit(limit)
     try:
         text = read_bytes(path).decode("utf-8-sig")
@@ -43,9 +53,8 @@ def load_table(path: Path, schema: TableSchema, *, limit: int | None = None) -> 
         raise DataError(f"{path}: not UTF-8 text") from None
     rows = csv.reader(io.StringIO(text))
     header = [name.strip() for name in next(rows, [])]
-    if header != schema.names:
-        raise DataError(f"{path}: the header does not list the schema's columns in its order "
-                        f"(schema: {', '.join(schema.names)})")
+    if not header or any(not name for name in header):
+        raise DataError(f"{path}: no header, or an empty column name in it")
     lines = list(rows)
     while lines and not lines[-1]:
         lines.pop()
@@ -53,9 +62,7 @@ def load_table(path: Path, schema: TableSchema, *, limit: int | None = None) -> 
     if any(len(row) != len(header) for row in lines):
         raise record_error(path, f"a data line does not have the header's {len(header)} fields",
                            "every line needs one value per column, an empty field where a value is missing")
-    cells = np.array(lines, dtype=object).reshape(len(lines), len(header))
-    columns = [(cells[:, j], cells[:, j] == "") for j in range(len(header))]
-    return table_dataset(schema, columns, file_stem(path), str(path))
+    return header, np.array(lines, dtype=object).reshape(len(lines), len(header))
 
 
 @dataclass(frozen=True)
