@@ -61,7 +61,8 @@ DEFAULT_SETTINGS = [name for name in SETTINGS if name != "mnist_5k"]
 SCALES = (1.0, 0.1, 0.0)
 
 
-def audit_setting(name: str, plan: AuditPlan, trials: int, seed: int, extra: list[str]) -> list[dict[str, Any]]:
+def audit_setting(name: str, plan: AuditPlan, trials: int, seed: int, extra: list[str],
+                  scales: tuple[float, ...] = SCALES) -> list[dict[str, Any]]:
     """One row per noise scale of one setting, with its verdict (none: no data)."""
     config_file, overrides, release = SETTINGS[name]
     overrides = [*overrides, *extra]
@@ -72,7 +73,7 @@ def audit_setting(name: str, plan: AuditPlan, trials: int, seed: int, extra: lis
         print(f"[{name}] skipped: {exc}")
         return []
     rows = []
-    for scale in SCALES:
+    for scale in scales:
         if release is None:
             report = run_audit(cfg, dataclasses.replace(plan, noise_scale=scale), seed=seed, data=data,
                                progress=sys.stderr.isatty())
@@ -120,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-guesses", type=int, default=AuditPlan.min_guesses)
     ap.add_argument("--confidence", type=float, default=AuditPlan.confidence)
     ap.add_argument("--trials", type=int, default=2000, help="runs on each neighbour of a release's audit")
+    ap.add_argument("--scales", type=float, nargs="+", default=list(SCALES),
+                    help="noise scales each setting runs at (default: 1, 0.1 and 0)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--json", type=Path, help="write the results here")
@@ -131,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = AuditPlan(confidence=args.confidence, margin=args.margin, min_guesses=args.min_guesses)
     rows = []
     for name in args.settings:
-        rows += audit_setting(name, plan, args.trials, args.seed + list(SETTINGS).index(name), args.overrides)
+        rows += audit_setting(name, plan, args.trials, args.seed + list(SETTINGS).index(name), args.overrides,
+                              tuple(args.scales))
     print(_table(rows))
     failed = [f"{r['setting']} x{r['noise_scale']:g}" for r in rows if not r["as_expected"]]
     print("every weakened run refuted, no honest bound above its claim" if not failed
@@ -140,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, {
             "benchmark": "privacy audits: one-run (DP-SGD, gradient canaries) and distinguishing tests (releases)",
             "plan": {"margin": args.margin, "min_guesses": args.min_guesses, "confidence": args.confidence,
-                     "score": plan.score, "trials": args.trials, "noise_scales": list(SCALES)},
+                     "score": plan.score, "trials": args.trials, "noise_scales": list(args.scales)},
             "failed": failed,
             "results": rows,
         })

@@ -376,6 +376,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--data-dir", help="folder holding the MNIST IDX files (default: $DPGM_DATA_DIR/mnist)"
     )
+    p.add_argument("--limit", type=int, help="the first N records of each MNIST split (default: all)")
     p.add_argument("--peer-python", default=None, metavar="PYTHON",
                    help="interpreter with diffprivlib installed (e.g. a venv with scikit-learn 1.8), for the peer")
     p.add_argument("--json", type=Path, help="write the results here")
@@ -388,8 +389,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    private = load_mnist("train", threshold=0.5, directory=args.data_dir)
-    public = load_mnist("test", threshold=0.5, directory=args.data_dir)
+    private = load_mnist("train", threshold=0.5, directory=args.data_dir, limit=args.limit)
+    public = load_mnist("test", threshold=0.5, directory=args.data_dir, limit=args.limit)
     config = {
         "k": K,
         "iterations": ITERATIONS,

@@ -94,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, default=ROOT / "configs" / "msnbc.yaml")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--kills", type=int, default=3, help="killed runs per signal (SIGTERM, SIGKILL)")
+    p.add_argument("--signals", nargs="+", choices=("SIGTERM", "SIGKILL"), default=["SIGTERM", "SIGKILL"],
+                   help="the signals that kill (default both)")
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (the same for all)")
     p.add_argument("--jobs", type=int, default=2, help="processes at a time")
     p.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per process")
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference run: {wall:.1f} s", flush=True)
         rng = np.random.default_rng(args.seed)
         plan = [(sig, float(rng.uniform(0.02, 0.98) * wall), f"{sig.name.lower()}{i}")
-                for sig in (signal.SIGTERM, signal.SIGKILL) for i in range(args.kills)]
+                for sig in (getattr(signal, name) for name in args.signals) for i in range(args.kills)]
         with ThreadPoolExecutor(args.jobs) as pool:
             outcomes = list(pool.map(lambda job: killed_run(args, runs, job[2], job[0], job[1]), plan))
         rows = []

@@ -131,10 +131,11 @@ def kmeans_pp(data: SimpleNamespace, k: int, seed: int) -> dict[str, Any]:
             "seconds": seconds, "centres": "released"}
 
 
-def load(name: str, data_dir: str | None) -> SimpleNamespace:
-    """A dataset: the private records as the partitioners read them, dense rows for scoring, labels."""
+def load(name: str, data_dir: str | None, records: int = 100_000) -> SimpleNamespace:
+    """A dataset: the private records as the partitioners read them, dense rows for scoring, labels
+    (``records``: the size of Google's mixture)."""
     if name == "google":
-        x, labels = google_mixture(seed=0)
+        x, labels = google_mixture(seed=0, n=records)
         rows = SimpleNamespace(records=x, n_items=x.shape[1])
         return SimpleNamespace(name=name, private=rows, public=None, dense=x, labels=labels, radius=1.0, real=True)
     from dpgm.data.mnist import load_mnist
@@ -156,18 +157,18 @@ def load(name: str, data_dir: str | None) -> SimpleNamespace:
                            dense=x, labels=private.labels, radius=radius, real=True)
 
 
-def grid(name: str, epsilons: Sequence[float]) -> list[tuple[int, float]]:
-    """(k, epsilon) settings of a dataset."""
+def grid(name: str, epsilons: Sequence[float], ks: Sequence[int] = GOOGLE_KS) -> list[tuple[int, float]]:
+    """(k, epsilon) settings of a dataset (``ks``: Google's mixture's numbers of parts at epsilon 1)."""
     if name == "google":
-        return [(k, 1.0) for k in GOOGLE_KS] + [(64, e) for e in epsilons if e != 1.0]
+        return [(k, 1.0) for k in ks] + [(max(ks), e) for e in epsilons if e != 1.0]
     return [(10, e) for e in epsilons]
 
 
 def run(args: argparse.Namespace, emit: Callable[[dict[str, Any]], None], done: set[tuple]) -> None:
     methods = [m for m in args.methods if m in PARTITIONERS.names()]
     for name in args.datasets:
-        data = load(name, args.data_dir)
-        for k, eps in grid(name, args.epsilons):
+        data = load(name, args.data_dir, args.records)
+        for k, eps in grid(name, args.epsilons, args.ks):
             for seed in range(args.seeds):
                 base_key = (name, "kmeans++", k, 0.0, seed)
                 if base_key not in done:
@@ -239,6 +240,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--methods", nargs="+", default=list(METHODS), help="registered partition.method names")
     p.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     p.add_argument("--seeds", type=int, default=3, help="runs per setting (seeds 0..N-1)")
+    p.add_argument("--records", type=int, default=100_000, help="google: records of the mixture (default 100,000)")
+    p.add_argument("--ks", type=int, nargs="+", default=list(GOOGLE_KS), help="google: numbers of parts at epsilon 1")
     p.add_argument("--data-dir", default=None, help="folder holding mnist/ (default: dpgm's data folder)")
     p.add_argument("--json", type=Path, help="write the results here (rows so far are kept: the run resumes)")
     p.add_argument("--plot", type=Path, help="PNG path (default: the JSON path with .png)")

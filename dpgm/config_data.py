@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from dpgm.config_fields import opt, require
+from dpgm.errors import ConfigError
 
 
 @dataclass
@@ -43,6 +44,11 @@ class DataConfig:
         None, "a table whose attribute=value items run attribute by attribute in item id order: the number of values "
               "of each attribute (a public fact of the schema; sets data.attributes to their number). A tree of items "
               "then makes each group's noisy value frequencies of one attribute add up to one (post-processing)")
+    schema: str | dict[str, Any] | None = opt(  # noqa: RUF009
+        None, "csv: a declared table of categories and numbers: the path of its schema (JSON or YAML: top-level "
+              "columns, each with name, kind, categories or lower/upper/bins, missing; relative to the current "
+              "folder, else to $DPGM_DATA_DIR) or the schema itself. Public: it sets data.attribute_sizes, and the "
+              "release decodes its records back to the table's columns (docs/guide/tables.md)")
     records_magnitude: int | None = opt(None, "rules: public: the declared order of magnitude N of the number of "
                                               "records (a power of ten, N <= n < 10 N; null: read off the data and "
                                               "listed in the privacy report's public_inputs)")
@@ -60,6 +66,8 @@ class DataConfig:
         require(self.min_items >= 0, "data", "min_items", "must be >= 0")
         require(self.n_items is None or self.n_items >= 1, "data", "n_items", "must be >= 1")
         require(self.attributes is None or self.attributes >= 1, "data", "attributes", "must be >= 1")
+        if self.schema is not None:
+            self._declare_table()
         if self.attribute_sizes is not None:
             require(len(self.attribute_sizes) >= 1 and all(int(v) >= 1 for v in self.attribute_sizes), "data",
                     "attribute_sizes", "must list at least one attribute, each of at least one value")
@@ -71,3 +79,18 @@ class DataConfig:
                  "data", "records_magnitude", "must be a power of ten (1, 10, 100, ...)")
         require(self.source not in ("transactions", "csv", "parquet") or bool(self.path), "data", "path",
                  f"is required for source {self.source}")
+
+    def _declare_table(self) -> None:
+        """The attribute sizes the declared schema sets (checked now: a bad declaration fails before any data)."""
+        from dpgm.tables import table_schema
+
+        try:
+            sizes = table_schema(self.schema).attribute_sizes
+        except ConfigError as exc:
+            raise ConfigError(f"data.schema: {exc}") from None
+        require(self.label_column is None, "data", "label_column",
+                "not with data.schema: declare the label as one of its columns")
+        require(self.chunk_mb is None, "data", "chunk_mb", "not with data.schema: a table is read into memory")
+        require(self.attribute_sizes in (None, sizes), "data", "attribute_sizes",
+                "differs from the sizes data.schema declares (leave it out)")
+        self.attribute_sizes = sizes

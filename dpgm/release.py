@@ -28,6 +28,7 @@ from dpgm.artifact import (
     ReleasedMixture,
     check_record_limit,
     load_release,
+    release_dir,
 )
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
@@ -36,7 +37,8 @@ from dpgm.mixture_draws import check_acceptance, draw_records, mixture_shares
 from dpgm.models.tilt import length_problem, resample, tilted_picks
 from dpgm.privacy.verdict import stamped
 from dpgm.progress import progress_scope, stage_bar, timed
-from dpgm.release_writers import text_stream, write_csv, write_png, write_transactions
+from dpgm.release_writers import text_stream, write_csv, write_png, write_table_csv, write_transactions
+from dpgm.tables import TableSchema, released_schema
 
 #: Draws per released record whose tilt follows a record-length histogram (``_Following.draw``): a larger pool lets
 #: the tilt reach rarer lengths, and move the rest further from what the models measured.
@@ -236,15 +238,19 @@ def check_counts(n: int | None, per_label: int | None, names: tuple[str, str] = 
         check_record_limit(count, name)
 
 
-def least_bytes(mixture: ReleasedMixture, records: int, fmt: str, *, gzipped: bool) -> int:
+def least_bytes(mixture: ReleasedMixture, records: int, fmt: str, *, gzipped: bool,
+                table: TableSchema | None = None) -> int:
     """A lower bound on a release's file size, to refuse one that cannot fit before drawing it.
 
-    csv: a digit and a comma or newline per value; transactions: at least ``min_items`` ids of
+    csv: a digit and a comma or newline per value (a declared table's: a comma or newline per column);
+    transactions: at least ``min_items`` ids of
     two bytes, else a newline, per record; png: 0 (at most MAX_PNG_IMAGES); gzip packs <= 1032:1.
     """
     if fmt == "png":
         return 0
-    if fmt == "csv":
+    if fmt == "csv" and table is not None:
+        per_record = len(table.columns)
+    elif fmt == "csv":
         per_record = 2 * (mixture.n_items + (mixture.part_labels is not None))
     else:
         per_record = max(1, 2 * mixture.min_items)
@@ -293,7 +299,8 @@ def release(
             f"--format png: at most {MAX_PNG_IMAGES:,} images in one grid, got {total:,}")
     out = Path(out)
     check_output(Path(f"{out}.privacy.json"), mkdir=False)
-    check_free_space(out.parent, least_bytes(mixture, total, fmt, gzipped=out.name.endswith(".gz")),
+    table = released_schema(release_dir(run_dir))  # a declared table: its records decoded to its columns
+    check_free_space(out.parent, least_bytes(mixture, total, fmt, gzipped=out.name.endswith(".gz"), table=table),
                      f"--out {out}: {total:,} records")
     generator = torch.Generator()
     generator.manual_seed(seed if seed is not None else int(torch.seed()))
@@ -312,7 +319,9 @@ def release(
         write_png(out, chunks, mixture.image_shape, rows)
     else:
         with atomic_write(out, "wb") as raw, text_stream(raw, gzipped=out.name.endswith(".gz")) as fh:
-            if fmt == "csv":
+            if fmt == "csv" and table is not None:
+                write_table_csv(fh, chunks, table, np.random.default_rng(seed))
+            elif fmt == "csv":
                 write_csv(fh, chunks, mixture.item_names, mixture.part_labels)
             else:
                 write_transactions(fh, chunks, mixture.item_ids)

@@ -1,10 +1,11 @@
-"""The release's file formats: CSV (0/1 columns, the label last), transactions (the source-data
-ids of each record's items, one line a record), PNG grids; text streamed chunk by chunk,
+"""The release's file formats: CSV (0/1 columns, the label last; a declared table's own columns),
+transactions (the source-data ids of each record's items, one line a record), PNG grids; text streamed chunk by chunk,
 gzip-compressed when asked (dpgm/release.py draws the chunks and writes atomically)."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import gzip
 import io
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ import numpy as np
 
 from dpgm.artifact import PartLabels
 from dpgm.imaging import write_png_grid, write_png_rows
+from dpgm.tables import TableSchema
+from dpgm.tables.records import decode
 
 
 @contextlib.contextmanager
@@ -37,6 +40,25 @@ def write_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]]
     for records, parts in chunks:
         rows = records if part_label is None else np.column_stack((records, part_label[parts]))
         np.savetxt(fh, rows, fmt="%d", delimiter=",")
+
+
+def write_table_csv(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], schema: TableSchema,
+                    rng: np.random.Generator) -> None:
+    """A declared table: the header of its columns, then each record decoded (``dpgm.tables.records``), a
+    missing value as an empty field."""
+    writer = csv.writer(fh, lineterminator="\n")
+    writer.writerow(schema.names)
+    for records, _ in chunks:
+        columns = [[_cell(v) for v in values.tolist()] for values in decode(schema, records, rng)]
+        writer.writerows(zip(*columns))
+
+
+def _cell(value: object) -> str:
+    """A decoded value as CSV text: empty where missing, a datetime in ISO form."""
+    if value is None:
+        return ""
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if isoformat is not None else str(value)
 
 
 def write_png(out: Path, chunks: Iterator[tuple[np.ndarray, np.ndarray]], image_shape: tuple[int, int],

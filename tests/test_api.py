@@ -22,7 +22,7 @@ def records(n: int = 400, m: int = 12) -> np.ndarray:
 
 
 def test_fit_sample_save_load(tmp_path):
-    release = dpgm.fit(records(), epsilon=2.0, delta=1e-4, seed=0, **{"training.epochs": 1})
+    release = dpgm.fit(records(), epsilon=2.0, delta=1e-4, seed=0, options={"training.epochs": 1})
     assert isinstance(release, dpgm.Synthesizer) and release.release_.mixture is not None
     report = release.privacy_report
     assert report["epsilon"] <= 2.0 and report["delta"] == 1e-4
@@ -53,7 +53,7 @@ def test_sample_by_label(tmp_path):
     labels = rng.integers(0, 3, 600)
     x = (rng.random((600, 10)) < 0.1 + 0.25 * (np.arange(10) % 3 == labels[:, None])).astype(np.uint8)
     data = BinaryDataset(records=x, item_names=[str(j) for j in range(10)], labels=labels)
-    release = dpgm.fit(data, epsilon=4.0, delta=1e-4, seed=0, **{
+    release = dpgm.fit(data, epsilon=4.0, delta=1e-4, seed=0, options={
         "partition.method": "label", "partition.k": 3,
         "training.epochs": 1})
     records, got = release.sample(per_label=40, seed=2, with_labels=True)  # a dataset in, a dataset out
@@ -70,6 +70,6 @@ def test_sample_by_label(tmp_path):
 
 
 def test_with_labels_needs_a_labelled_run():
-    release = dpgm.fit(records(), epsilon=2.0, delta=1e-4, seed=0, **{"training.epochs": 1})
+    release = dpgm.fit(records(), epsilon=2.0, delta=1e-4, seed=0, options={"training.epochs": 1})
     with pytest.raises(ConfigError, match="with_labels needs a run partitioned by label"):
         release.sample(10, with_labels=True)

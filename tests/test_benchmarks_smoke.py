@@ -25,8 +25,6 @@ RESULTS = BENCHMARKS / "results"
 TIMEOUT = 120
 #: Scripts whose run writes no JSON of its own (a check, a self-test): their exit status is the result.
 NO_JSON = {"results_page", "sweep_report"}
-#: Scripts without a tiny setting yet: their smallest run takes minutes.
-NO_TINY_RUN = {"clustering_accuracy", "partitioners"}
 #: Scripts that are libraries of the others, not runs.
 LIBRARIES = {"provenance"}
 
@@ -45,8 +43,9 @@ def tiny_transactions(path: Path) -> Path:
 #: script -> (argv before --json, data sets it reads from $DPGM_DATA_DIR, needs mbi). ``{tmp}`` is
 #: the test's folder; every script writes its JSON to {tmp}/out.json.
 RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
-    "audit": (["--settings", "digits_labels", "part_means", "--set", "data.limit=200", "--trials", "300"], (), False),
-    "clustering_accuracy": (["--epsilons", "1", "--dims", "2", "--seeds", "1", "--smoke"], (), False),
+    "audit": (["--settings", "digits_labels", "part_means", "--set", "data.limit=200", "--trials", "40", "--scales", "1",
+               "0"], (), False),
+    "clustering_accuracy": (["--epsilons", "1", "--dims", "20", "--seeds", "1", "--limit", "600"], ("mnist",), False),
     "compressive_kmeans": (["--n", "300", "--k", "2", "--d", "2", "--epsilons", "1", "--trials", "1",
                             "--m-factors", "10", "--signatures", "e", "--rs", "m", "--mechanisms", "gaussian",
                             "--lloyd-iterations", "2", "--speed-n", "0", "--png", "{tmp}/ckm.png"], (), False),
@@ -62,7 +61,7 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
                           "--threads", "1"], ("mnist",), False),
     "generic_time": (["--records", "2000", "--items", "20", "--skip-mst"], ("msnbc",), False),
     "kill_resume": (["--config", "{root}/configs/digits.yaml", "--set", "data.limit=200", "--set",
-                     "training.epochs=1", "--kills", "1", "--jobs", "1"], (), False),
+                     "training.epochs=1", "--kills", "1", "--signals", "SIGKILL", "--jobs", "1"], (), False),
     "large_transactions": (["--records", "3000", "--items", "20", "--runs", "3000:1:memory", "3000:1:chunks",
                             "--k", "2", "--iterations", "1", "--sampling-rate", "0.01", "--epochs", "0.02",
                             "--window", "5", "--release", "100", "--dir", "{tmp}"], (), False),
@@ -70,15 +69,16 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "model_capacity": (["--datasets", "msnbc", "--sizes", "3000", "--bn", "2", "--mix", "2"], ("msnbc",), False),
     "module_graph": ([], (), False),
     "paper_epsilon": (["--epochs", "1"], (), False),
-    "partitioners": (["--datasets", "google", "--methods", "lloyd", "--epsilons", "1", "--seeds", "1", "--smoke",
-                      "--plot", "{tmp}/partitioners.png"], (), False),
+    "partitioners": (["--datasets", "google", "--methods", "lloyd", "--epsilons", "1", "--seeds", "1", "--records",
+                      "2000", "--ks", "4", "--plot", "{tmp}/partitioners.png"], (), False),
     "results_page": (["--check"], (), False),  # checks docs/results.md against the results' JSON
     "rules_lodo": (["--datasets", "msnbc", "--sizes", "3000", "--candidates", "default", "--epsilons", "1",
                     "--seeds", "1", "--queries", "50"], ("msnbc",), False),
     "rules_sweep": ([], (), False),
     "secure_sampling": (["--records", "200", "--rounds", "1", "--batch-sizes", "32", "--repeats", "1",
                          "--threads", "1"], ("mnist",), False),
-    "subspace_clustering": (["--seeds", "1", "--sweeps", "5", "--png", "{tmp}/subspace.png"], (), False),
+    "subspace_clustering": (["--seeds", "1", "--sweeps", "2", "--epsilons", "1", "--png", "{tmp}/subspace.png"], (),
+                            False),
     "sweep_report": (["--self-test"], (), False),
     "train_on_synthetic": (["--dataset", "digits", "--epsilons", "1", "--seeds", "1", "--limit", "200",
                             "--release", "200", "--classifier-epochs", "1", "--no-nonprivate", "--no-real"], (),
@@ -95,8 +95,6 @@ def test_every_benchmark_script_has_a_smoke_run() -> None:
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_benchmark_runs_end_to_end_on_tiny_data(name: str, tmp_path: Path) -> None:
     argv, datasets, peers = RUNS[name]
-    if name in NO_TINY_RUN:
-        pytest.skip(f"{name}.py has no tiny setting yet")
     missing = [d for d in datasets if not (data_dir() / d).exists()]
     if missing:
         pytest.skip(f"needs the shared data set(s) {', '.join(missing)} under $DPGM_DATA_DIR")

@@ -55,7 +55,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_mkdocs_builds_every_page(site: Path) -> None:
-    pages = ["index", "privacy", "results", "development", "reference/config", "reference/api",
+    pages = ["index", "privacy", "results", "results-rules", "development", "reference/config", "reference/api",
              *(f"guide/{name}" for name in ("data", "configs", "commands", "python", "tools"))]
     for page in pages:
         assert (site / f"{page}.html").is_file(), page
@@ -89,9 +89,20 @@ def test_built_config_reference_is_the_generated_one(site: Path) -> None:
 def test_results_page_is_generated_from_the_current_json() -> None:
     done = run(str(ROOT / "benchmarks" / "results_page.py"), "--check")
     assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("results.md", "results-rules.md"):
+        page = (ROOT / "docs" / name).read_text()
+        sections = page.count("\n## ")
+        assert sections >= 3 and page.count("Source: `benchmarks/results/") >= sections, name
+
+
+def test_results_page_opens_with_the_comparison_and_its_figures() -> None:
     page = (ROOT / "docs" / "results.md").read_text()
-    sections = page.count("\n## ")
-    assert sections >= 5 and page.count("Source: `benchmarks/results/") >= sections
+    first = page.split("\n## ")[1]
+    assert first.startswith("dpgm beside AIM, MST, MWEM+PGM and independent marginals")
+    images = re.findall(r"!\[[^\]]*\]\((img/results/[^)]+\.png)\)", first)
+    assert "img/results/overview.png" in images and len(images) >= 8
+    assert all((ROOT / "docs" / image).stat().st_size > 0 for image in images)
+    assert "Leave-one-dataset-out" not in page and "Leave-one-dataset-out" in (ROOT / "docs" / "results-rules.md").read_text()
 
 
 def test_readme_is_short_and_keeps_the_test_command() -> None:

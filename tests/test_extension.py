@@ -1,4 +1,4 @@
-"""The extension points: a stage and a partitioner registered from outside the package run
+"""The extension points: a stage, a partitioner and a model kind registered from outside the package run
 through the same ledger, checkpoint, release and report as the built-in ones."""
 
 from __future__ import annotations
@@ -127,3 +127,37 @@ def test_an_unknown_partitioner_or_option_is_a_one_line_error_before_the_data_lo
     with pytest.raises(ConfigError, match=r"model.kind: unknown 'gan' \(registered: conv_vae, independent, rbm, tree, vae\)"):
         run_mod.train(tiny_config(tmp_path, **{"model.kind": "gan"}), progress=False)
     assert not (tmp_path / "runs").exists()
+
+
+@dataclass
+class NarrowOptions:
+    width: int = 4
+
+    def __post_init__(self) -> None:
+        if self.width < 1:
+            raise ValueError(f"width must be >= 1, got {self.width}")
+
+
+@pytest.fixture
+def narrow_model():
+    from dpgm.models import MODELS
+    from dpgm.models.vae import VAE
+
+    MODELS.register("narrow_vae", options=NarrowOptions, doc="a toy: a VAE of one hidden layer of its own width")(
+        lambda cfg, options, n_items, generator: VAE(n_items, hidden=[options.width], latent=2, generator=generator))
+    yield
+    MODELS.unregister("narrow_vae")
+
+
+def test_a_model_kind_with_its_own_options_trains_and_its_release_loads(tmp_path, narrow_model):
+    from dpgm.artifact import load_release
+
+    cfg = tiny_config(tmp_path, **{"model.kind": "narrow_vae", "model.options": "{width: 3}"})
+    run_dir, report = run_mod.train(cfg, progress=False)
+    assert report["plan"]["model"] == "narrow_vae" and report["stage_epsilons"]["training"] > 0
+    released = load_release(run_dir)
+    assert released.models[0].encoder[0].out_features == 3  # its own option built it, saved and loaded
+    for options, problem in (("{depth: 2}", "unknown option 'depth'"), ("{width: 0}", "width must be >= 1")):
+        with pytest.raises(ConfigError, match=problem):  # checked as the run starts, before any data is read
+            run_mod.train(tiny_config(tmp_path / "bad", **{"model.kind": "narrow_vae", "model.options": options}),
+                          progress=False)

@@ -19,6 +19,8 @@ LAYER = {
     "report": 2.5,  # report.py: privacy_report.md in words, its first line the verdict (privacy/verdict.py)
     "streams": 0,  # draws from a torch generator on its own device (a GPU run keeps the CPU stream)
     "registry": 1,
+    "locations": 0.5,  # locations.py: the data directory and paths relative to it
+    "tables": 1.1,  # declared tables: the schema, codecs by column kind, the table as attribute=value items
     "config_fields": 1,  # a documented option, its check, the words of a noise option's release
     "config_data": 1.25,  # the data section of a run's config (where the records come from, declared facts)
     "config_sections": 1.5,  # the typed sections of a run's config (dataclasses, their docs and checks)  # components by name (partitioners, models) and their typed options

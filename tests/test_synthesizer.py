@@ -26,7 +26,7 @@ from dpgm.evaluation.marginals import fit_marginals
 
 N, M = 400, 8
 #: Fast settings: a tiny VAE trained one epoch (about ten DP-SGD steps).
-TINY = {"model": {"kind": "vae", "hidden": [16], "latent": 2}, "training": {"epochs": 1}}
+TINY = {"options": {"model": {"kind": "vae", "hidden": [16], "latent": 2}, "training": {"epochs": 1}}}
 MBI_REASON = "AIM, MST and MWEM+PGM need the optional package mbi (pip install -e '.[peers]')"
 
 
@@ -104,20 +104,59 @@ def test_dataset_in_dataset_out():
 
 def test_parameters_are_stored_as_given():
     config = {"rules": "public", "privacy": {"target_epsilon": 1.0}}
-    training = {"epochs": 1}
-    synth = Synthesizer(epsilon=0.5, delta=1e-5, config=config, seed=3, training=training,
-                        **{"model.kind": "independent"})
-    assert synth.config is config and synth.sections["training"] is training
-    assert synth.get_params() == {"epsilon": 0.5, "delta": 1e-5, "config": config, "method": "dpgm",
-                                  "seed": 3, "progress": False, "training": training,
-                                  "model.kind": "independent"}
-    assert Synthesizer().get_params()["config"] == "transactions"
-    assert synth.set_params(epsilon=2.0, rounds=5) is synth and synth.epsilon == 2.0 and synth.sections["rounds"] == 5
-    assert "epsilon=2.0" in repr(synth)
+    options = {"training": {"epochs": 1}, "model.kind": "independent"}
+    synth = Synthesizer(0.5, delta=1e-5, config=config, options=options, seed=3)
+    assert synth.config is config and synth.options is options
+    assert synth.get_params() == synth.get_params(deep=False) == {
+        "epsilon": 0.5, "delta": 1e-5, "config": config, "method": "dpgm", "options": options, "seed": 3,
+        "progress": False, "schema": None}
+    assert synth.set_params(epsilon=2.0, method="mwem") is synth and (synth.epsilon, synth.method) == (2.0, "mwem")
+    assert "epsilon=2.0" in repr(synth) and "progress" not in repr(synth)  # the changed parameters
     from sklearn.base import clone
 
-    copy = clone(Synthesizer(epsilon=0.5, method="marginals", mechanism="laplace"))
-    assert copy.get_params()["mechanism"] == "laplace" and copy.method == "marginals"
+    copy = clone(Synthesizer(epsilon=0.5, method="marginals", options={"mechanism": "laplace"}))
+    assert copy.get_params()["options"] == {"mechanism": "laplace"} and copy.method == "marginals"
+
+
+def test_unknown_parameters_are_refused_naming_options():
+    synth = Synthesizer()
+    with pytest.raises(ValueError, match="Invalid parameter 'rounds'"):
+        synth.set_params(rounds=5)
+    assert synth.get_params() == Synthesizer().get_params()  # nothing was set
+    with pytest.raises(TypeError, match=r"'training'.* go in options="):
+        Synthesizer(epsilon=1.0, training={"epochs": 1})
+    with pytest.raises(TypeError, match=r"'training.epochs'.* go in options="):
+        dpgm.fit(records(), **{"training.epochs": 1})
+    with pytest.raises(TypeError, match="positional"):
+        Synthesizer(1.0, 1e-5)
+
+
+def test_options_are_checked_in_fit():
+    synth = Synthesizer(options=["training.epochs"])  # stored as given
+    with pytest.raises(ConfigError, match="options must be a dict, not list"):
+        synth.fit(records())
+    with pytest.raises(ConfigError, match=r"seed is a parameter of its own \(seed=...\)"):
+        Synthesizer(options={"seed": 3}).fit(records())
+    assert not hasattr(synth, "release_")
+
+
+def test_options_saved_at_the_top_level_load_as_options(tmp_path):
+    synth = Synthesizer(method="marginals", options={"mechanism": "laplace"}).fit(records())
+    saved = synth.save(tmp_path / "s")
+    meta = json.loads((saved / SYNTHESIZER_FILE).read_text())
+    meta["params"] = {**{k: v for k, v in meta["params"].items() if k != "options"}, "mechanism": "laplace"}
+    (saved / SYNTHESIZER_FILE).write_text(json.dumps(meta))
+    assert dpgm.load(saved).get_params() == {**synth.get_params(), "seed": None}
+
+
+def test_one_default_config_for_the_synthesizer_fit_and_plan():
+    import inspect
+
+    from dpgm.commands.plan import parse_args
+
+    default = inspect.signature(dpgm.fit).parameters["config"].default
+    assert default == Synthesizer().config == dpgm.api.DEFAULT_CONFIG == "transactions"
+    assert parse_args(["--records", "100", "--items", "5", "--epsilon", "1"]).config == default
 
 
 def test_privacy_report_has_the_budget_and_the_stages():
@@ -138,7 +177,7 @@ def test_config_as_name_path_dict_or_object():
         assert synth.privacy_report["budget_epsilon"] == (3.0 if isinstance(config, dict) else 1.0)
     assert cfg.data.path == "msnbc/msnbc.txt.gz"  # the caller's Config is left as it was
     with pytest.raises(ConfigError, match="unknown key"):
-        synthesizer(training={"no_such_option": 1}).fit(x)
+        synthesizer(options={"training": {"no_such_option": 1}}).fit(x)
 
 
 def test_save_load_round_trip(tmp_path):
@@ -193,7 +232,7 @@ def test_unfitted_synthesizer_says_so(tmp_path):
 @pytest.mark.parametrize("method", ["marginals", "mwem"])
 def test_baseline_round_trip(method, tmp_path):
     x = records()
-    synth = Synthesizer(method=method, epsilon=1.0, delta=1e-4, seed=0, rounds=5, queries=50)
+    synth = Synthesizer(method=method, epsilon=1.0, delta=1e-4, seed=0, options={"rounds": 5, "queries": 50})
     out = synth.fit(sp.csr_matrix(x)).sample(60, seed=3)
     assert sp.issparse(out) and out.shape == (60, M)
     report = synth.privacy_report
@@ -207,19 +246,20 @@ def test_baseline_round_trip(method, tmp_path):
 
 
 def test_baseline_default_delta_and_options():
-    synth = Synthesizer(method="marginals", epsilon=1.0, mechanism="laplace").fit(records())
+    synth = Synthesizer(method="marginals", epsilon=1.0, options={"mechanism": "laplace"}).fit(records())
     report = synth.privacy_report
     assert report["delta"] == 1e-4 and report["mechanism"] == "laplace"  # 1/(100 N), N = 100
     assert report["public_inputs"][0]["value"] == 100 and "warning" not in report
     with pytest.raises(ConfigError, match="unknown option"):
-        Synthesizer(method="marginals", no_such_option=1).fit(records())
+        Synthesizer(method="marginals", options={"no_such_option": 1}).fit(records())
     with pytest.raises(ConfigError, match="registered: aim, marginals, mst, mwem, mwem_pgm"):
         Synthesizer(method="pgm").fit(records())
 
 
 def test_mwem_on_a_support_domain_round_trip(tmp_path):
     x = records(m=24)  # more items than the full domain takes: a random support
-    synth = Synthesizer(method="mwem", epsilon=1.0, delta=1e-4, rounds=3, queries=20, support_size=100)
+    synth = Synthesizer(method="mwem", epsilon=1.0, delta=1e-4,
+                        options={"rounds": 3, "queries": 20, "support_size": 100})
     synth.fit(x)
     assert synth.privacy_report["domain"] == "SupportDomain"
     np.testing.assert_array_equal(dpgm.load(synth.save(tmp_path / "s")).sample(30, seed=1), synth.sample(30, seed=1))
@@ -267,7 +307,7 @@ def test_mbi_baselines(method, tmp_path):
     pytest.importorskip("mbi", reason=MBI_REASON)
     x = records(n=300, m=5)
     synth = Synthesizer(method=method, epsilon=1.0, delta=1e-5, seed=0,
-                        **({"aim": {"max_iters": 50}} if method == "aim" else {})).fit(x)
+                        options={"aim": {"max_iters": 50}} if method == "aim" else None).fit(x)
     assert synth.privacy_report["epsilon"] <= 1.0
     out = synth.sample(40, seed=1)
     assert out.shape == (40, 5)

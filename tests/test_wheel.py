@@ -146,7 +146,7 @@ print(resolve_config_path("mnist"))
 print(",".join(shipped_config_names()))
 rng = np.random.default_rng(0)
 release = dpgm.fit((rng.random((400, 12)) < 0.3).astype(np.uint8), epsilon=2.0, delta=1e-4, seed=0,
-                   **{"training.epochs": 1})
+                   options={"training.epochs": 1})
 assert release.privacy_report["epsilon"] <= 2.0
 print(release.sample(50, seed=1).shape)
 """

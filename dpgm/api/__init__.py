@@ -21,7 +21,6 @@ from __future__ import annotations
 from dpgm.api.kinds import InputKind, NotFittedError, as_dataset
 from dpgm.api.release import Release
 from dpgm.api.synthesizer import (
-           GENERIC,
            SYNTHESIZER_FILE,
            Synthesizer,
            fit,
@@ -30,6 +29,7 @@ from dpgm.api.synthesizer import (
            train,
            write_release,
 )
+from dpgm.config import DEFAULT_CONFIG
 
-__all__ = ["GENERIC", "SYNTHESIZER_FILE", "InputKind", "NotFittedError", "Release", "Synthesizer", "as_dataset",
+__all__ = ["DEFAULT_CONFIG", "SYNTHESIZER_FILE", "InputKind", "NotFittedError", "Release", "Synthesizer", "as_dataset",
            "fit", "load", "resume", "train", "write_release"]

@@ -8,15 +8,17 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
 from dpgm.data.dataset import BinaryDataset
-from dpgm.errors import ConfigError, DpgmError
+from dpgm.errors import ConfigError, DataError, DpgmError
 
 InputKindName = Literal["array", "sparse", "dataframe", "dataset"]
 
 
-class NotFittedError(DpgmError, ValueError, AttributeError):
-    """A Synthesizer was asked for samples, a report or a save before ``fit`` (as scikit-learn's)."""
+class NotFittedError(DpgmError, SklearnNotFittedError):
+    """A Synthesizer was asked for samples, a report or a save before ``fit`` (a scikit-learn
+    NotFittedError, so a ValueError and an AttributeError too)."""
 
 
 def as_dataset(data: Any, name: str = "data") -> BinaryDataset:
@@ -24,7 +26,12 @@ def as_dataset(data: Any, name: str = "data") -> BinaryDataset:
     if isinstance(data, BinaryDataset):
         return data
     if _is_frame(data):
-        return BinaryDataset(records=data.to_numpy(), item_names=[str(c) for c in data.columns], name=name)
+        try:
+            return BinaryDataset(records=data.to_numpy(), item_names=[str(c) for c in data.columns], name=name)
+        except (DataError, TypeError, ValueError):
+            raise DataError("fit: the DataFrame's columns are not all 0/1; for a table of categories and numbers "
+                            "declare a schema: Synthesizer(schema=...) (`dpgm schema data.csv` drafts one; "
+                            "docs/guide/tables.md)") from None
     records = data.tocsr() if sp.issparse(data) else np.asarray(data)
     if records.ndim != 2:
         raise ConfigError(f"fit: data must be 2-d (records x items), got shape {records.shape}")

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import Tags
 
 from dpgm.api.kinds import InputKind, NotFittedError, as_dataset
 from dpgm.api.release import BASELINE_ARRAYS, BASELINE_FILE, DPGM, Release, json_bytes
@@ -20,26 +22,21 @@ from dpgm.artifact import (
     REPORT_FILE,
     release_dir,
 )
-from dpgm.config import Config, config_from_dict, load_config
+from dpgm.config import DEFAULT_CONFIG, Config, config_from_dict, load_config
+from dpgm.data.table import TableInput
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.privacy.verdict import stamped
+from dpgm.tables import table_schema
 
-#: The config a Synthesizer uses unless told: the generic rules from public quantities.
-DEFAULT_CONFIG = "transactions"
-#: ``fit`` without a config: the generic rules from public quantities (configs/transactions.yaml).
-GENERIC = {"rules": "public", "privacy": {"target_epsilon": 1.0}}
 #: What ``Synthesizer.save`` adds to a release folder: the method, the input kind and the parameters.
 SYNTHESIZER_FILE = "synthesizer.json"
 
 
-
-
-
-def _settings(sections: dict[str, Any]) -> dict[str, Any]:
-    """Config settings by dotted key: ``training={"epochs": 1}`` and ``**{"training.epochs": 1}``
+def _settings(options: dict[str, Any]) -> dict[str, Any]:
+    """Config settings by dotted key: ``{"training": {"epochs": 1}}`` and ``{"training.epochs": 1}``
     both give ``{"training.epochs": 1}``; a top-level key stays as it is."""
     out: dict[str, Any] = {}
-    for key, value in sections.items():
+    for key, value in options.items():
         if "." not in key and isinstance(value, dict):
             out.update({f"{key}.{sub}": v for sub, v in value.items()})
         else:
@@ -57,11 +54,20 @@ def _put(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[last] = value
 
 
-class Synthesizer:
-    """Differentially private synthetic data, in the style of scikit-learn.
+def _refuse_unknown(caller: str, unknown: dict[str, Any]) -> None:
+    """A TypeError for keyword arguments that are not parameters, naming where options go."""
+    if unknown:
+        name = next(iter(unknown))
+        raise TypeError(f"{caller} got an unexpected keyword argument {name!r}: config and baseline options go "
+                        f"in options= (options={{{name!r}: ...}})")
 
-    ``Synthesizer(epsilon=1.0).fit(data).sample(1000)``. Parameters are kept as given
-    (``get_params``); ``fit`` returns the synthesizer, with its release in ``release_``.
+
+class Synthesizer(BaseEstimator):
+    """Differentially private synthetic data, a scikit-learn estimator.
+
+    ``Synthesizer(epsilon=1.0).fit(data).sample(1000)``. The constructor stores its parameters
+    as given (``get_params``, ``set_params``, ``sklearn.base.clone``); ``fit`` checks them and
+    returns the synthesizer, with its release in ``release_``.
 
     Args:
         epsilon: the whole run's budget (``privacy.target_epsilon``; None: the config's).
@@ -72,68 +78,64 @@ class Synthesizer:
         method: ``"dpgm"`` (the mixture of generative models) or a registered baseline:
             ``"marginals"``, ``"mwem"``, ``"aim"``, ``"mst"``, ``"mwem_pgm"`` (the last three
             need the optional package mbi).
+        options: for dpgm, config options over ``config``: sections as dicts
+            (``{"training": {"epochs": 5}}``) or dotted keys (``{"training.epochs": 5}``); for a
+            baseline, its options (``dpgm.evaluation.baselines.BaselineOptions``:
+            ``{"rounds": 20, "mechanism": "laplace"}``).
+        schema: a declared table (a DataFrame of categories and numbers): a schema file's path, its dict
+            or a ``dpgm.tables.TableSchema`` (docs/guide/tables.md); public, listed in the privacy report.
         seed: makes the run a replayable experiment, whose report says NOT DIFFERENTIALLY
             PRIVATE. Leave it out for a private release.
         progress: show the progress bars.
-        **sections: for dpgm, config options: a section as a dict (``training={"epochs": 5}``)
-            or dotted keys (``**{"training.epochs": 5}``); for a baseline, its options
-            (``dpgm.evaluation.baselines.BaselineOptions``: ``rounds=20``, ``mechanism="laplace"``).
+        **unknown: any other keyword is a TypeError that says options go in ``options``.
     """
 
-    def __init__(self, epsilon: float | None = 1.0, delta: float | None = None,
+    def __init__(self, epsilon: float | None = 1.0, *, delta: float | None = None,
                  config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG, method: str = DPGM,
-                 seed: int | None = None, progress: bool = False, **sections: Any) -> None:
+                 options: dict[str, Any] | None = None, seed: int | None = None, progress: bool = False,
+                 schema: Any = None, **unknown: Any) -> None:
+        _refuse_unknown("Synthesizer()", unknown)
         self.epsilon = epsilon
         self.delta = delta
         self.config = config
         self.method = method
+        self.options = options
         self.seed = seed
         self.progress = progress
-        self.sections = sections
+        self.schema = schema
 
-    # ---------------------------------------------------------------- parameters
-
-    _PARAMS = ("epsilon", "delta", "config", "method", "seed", "progress")
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments as given (the sections flattened in, as they were passed)."""
-        return {**{name: getattr(self, name) for name in self._PARAMS}, **self.sections}
-
-    def set_params(self, **params: Any) -> Synthesizer:
-        """Change parameters (a name that is not a constructor argument is a section); returns self."""
-        for name, value in params.items():
-            if name in self._PARAMS:
-                setattr(self, name, value)
-            else:
-                self.sections[name] = value
-        return self
-
-    def __repr__(self) -> str:
-        defaults = {"epsilon": 1.0, "delta": None, "config": DEFAULT_CONFIG, "method": DPGM, "seed": None,
-                    "progress": False}
-        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if k not in defaults or v != defaults[k]]
-        return f"Synthesizer({', '.join(shown)})"
+    def __sklearn_tags__(self) -> Tags:
+        """Sparse input is taken, no value below 0 is, and every fit draws fresh noise."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.non_deterministic = True
+        return tags
 
     # ---------------------------------------------------------------- fitting
 
-    def fit(self, data: Any, *, run_dir: str | Path | None = None) -> Synthesizer:
+    def fit(self, data: Any, y: Any = None, *, run_dir: str | Path | None = None) -> Synthesizer:
         """Train on ``data`` and keep the release in memory; returns self.
 
         ``data``: a pandas DataFrame of 0/1 (or bool) columns, a scipy sparse matrix, a numpy
-        array or a ``BinaryDataset``. The run works in a temporary folder removed before ``fit``
-        returns; ``run_dir`` keeps the run directory there instead (``release/`` as train.py
-        writes it; it must not hold a run yet).
+        array or a ``BinaryDataset``. ``y`` is not used (scikit-learn's place for it, which a
+        Pipeline fills; labels for ``partition.method: label`` come in a BinaryDataset). The run
+        works in a temporary folder removed before ``fit`` returns; ``run_dir`` keeps the run
+        directory there instead (``release/`` as train.py writes it; it must not hold a run yet).
         """
         kind = InputKind.of(data)
+        table = None if self.schema is None else TableInput.of(self.schema, data)
+        data = data if table is None else table.dataset(data)
         if self.method == DPGM:
             release = self._fit_dpgm(data, run_dir)
         else:
             release = self._fit_baseline(data, run_dir)
-        meta = {"method": self.method, "input": kind.to_dict(), "params": self._saved_params()}
+        meta = {"method": self.method, "input": kind.to_dict(), "params": self._saved_params(),
+                "table": None if table is None else table.to_dict()}
         release.files[SYNTHESIZER_FILE] = json_bytes(meta)
         if run_dir is not None:
             (release_dir(run_dir) / SYNTHESIZER_FILE).write_bytes(release.files[SYNTHESIZER_FILE])
-        self.release_, self.input_ = release, kind
+        self.release_, self.input_, self.table_ = release, kind, table
         self.n_features_in_ = len(release.item_names)
         return self
 
@@ -141,11 +143,24 @@ class Synthesizer:
         """``fit(data)``, then ``sample(n, seed)``."""
         return self.fit(data).sample(n, seed)
 
+    def _option_settings(self) -> dict[str, Any]:
+        """``options`` by dotted key, checked: a dict, without the seed (a parameter of its own,
+        which the saved parameters leave out)."""
+        if self.options is None:
+            return {}
+        if not isinstance(self.options, dict):
+            raise ConfigError(f"Synthesizer: options must be a dict, not {type(self.options).__name__}")
+        settings = _settings(self.options)
+        if "seed" in settings:
+            raise ConfigError("Synthesizer: the seed is a parameter of its own (seed=...), not an option")
+        return settings
+
     def _run_config(self, runs_dir: str, name: str | None = None, *, temporary: bool) -> Config:
-        """The run's config: ``config`` with the sections, epsilon, delta and seed set over it."""
-        settings = _settings(self.sections)
+        """The run's config: ``config`` with the options, epsilon, delta and seed set over it."""
+        settings = self._option_settings()
         settings.update({key: value for key, value in (("privacy.target_epsilon", self.epsilon),
-                                                      ("privacy.delta", self.delta), ("seed", self.seed))
+                                                      ("privacy.delta", self.delta), ("seed", self.seed),
+                                                      ("data.schema", self._declared_schema()))
                          if value is not None})
         base = DEFAULT_CONFIG if self.config is None else self.config
         stated: frozenset[str] | None = None
@@ -183,7 +198,7 @@ class Synthesizer:
         from dpgm.evaluation.baselines import baseline_options, fit_baseline, model_state
         from dpgm.progress import progress_scope
 
-        options = baseline_options(self.method, _settings(self.sections))
+        options = baseline_options(self.method, self._option_settings())
         if self.epsilon is None:
             raise ConfigError(f"Synthesizer: method {self.method!r} needs epsilon")
         dataset = as_dataset(data)
@@ -205,6 +220,10 @@ class Synthesizer:
             release.save(folder)
         return release
 
+    def _declared_schema(self) -> dict[str, Any] | None:
+        """The declared table's schema as the run's config holds it (data.schema), or None."""
+        return None if self.schema is None else table_schema(self.schema).to_dict()
+
     def _saved_params(self) -> dict[str, Any]:
         """The parameters as JSON keeps them (a Config or a path as text), without the seed: as
         the released config, the release never holds a seed that would let anyone replay its
@@ -216,6 +235,7 @@ class Synthesizer:
         if isinstance(config, dict) and config.get("seed") is not None:
             config = {**config, "seed": None}
         params["config"] = str(config) if isinstance(config, Path) else config
+        params["schema"] = self._declared_schema()
         return json.loads(json.dumps(params, default=str))
 
     # ---------------------------------------------------------------- the fitted release
@@ -238,7 +258,11 @@ class Synthesizer:
         release = self._fitted()
         release._check_labels(with_labels)
         records, got = release.draw(n, seed, labels=labels, per_label=per_label)
-        out = self.input_.restore(records, release.item_names, got if with_labels else None)
+        table = getattr(self, "table_", None)
+        if table is not None:
+            out = table.restore(records, seed)
+        else:
+            out = self.input_.restore(records, release.item_names, got if with_labels else None)
         return (out, got) if with_labels else out
 
     @property
@@ -256,6 +280,17 @@ class Synthesizer:
         return self._fitted().save(path)
 
     @classmethod
+    def _known_params(cls, saved: dict[str, Any]) -> dict[str, Any]:
+        """Saved parameters as the constructor takes them: a saved key that is not a parameter
+        is an option (a synthesizer.json may keep options at its top level)."""
+        names = set(cls._get_param_names())
+        params = {key: value for key, value in saved.items() if key in names}
+        extra = {key: value for key, value in saved.items() if key not in names}
+        if extra:
+            params["options"] = {**(params.get("options") or {}), **extra}
+        return params
+
+    @classmethod
     def load(cls, path: str | Path) -> Synthesizer:
         """A fitted Synthesizer from a saved release folder or a train.py run directory."""
         release = Release.read(path)
@@ -265,7 +300,7 @@ class Synthesizer:
                 meta = json.loads(release.files[SYNTHESIZER_FILE])
             except ValueError:
                 raise DpgmError(f"{path}: broken {SYNTHESIZER_FILE} (not valid JSON)") from None
-        params = dict(meta.get("params") or {})
+        params = cls._known_params(meta.get("params") or {})
         if not params:
             report = release.report
             params = {"epsilon": report.get("budget_epsilon") or report.get("epsilon"),
@@ -273,6 +308,7 @@ class Synthesizer:
         synth = cls(**params)
         synth.release_ = release
         synth.input_ = InputKind.from_dict(meta["input"]) if "input" in meta else InputKind("array")
+        synth.table_ = TableInput.from_dict(meta["table"]) if meta.get("table") else None
         synth.n_features_in_ = len(release.item_names)
         return synth
 
@@ -308,23 +344,17 @@ def load(directory: str | Path) -> Synthesizer:
     return Synthesizer.load(directory)
 
 
-def fit(
-    data: Any,
-    *,
-    config: str | Path | dict[str, Any] | Config | None = None,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    seed: int | None = None,
-    progress: bool = False,
-    method: str = DPGM,
-    **overrides: Any,
-) -> Synthesizer:
+def fit(data: Any, *, epsilon: float | None = None, delta: float | None = None,
+        config: str | Path | dict[str, Any] | Config | None = DEFAULT_CONFIG, method: str = DPGM,
+        options: dict[str, Any] | None = None, seed: int | None = None, progress: bool = False,
+        schema: Any = None, **unknown: Any) -> Synthesizer:
     """``Synthesizer(...).fit(data)`` in one call: train on ``data`` and return the fitted synthesizer.
 
-    ``config``: a shipped config's name, a YAML path or a dict (default: the generic rules,
-    ``GENERIC``); ``epsilon``/``delta`` set the whole run's budget (None: the config's);
-    ``overrides`` are dotted keys with their values (``fit(x, **{"training.epochs": 5})``). A
-    ``seed`` makes the run a replayable experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
+    The parameters are the Synthesizer's, except that ``epsilon=None`` (the default) keeps the
+    config's budget (the generic rules': 1.0); ``options`` are config options
+    (``fit(x, options={"training.epochs": 5})``). A ``seed`` makes the run a replayable
+    experiment: its report then says NOT DIFFERENTIALLY PRIVATE.
     """
-    return Synthesizer(epsilon=epsilon, delta=delta, config=GENERIC if config is None else config,
-                       method=method, seed=seed, progress=progress, **overrides).fit(data)
+    _refuse_unknown("fit()", unknown)
+    return Synthesizer(epsilon=epsilon, delta=delta, config=config, method=method, options=options, seed=seed,
+                       progress=progress, schema=schema).fit(data)

@@ -7,6 +7,7 @@
     dpgm sketch spec --items 64 --seed 7 -o spec.json
     dpgm config                                                 # every option, default, meaning
     dpgm plan --records 1e5 --items 100 --epsilon 1             # what rules: public would do, and why
+    dpgm schema data.csv --out data.schema.json                 # a draft schema for the owner to review
 
 A command's module is imported only when it runs: ``dpgm generate`` with a bad path fails
 before torch loads. Errors are one line and exit code 2 (``dpgm.cli.run_cli``).
@@ -60,6 +61,12 @@ def _plan(argv: Sequence[str]) -> int:
     return main(argv, prog="dpgm plan")
 
 
+def _schema(argv: Sequence[str]) -> int:
+    from dpgm.commands.schema import main
+
+    return main(argv, prog="dpgm schema")
+
+
 def components() -> dict[str, str]:
     """The components registered for each config key that names one (partitioners, models), in words:
     what the options' help lists, read from the registries so that it cannot drift from them."""
@@ -87,6 +94,7 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "audit": (_audit, "empirical privacy audit of the DP-SGD training in one run"),
     "sketch": (_sketch, "compressive k-means over data held by several parties"),
     "config": (_config, "print every config option, its default and its meaning"),
+    "schema": (_schema, "draft a table's schema from a CSV file, for its owner to review (read off the data)"),
     "plan": (_plan, "print what rules: public would choose for some public facts, and why (no data read)"),
 }
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from dpgm.config import Config, load_config
+from dpgm.config import DEFAULT_CONFIG, Config, load_config
 from dpgm.errors import ConfigError
 from dpgm.pipeline.plan import declared_facts, rules_why, run_delta
 from dpgm.plan import Plan, config_plan
@@ -32,7 +32,7 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     p.add_argument("--min-items", type=int, default=None, help="data.min_items, if declared")
     p.add_argument("--top-items", type=int, default=None, help="data.top_items, if set")
     p.add_argument("--attributes", type=int, default=None, help="data.attributes, for a declared table")
-    p.add_argument("--config", default="transactions", help="a config with rules: public (default: transactions)")
+    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"a config with rules: public (default: {DEFAULT_CONFIG})")
     p.add_argument("--json", action="store_true", help="one JSON object: facts, words, settings and reasons")
     return p.parse_args(argv)
 

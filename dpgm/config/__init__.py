@@ -32,8 +32,8 @@ from dpgm.config_sections import (
 )
 from dpgm.errors import ConfigError
 
-__all__ = ["SHIPPED_CONFIGS", "STATISTICS_ONLY", "Config", "DataConfig", "ModelConfig", "PartitionConfig",
-           "PrivacyConfig", "TrainingConfig", "config_from_dict", "describe", "load_config", "opt",
+__all__ = ["DEFAULT_CONFIG", "SHIPPED_CONFIGS", "STATISTICS_ONLY", "Config", "DataConfig", "ModelConfig",
+           "PartitionConfig", "PrivacyConfig", "TrainingConfig", "config_from_dict", "describe", "load_config", "opt",
            "resolve_config_path", "shipped_config_names"]
 
 
@@ -159,6 +159,9 @@ def _shipped_configs() -> Path:
 
 #: The configs shipped with dpgm: package data of the installed wheel (``dpgm/configs/*.yaml``).
 SHIPPED_CONFIGS = _shipped_configs()
+#: The shipped config of the generic rules (``rules: public``, configs/transactions.yaml): the one
+#: ``dpgm.Synthesizer``, ``dpgm.fit`` and ``dpgm plan`` use unless given another.
+DEFAULT_CONFIG = "transactions"
 
 
 def shipped_config_names() -> list[str]:

@@ -14,6 +14,7 @@ from dpgm.data.dataset import BinaryDataset, drop_short_records, drop_undeclared
 from dpgm.data.digits import load_digits
 from dpgm.data.mnist import load_mnist
 from dpgm.data.paths import data_dir, resolve_data_files, resolve_data_path
+from dpgm.data.table import load_table
 from dpgm.data.transactions import (
     item_counts,
     load_transactions,
@@ -22,6 +23,7 @@ from dpgm.data.transactions import (
 )
 from dpgm.errors import ConfigError
 from dpgm.privacy import collective
+from dpgm.tables import table_schema
 
 if TYPE_CHECKING:
     from dpgm.config import DataConfig
@@ -58,7 +60,8 @@ def load_dataset(cfg: DataConfig) -> Records:
     A relative ``cfg.path`` is tried as given, then under ``data_dir()``; it may name one file, a
     folder of files or a glob pattern (``resolve_data_files``): the files, in name order, are one
     dataset. Records with fewer than ``cfg.min_items`` items are dropped (``drop_short_records``).
-    ``cfg.top_items`` is NOT applied here: choosing items looks at the data, so the training run
+    With ``cfg.schema`` the CSV file is a declared table, encoded as attribute=value items
+    (``dpgm.data.table``). ``cfg.top_items`` is NOT applied here: choosing items looks at the data, so the training run
     does it privately. In a distributed run each rank gets its shard: whole files of several
     (``dpgm.data.shards.files_for_rank``), a transaction file's lines in the rank's byte range, else a
     contiguous slice of the records loaded in memory. With ``cfg.chunk_mb`` the records stay on disk
@@ -69,6 +72,8 @@ def load_dataset(cfg: DataConfig) -> Records:
     if cfg.source not in LOADERS:
         raise ConfigError(f"data.source: unknown source {cfg.source!r}")
     files: list[Path] = []
+    if cfg.schema is not None:
+        return drop_short_records(_whole(_table)(cfg, _table_file(cfg), shard), cfg.min_items)
     if cfg.source in READERS:
         if not cfg.path:
             raise ConfigError(f"data.path: is required for source {cfg.source}")
@@ -94,6 +99,20 @@ def _whole(load: Loader) -> Callable[..., BinaryDataset]:
             return dataset
         return dataset.subset(np.array_split(np.arange(dataset.n_records), shard[1])[shard[0]])
     return sliced
+
+
+def _table_file(cfg: DataConfig) -> Path:
+    """The one CSV file of a declared table (data.schema)."""
+    if cfg.source != "csv" or not cfg.path:
+        raise ConfigError("data.schema: declares the columns of a CSV file: set data.source: csv and data.path")
+    files = resolve_data_files(cfg.path)
+    if len(files) > 1:
+        raise ConfigError(f"data.path: a declared table is one CSV file, {cfg.path} names {len(files)}")
+    return files[0]
+
+
+def _table(cfg: DataConfig, path: Path) -> BinaryDataset:
+    return load_table(path, table_schema(cfg.schema), limit=cfg.limit)
 
 
 def _mnist(cfg: DataConfig, path: Path | None) -> BinaryDataset:

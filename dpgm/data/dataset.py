@@ -19,9 +19,9 @@ def _is_binary(values: np.ndarray) -> bool:
 
 
 def _check_binary(values: np.ndarray, where: str) -> None:
-    """Refuse NaN or any value but 0 and 1 (a one-line error that shows no value)."""
-    if values.dtype.kind == "f" and np.isnan(values).any():
-        raise DataError(f"{where}: records contain NaN")
+    """Refuse NaN, infinity or any value but 0 and 1 (a one-line error that shows no value)."""
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise DataError(f"{where}: records contain NaN or infinity")
     if values.size and not _is_binary(values):
         raise DataError(f"{where}: records must be binary (0/1)")
 

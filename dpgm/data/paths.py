@@ -1,8 +1,6 @@
-"""Where data lives and how loaders read files: the data directory, path resolution, raw bytes.
+"""How loaders read files: the data files a path names, raw bytes, one-line errors about records.
 
-The data directory is ``$DPGM_DATA_DIR`` when set, else ``data/`` relative to the current
-working directory (run dpgm from the checkout's root, as the README does; an installed
-package has no "repository folder" to fall back on, so the working directory is used).
+The data directory and a path relative to it come from ``dpgm.locations`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -13,31 +11,11 @@ import zlib
 from pathlib import Path
 
 from dpgm.errors import ConfigError, DataError
+from dpgm.locations import DATA_DIR_ENV, data_dir, resolve_data_path
 from dpgm.progress import share_bar
 
-DATA_DIR_ENV = "DPGM_DATA_DIR"
 #: Bytes read per chunk (of the decompressed stream) between two updates of the loading bar.
 READ_CHUNK = 1 << 24
-
-
-def data_dir() -> Path:
-    """The data directory: ``$DPGM_DATA_DIR`` if set and non-empty, else ``./data``."""
-    raw = os.environ.get(DATA_DIR_ENV, "").strip()
-    return Path(raw).expanduser() if raw else Path("data")
-
-
-def resolve_data_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as given when absolute or present; else ``data_dir() / path`` when that exists.
-
-    Lets configs name files relative to the data directory (e.g. ``msnbc/msnbc.txt.gz``).
-    A path found nowhere is returned unchanged, so the loader's "not found" error names it.
-    """
-    given = Path(path).expanduser()
-    if given.is_absolute() or given.exists():
-        return given
-    candidate = data_dir() / given
-    return candidate if candidate.exists() else given
-
 
 #: Characters that make ``data.path`` a glob pattern (``parts/*.parquet``) rather than one file's name.
 GLOB_CHARACTERS = frozenset("*?[")

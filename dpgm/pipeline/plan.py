@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
+from dpgm.artifact import CONFIG_FILE
 from dpgm.clustering import PARTITIONERS
 from dpgm.config import Config
 from dpgm.config_fields import check_delta
@@ -29,6 +31,7 @@ from dpgm.progress import EpsilonSource
 from dpgm.rules import PublicFacts, lengths_open, parts_open
 from dpgm.stages.dependence import merges
 from dpgm.stages.model_choice import tree_chosen, tree_options
+from dpgm.tables import SCHEMA_FILE, public_input, schema_text, table_schema
 from dpgm.training.mixture import STAGE
 
 
@@ -48,6 +51,15 @@ def released_config(cfg: Config) -> dict[str, Any]:
     """The config as written to release/: everything but the seed, which would let anyone replay
     the noise (docs/privacy.md, "Seeds"); a resume reads it back from the private checkpoint."""
     return {**cfg.to_dict(), "seed": None}
+
+
+def released_texts(cfg: Config) -> dict[str, str]:
+    """The run's public files beside its models, by name: the released config and, for a declared
+    table, its schema (the release decodes its records with it)."""
+    texts = {CONFIG_FILE: yaml.safe_dump(released_config(cfg), sort_keys=False)}
+    if cfg.data.schema is not None:
+        texts[SCHEMA_FILE] = schema_text(table_schema(cfg.data.schema))
+    return texts
 
 
 def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> PublicFacts:
@@ -134,6 +146,8 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
     if cfg.data.attribute_sizes is not None:
         out.append({"quantity": "values of each attribute", "value": list(cfg.data.attribute_sizes),
                     "why": "declared as data.attribute_sizes (items run attribute by attribute)"})
+    if cfg.data.schema is not None:
+        out.append(public_input(table_schema(cfg.data.schema)))
     if data.image_shape is not None:
         out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})
     if cfg.partition.method == "label":

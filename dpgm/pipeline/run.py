@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 
 from dpgm.artifact import (
     CONFIG_FILE,
@@ -39,7 +38,7 @@ from dpgm.pipeline.plan import (
     privacy_report,
     public_facts,
     public_inputs,
-    released_config,
+    released_texts,
     rules_why,
     run_accountant,
     run_delta,
@@ -119,9 +118,9 @@ class TrainingRun:
         for stage in self.stages:
             stage.output = timed(stage.name)(stage.run)(self.context)
             self._after(stage)
-        config = yaml.safe_dump(released_config(self.cfg), sort_keys=False)
         if collective.rank() == 0:  # every rank of a distributed run releases the same: rank 0 writes
-            atomic_write_text(self.layout.in_release(CONFIG_FILE), config)
+            for name, text in released_texts(self.cfg).items():  # the config, a declared table's schema
+                atomic_write_text(self.layout.in_release(name), text)
 
     def _after(self, stage: Stage) -> None:
         self.context.data = narrowed(self.context.data, stage.narrow)

@@ -1,0 +1,145 @@
+"""Speed and scale: DP-SGD's throughput on CPU and GPU, the MNIST plan on a GPU, several ranks, data larger than memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pages.common import load, load_if_there, seconds, source, table
+
+THROUGHPUT = {"plain": "non-private (no clipping, no noise)", "opacus": "Opacus",
+              "dpgm_fixed": "dpgm, fixed clipping", "dpgm_adaptive": "dpgm, DPNorm clipping"}
+
+
+def throughput_rates(data: dict[str, Any]) -> dict[tuple[float, str], float]:
+    """Median records per second of one run of dpsgd_throughput.py, by (expected batch, variant)."""
+    return {(r["expected_batch_size"], r["variant"]): r["records_per_s"]
+            for r in data["results"] + data.get("extra_results", [])}
+
+
+def throughput() -> str:
+    """DP-SGD records per second against Opacus and non-private training, with dpgm's ratios to both."""
+    data = load("dpsgd_throughput.json")
+    runs = data["results"] + data.get("extra_results", [])
+    rate = throughput_rates(data)
+    rows = []
+    for run in runs:
+        b = run["expected_batch_size"]
+        ratios = [f"{run['records_per_s'] / rate[(b, ref)]:.2f}x" if (b, ref) in rate else "-"
+                  for ref in ("plain", "opacus")]
+        rows.append((f"{b:g}", THROUGHPUT.get(run["variant"], run["variant"]), f"{run['records_per_s']:,.0f}",
+                     f"{run['best_records_per_s']:,.0f}", *ratios))
+    return "\n\n".join([
+        "## DP-SGD throughput",
+        (f"{data['model']}; data: {data['data']}, n = {data['n']:,}; {data['threads']} thread(s), "
+         f"torch {data['torch']}, {data['rounds']} interleaved rounds of {data['epochs'] / data['rounds']:g} epoch "
+         "per variant; the median round's records per second, the best round's, and the ratios to non-private "
+         "training and to Opacus in the same run (`benchmarks/dpsgd_throughput.py`). At the paper's batch size "
+         "the Gaussian noise for every parameter, drawn each step whatever the batch, is most of the gap to "
+         "non-private training (about 1.1 ms of a 7 ms step for this model's 316,000 parameters)."),
+        table(("expected batch", "training", "records/s", "best round, records/s", "x non-private", "x Opacus"),
+              rows),
+        source("dpsgd_throughput.json")])
+
+
+def throughput_gpu() -> str:
+    """The same benchmark on a GPU (``--device cuda``) beside the same machine's CPU cores."""
+    gpu, cpu = load("dpsgd_throughput_cuda.json"), load("dpsgd_throughput_gpu_host_cpu.json")
+    on_gpu, on_cpu = throughput_rates(gpu), throughput_rates(cpu)
+    rows = [(f"{b:g}", THROUGHPUT.get(v, v), f"{r:,.0f}", f"{r / on_gpu[(b, 'opacus')]:.2f}x",
+             f"{on_cpu[(b, v)]:,.0f}", f"{on_cpu[(b, v)] / on_cpu[(b, 'opacus')]:.2f}x", f"{r / on_cpu[(b, v)]:.2f}x")
+            for (b, v), r in on_gpu.items()]
+    return "\n\n".join([
+        "## DP-SGD throughput on a GPU",
+        (f"The benchmark above with `--device cuda` on one {gpu['device']} (torch {gpu['torch']}) and, on the same "
+         f"machine, with `--device cpu` on {cpu['threads']} threads; data: {gpu['data']}, n = {gpu['n']:,}. "
+         "Measured before the gradient noise was drawn on the GPU: dpgm drew it from its CPU stream and moved it "
+         "there (today's `training.device_noise: false`), Opacus from a generator on the GPU. On the GPU, dpgm and "
+         "Opacus run at about the same speed for this model; on the CPU, dpgm runs several times faster than "
+         "Opacus."),
+        table(("expected batch", "training", "GPU records/s", "x Opacus (GPU)", "CPU records/s", "x Opacus (CPU)",
+               "GPU / CPU"), rows),
+        source("dpsgd_throughput_cuda.json", "dpsgd_throughput_gpu_host_cpu.json")])
+
+
+GPU_NOISE = (("gpu_noise_mnist_e2_stream.json", "2", "GPU", "CPU stream, moved to the GPU (`device_noise: false`)"),
+             ("gpu_noise_mnist_e2_device.json", "2", "GPU", "on the GPU, reseeded each step (default)"),
+             ("gpu_noise_mnist_e2_host_cpu.json", "2", "the same machine's CPU", "CPU stream"),
+             ("gpu_noise_mnist_stream.json", "20 (the plan)", "GPU", "CPU stream, moved to the GPU (`device_noise: false`)"),
+             ("gpu_noise_mnist_device.json", "20 (the plan)", "GPU", "on the GPU, reseeded each step (default)"))
+
+
+def mnist_gpu() -> str:
+    """The paper's MNIST plan on one GPU, its gradient noise drawn on the CPU or on the GPU."""
+    runs = {name: load(name) for name, *_ in GPU_NOISE}
+    first = runs[GPU_NOISE[0][0]]["provenance"]
+    rows = [(epochs, where, noise, f"{runs[name]['runs'][0]['seconds']:.1f}", f"`{name}`")
+            for name, epochs, where, noise in GPU_NOISE]
+    return "\n\n".join([
+        "## The MNIST plan on a GPU: where the gradient noise is drawn",
+        ("`benchmarks/config_timings.py --configs mnist --threads 16 --set device=cuda --set seed=0` on one NVIDIA "
+         f"H100 80GB HBM3 machine with {first['machine']['cpus']} cores (torch {first['versions']['torch']}), with "
+         "`--set training.device_noise=false` or not, and with `--set training.epochs=2` for the shorter runs; the "
+         "host CPU run leaves out `device=cuda`. Each run is one fresh `train.py` process (data loading, the "
+         "kernel k-means partition, ten VAEs of 316,000 parameters trained together, the release files). With "
+         "the noise on the CPU stream, each step's 3.2 million normals are drawn on one CPU thread and copied to "
+         "the GPU, and that bounds the run; drawn on the GPU from a generator that one draw of the stream reseeds "
+         "each step (docs/guide/distributed.md, \"On a GPU\"), the whole plan takes about a third of the time. "
+         "The same plan on the 2-core machine that runs the other benchmarks takes about 250 s "
+         "(`config_timings_mnist.json`, another machine). The runs' local changes are the commit that adds these "
+         "files."),
+        table(("epochs", "trained on", "gradient noise", "seconds", "file"), rows),
+        source(*runs)])
+
+
+def distributed() -> str:
+    """A statistics-only run over 1 and 2 torch.distributed ranks: seconds and memory per rank."""
+    name = "distributed_statistics.json"
+    data = load_if_there(name)
+    if data is None:
+        return ""
+    total = {w: sum(r["records"] for r in data["rows"] if r["world"] == w) for w in {r["world"] for r in data["rows"]}}
+    rows = [(r["world"], r["rank"], f"{r['records']:,}", seconds(r["read_s"]), seconds(r["stages_s"]),
+             seconds(r["dpsgd_s"]), f"{r['steps'] * data['sampling_rate'] * total[r['world']] / r['dpsgd_s']:,.0f}",
+             f"{r['peak_rss_mb']:.0f}", f"{r['epsilon']:.4f}") for r in data["rows"]]
+    return "\n".join([
+        "## Several ranks", "",
+        (f"`benchmarks/distributed_statistics.py`: msnbc ({Path(data['data']).name}, uncompressed) read by byte "
+         f"ranges, DP Lloyd into {data['k']} parts and the part means (the statistics stages), then DP-SGD of a "
+         f"small VAE per part (all parts stacked, sampling rate {data['sampling_rate']:g}, fixed clipping), on "
+         "gloo ranks of this 2-core machine, one thread each; records/s: the records sampled over all ranks per "
+         "second of DP-SGD. Every rank draws the whole noise (only rank 0's is kept) and the parts' gradients "
+         "cross the ranks once per step: with a model this small those fixed costs outweigh the halved "
+         "per-record work. Peak memory is most of all the Python and torch runtime each rank loads."), "",
+        table(("ranks", "rank", "records", "read s", "stages s", "DP-SGD s", "records/s", "peak RSS MB", "epsilon"),
+              rows),
+        "", source(name)])
+
+
+def large_data() -> str:
+    """A generated transaction file partitioned and trained in chunks and in memory: peak memory per rank."""
+    name, parts = "large_transactions.json", "large_transactions_parts.json"
+    data = load_if_there(name)
+    if data is None:
+        return ""
+    plan = data["plan"]
+    held = {"chunks": "in chunks", "memory": "in memory", "parts": "in chunks, {parts} files"}
+    rows = [(f"{r['records']:,}", f"{d['file_mib'][str(r['records'])]:,.0f}", r["ranks"],
+             held[r["mode"]].format(parts=r.get("parts")), seconds(r["wall_s"]),
+             ", ".join(f"{x['peak_rss_mib']:,.0f}" for x in r["per_rank"]))
+            for d in filter(None, (data, load_if_there(parts))) for r in d["results"]]
+    names = (name, parts) if load_if_there(parts) else (name,)
+    return "\n".join([
+        "## Data larger than memory", "",
+        (f"`benchmarks/large_transactions.py`: a generated file of {data['items']} items (8 profiles, about 4 "
+         "items per record) written a chunk at a time, then the whole run: DP Lloyd into "
+         f"{plan['partition']['k']} parts ({plan['partition']['iterations']} iterations), the part means, the "
+         f"length histogram, one VAE per part by DP-SGD (q = {plan['training']['sampling_rate']:g}, "
+         f"{plan['training']['epochs']:g} epoch, {plan['training']['chunk_window']} steps per pass in chunks) and "
+         f"a release of synthetic records, at epsilon 1; in chunks of {plan['data']['chunk_mb']:g} MB or loaded "
+         "in memory, on gloo ranks of this 2-core machine, one thread each. Peak memory: each rank's peak "
+         "resident set (ru_maxrss), of which about 850 MiB is the Python, torch and library runtime. "
+         "In the row of several files, the file was cut into that many parts in a folder (`data.path` names "
+         "it) and each rank read its whole files; it ran beside another benchmark on one of the two cores."), "",
+        table(("records", "file MiB", "ranks", "records held", "wall s", "peak RSS per rank, MiB"), rows),
+        "", source(*names)])

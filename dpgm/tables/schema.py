@@ -1,0 +1,133 @@
+"""A table's declared schema: its columns in order, each with its kind and public domain.
+
+Given as a path to a JSON or YAML file, as the dict ``json.load`` gives (top-level ``columns``; other
+top-level keys and other keys of a column are ignored, as the shared tables' ``NAME.schema.json`` carry
+them), as a list of column declarations, or built in code (``TableSchema([Column(...), ...])``). The
+schema is public: it sets ``data.attribute_sizes`` and the item names (``column=value``), and the release
+carries it (``schema.json``) to decode its records. Every bad declaration is a one-line ConfigError.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dpgm.errors import ConfigError
+from dpgm.locations import resolve_data_path
+from dpgm.tables.codecs import CODECS, MISSING, Codec
+from dpgm.tables.column import Column
+
+#: The release's copy of the schema its records are decoded with (release/schema.json).
+SCHEMA_FILE = "schema.json"
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """The declared columns, in the order the table holds them; checked when built."""
+
+    columns: tuple[Column, ...]
+    codecs: tuple[Codec, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        columns = tuple(self.columns)
+        if not columns or not all(isinstance(c, Column) for c in columns):
+            raise ConfigError("schema: columns must be a non-empty list of column declarations")
+        names = [c.name for c in columns]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            raise ConfigError(f"column {twice!r}: declared twice")
+        object.__setattr__(self, "columns", columns)
+        object.__setattr__(self, "codecs", tuple(_codec(c) for c in columns))
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @cached_property
+    def values(self) -> list[list[str]]:
+        """Each column's attribute values: its codec's labels, then MISSING where missing values occur."""
+        return [codec.labels() + ([MISSING] if column.missing else [])
+                for column, codec in zip(self.columns, self.codecs)]
+
+    @property
+    def attribute_sizes(self) -> list[int]:
+        """``data.attribute_sizes``: the number of values of each column's attribute."""
+        return [len(v) for v in self.values]
+
+    @property
+    def item_names(self) -> list[str]:
+        """One item per attribute value, ``column=value``, running column by column."""
+        return [f"{name}={value}" for name, values in zip(self.names, self.values) for value in values]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The schema as JSON declares it, every default spelled out (the release's schema.json)."""
+        return {"columns": [codec.declaration() for codec in self.codecs]}
+
+
+def _codec(column: Column) -> Codec:
+    if column.kind not in CODECS.entries:
+        raise column.problem(f"unknown kind {column.kind!r} (known: {', '.join(CODECS.names())})")
+    return CODECS.entry(column.kind).factory(column)
+
+
+def table_schema(spec: Any) -> TableSchema:
+    """The schema ``spec`` declares: a TableSchema, a dict with ``columns``, a list of columns, or a path
+    to a JSON or YAML file (as given, else under $DPGM_DATA_DIR)."""
+    if isinstance(spec, TableSchema):
+        return spec
+    if isinstance(spec, (str, Path)):
+        spec = _read(Path(spec))
+    if isinstance(spec, dict):
+        if "columns" not in spec:
+            raise ConfigError("schema: no top-level 'columns' list")
+        spec = spec["columns"]
+    if not isinstance(spec, (list, tuple)):
+        raise ConfigError(f"schema: expected a path, a mapping with 'columns' or a list of columns, got "
+                          f"{type(spec).__name__}")
+    return TableSchema(tuple(c if isinstance(c, Column) else Column.from_dict(c, j) for j, c in enumerate(spec)))
+
+
+def _read(path: Path) -> Any:
+    """A schema file's content (JSON, or YAML, of which JSON is a part); a one-line error otherwise."""
+    found = resolve_data_path(path)
+    try:
+        return yaml.safe_load(found.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the schema ({exc.strerror or type(exc).__name__})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not a valid JSON or YAML schema{where}") from None
+
+
+def schema_text(schema: TableSchema) -> str:
+    """The schema as the release writes it (JSON)."""
+    return json.dumps(schema.to_dict(), indent=2) + "\n"
+
+
+def released_schema(folder: Path) -> TableSchema | None:
+    """The schema a release folder carries (None: its records are not a declared table)."""
+    path = folder / SCHEMA_FILE
+    return table_schema(path) if path.is_file() else None
+
+
+def public_input(schema: TableSchema) -> dict[str, Any]:
+    """The schema as the privacy report lists it among the public inputs: each column's kind and domain."""
+    def domain(codec: Codec) -> str:
+        declared = codec.declaration()
+        if "categories" in declared:
+            return f"{len(declared['categories'])} categories"
+        bins = declared["bins"]
+        return f"[{declared['lower']}, {declared['upper']}] in {bins if isinstance(bins, int) else len(bins) + 1} bins"
+
+    columns = [f"{c.name}: {c.kind}, {domain(codec)}{', may be missing' if c.missing else ''}"
+               for c, codec in zip(schema.columns, schema.codecs)]
+    return {"quantity": "table schema", "value": columns,
+            "why": "declared as data.schema: the columns, their kinds and domains (categories, bounds and bins, "
+                   "missing values); it sets the item universe and data.attribute_sizes, and the release carries it "
+                   f"({SCHEMA_FILE}) to decode its records"}
