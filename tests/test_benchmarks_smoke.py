@@ -43,8 +43,7 @@ def tiny_transactions(path: Path) -> Path:
 #: script -> (argv before --json, data sets it reads from $DPGM_DATA_DIR, needs mbi). ``{tmp}`` is
 #: the test's folder; every script writes its JSON to {tmp}/out.json.
 RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
-    "audit": (["--settings", "digits_labels", "part_means", "--set", "data.limit=200", "--trials", "40", "--scales", "1",
-               "0"], (), False),
+    "audit": (["--settings", "part_means", "--set", "data.limit=200", "--trials", "40", "--scales", "1", "0"], (), False),
     "clustering_accuracy": (["--epsilons", "1", "--dims", "20", "--seeds", "1", "--limit", "600"], ("mnist",), False),
     "compressive_kmeans": (["--n", "300", "--k", "2", "--d", "2", "--epsilons", "1", "--trials", "1",
                             "--m-factors", "10", "--signatures", "e", "--rs", "m", "--mechanisms", "gaussian",
@@ -61,8 +60,8 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
                           "--threads", "1"], ("mnist",), False),
     "generic_time": (["--records", "2000", "--items", "20", "--skip-mst"], ("msnbc",), False),
     "kill_resume": (["--config", "{root}/configs/digits.yaml", "--set", "data.limit=200", "--set",
-                     "training.epochs=1", "--kills", "1", "--signals", "SIGKILL", "--jobs", "1"], (), False),
-    "large_transactions": (["--records", "3000", "--items", "20", "--runs", "3000:1:memory", "3000:1:chunks",
+                     "training.epochs=1", "--kills", "0", "--jobs", "1"], (), False),
+    "large_transactions": (["--records", "3000", "--items", "20", "--runs", "3000:1:chunks",
                             "--k", "2", "--iterations", "1", "--sampling-rate", "0.01", "--epochs", "0.02",
                             "--window", "5", "--release", "100", "--dir", "{tmp}"], (), False),
     "merge_threshold": (["{results}/rules_lodo_merge.json"], (), False),
