@@ -21,6 +21,7 @@ from dpgm.privacy import events as E
 from dpgm.privacy import rdp as R
 from dpgm.privacy.events import DEPENDENT_BOUNDS, DpEvent, Neighbouring
 from dpgm.privacy.ledger import LedgerEntry, PrivacyLedger
+from dpgm.privacy.noise_scale import noise_scale
 from dpgm.privacy.verdict import ledger_reasons
 
 #: The RDP curve of each event kind (orders, bound: the analysis of dependent releases).
@@ -166,6 +167,8 @@ class Accountant:
         self.orders = tuple(float(o) for o in orders)
         self.bound = bound
         self._rdp, self._pure = self._totals(self.ledger.entries)
+        #: Whether an event was charged while the noise was secretly scaled (an audit's test switch).
+        self.weakened = False
 
     def rdp(self) -> np.ndarray:
         return self._rdp.copy()
@@ -212,6 +215,7 @@ class Accountant:
         if not events:
             raise ValueError("spend needs at least one event")
         self.refuse_unless_affordable(stage, *events, count=count)
+        self.weakened |= noise_scale() != 1.0  # its noise is not what the events say: not private
         for event, repeats in Counter(events).items():  # equal events: one entry (order of first use)
             self.ledger.append(LedgerEntry(stage, event, repeats * count))
         self._rdp, self._pure = self._totals(self.ledger.entries)
@@ -230,7 +234,8 @@ class Accountant:
 
     def report(self, bounds: Sequence[str] = DEPENDENT_BOUNDS) -> dict[str, Any]:
         """JSON-ready summary: epsilon, delta, order, neighbouring relation, accountant, stages, and
-        why the ledger is not DP as charged (``not_private``: an asymptotic-only event).
+        why the ledger is not DP as charged (``not_private``: an asymptotic-only event, or noise scaled
+        down while it was charged, ``noise_scale.scaled_noise``).
 
         ``epsilon_by_bound`` gives the ledger's epsilon under each of ``bounds``, computed from the
         same entries; the headline epsilon is this accountant's own bound.
@@ -247,5 +252,6 @@ class Accountant:
             ),
             "budget_epsilon": self.budget_epsilon,
             "stage_epsilons": self.stage_epsilons(),
-            "not_private": ledger_reasons([entry.event for entry in self.ledger.entries]),
+            "not_private": ledger_reasons([entry.event for entry in self.ledger.entries])
+            + (["weakened"] if self.weakened else []),
         }

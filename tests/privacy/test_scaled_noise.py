@@ -43,3 +43,12 @@ def test_bad_factors_are_refused() -> None:
     for bad in (-1.0, float("inf"), float("nan")):
         with pytest.raises(ValueError), scaled_noise(bad):
             pass
+
+
+def test_an_accountant_that_charged_inside_scaled_noise_reports_it_not_private() -> None:
+    honest, weakened = Accountant(delta=1e-5), Accountant(delta=1e-5)
+    _release(honest)
+    with scaled_noise(0.1):
+        _release(weakened)
+    _release(weakened)  # back at full noise: the earlier release stays weakened
+    assert honest.report()["not_private"] == [] and weakened.report()["not_private"] == ["weakened"]
