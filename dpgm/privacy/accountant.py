@@ -39,8 +39,27 @@ RDP_CURVES: dict[type[DpEvent], Callable[[Any, tuple[float, ...], str], np.ndarr
     E.SmoothSensitivityGaussianEvent: lambda e, orders, _b: R.smooth_gaussian_rdp(
         orders, e.noise_multiplier, e.beta, e.dim),
     E.PureDpEvent: lambda e, orders, _b: R.pure_dp_rdp(orders, e.epsilon),
+    E.ThresholdGaussianEvent: lambda e, orders, _b: R.discrete_gaussian_rdp(orders, e.noise_multiplier),
     E.ChoiceEvent: lambda e, orders, bound: _choice_rdp(e, orders, bound),
 }
+#: The delta_0 of each event kind whose curve holds only outside an event of probability delta_0 (approximate
+#: RDP; docs/privacy.md, "A histogram of unknown keys"); every other kind's is 0.
+DELTAS: dict[type[DpEvent], Callable[[Any], float]] = {
+    E.ThresholdGaussianEvent: lambda e: R.threshold_delta(e.noise_multiplier, e.threshold),
+    E.ChoiceEvent: lambda e: _choice_delta(e),
+}
+
+
+def event_delta(event: DpEvent, count: int = 1) -> float:
+    """The delta_0 that ``count`` uses of ``event`` add to the delta their curves are converted at."""
+    delta = DELTAS.get(type(event))
+    return 0.0 if delta is None else count * delta(event)
+
+
+def _choice_delta(event: E.ChoiceEvent) -> float:
+    """What the largest branch's delta_0 adds to the branch taken's (as ``_choice_rdp`` for the curves)."""
+    deltas = [sum(event_delta(e, c) for e, c in branch) for branch in event.branches]
+    return max(deltas) - deltas[event.taken]
 
 
 def _choice_rdp(event: E.ChoiceEvent, orders: tuple[float, ...], bound: str) -> np.ndarray:
@@ -96,10 +115,13 @@ class PrivacySpent:
     delta: float
     order: float
     conversion: str = "tight"
+    #: The part of ``delta`` that thresholded releases spend (their delta_0's); the curves convert at the rest.
+    delta_0: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         order = self.order if math.isfinite(self.order) else None  # JSON has no Infinity
-        return {"epsilon": self.epsilon, "delta": self.delta, "order": order, "conversion": self.conversion}
+        out = {"epsilon": self.epsilon, "delta": self.delta, "order": order, "conversion": self.conversion}
+        return {**out, "delta_0": self.delta_0} if self.delta_0 > 0 else out
 
 
 #: Events that are pure epsilon-DP: their epsilons also compose by plain addition.
@@ -112,13 +134,21 @@ def pure_epsilon(event: DpEvent, count: int = 1) -> float:
 
 
 def epsilon_from_rdp(
-    rdp: Sequence[float], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS, pure: float = math.inf
+    rdp: Sequence[float], delta: float, orders: Sequence[float] = R.DEFAULT_ORDERS, pure: float = math.inf,
+    delta_0: float = 0.0,
 ) -> PrivacySpent:
     """The tighter valid conversion (Balle et al. 2020); the classical one is never smaller.
 
     ``pure``: the ledger's pure-DP epsilon by basic composition (inf unless every release is
     pure); it is also (epsilon, delta)-DP for any delta, so the smaller of the two is reported.
+    ``delta_0``: the ledger's approximate part (``event_delta``): the curve is converted at
+    delta - delta_0, so the total is (epsilon, delta)-DP; inf when delta_0 >= delta.
     """
+    if delta_0 > 0:
+        if delta_0 >= delta:
+            return PrivacySpent(epsilon=math.inf, delta=delta, order=math.nan, delta_0=delta_0)
+        eps, order = R.rdp_to_epsilon(orders, rdp, delta - delta_0, method="tight")
+        return PrivacySpent(epsilon=eps, delta=delta, order=order, delta_0=delta_0)
     eps, order = R.rdp_to_epsilon(orders, rdp, delta, method="tight")
     if pure < eps:
         return PrivacySpent(epsilon=pure, delta=delta, order=math.inf, conversion="pure composition")
@@ -130,7 +160,8 @@ def ledger_epsilon(
 ) -> PrivacySpent:
     """Epsilon of a list of ledger entries at ``delta`` (RDP, or basic composition if all pure)."""
     pure = sum(pure_epsilon(e.event, e.count) for e in entries)
-    return epsilon_from_rdp(ledger_rdp(entries, orders, bound), delta, orders, pure)
+    delta_0 = sum(event_delta(e.event, e.count) for e in entries)
+    return epsilon_from_rdp(ledger_rdp(entries, orders, bound), delta, orders, pure, delta_0)
 
 
 class Accountant:
@@ -166,7 +197,7 @@ class Accountant:
         self.budget_epsilon = budget_epsilon
         self.orders = tuple(float(o) for o in orders)
         self.bound = bound
-        self._rdp, self._pure = self._totals(self.ledger.entries)
+        self._rdp, self._pure, self._delta_0 = self._totals(self.ledger.entries)
         #: Whether an event was charged while the noise was secretly scaled (an audit's test switch).
         self.weakened = False
 
@@ -179,10 +210,10 @@ class Accountant:
 
     def spent(self) -> PrivacySpent:
         """Epsilon of everything in the ledger so far, at this accountant's delta."""
-        return epsilon_from_rdp(self._rdp, self.delta, self.orders, self._pure)
+        return epsilon_from_rdp(self._rdp, self.delta, self.orders, self._pure, self._delta_0)
 
-    def _after(self, events: Sequence[DpEvent], count: int, stage: str = "?") -> tuple[np.ndarray, float]:
-        """RDP and pure epsilon of the ledger with ``events`` added, summed entry by entry from the
+    def _after(self, events: Sequence[DpEvent], count: int, stage: str = "?") -> tuple[np.ndarray, float, float]:
+        """RDP, pure epsilon and delta_0 of the ledger with ``events`` added, summed entry by entry from the
         ledger itself: the same ledger gives the same numbers bit for bit, however it was built
         (an uninterrupted run and a resumed one report identical epsilons)."""
         trial = PrivacyLedger(list(self.ledger.entries), self.ledger.neighbouring)
@@ -190,13 +221,14 @@ class Accountant:
             trial.append(LedgerEntry(stage, event, repeats * count))
         return self._totals(trial.entries)
 
-    def _totals(self, entries: Sequence[LedgerEntry]) -> tuple[np.ndarray, float]:
-        return ledger_rdp(entries, self.orders, self.bound), sum(pure_epsilon(e.event, e.count) for e in entries)
+    def _totals(self, entries: Sequence[LedgerEntry]) -> tuple[np.ndarray, float, float]:
+        return (ledger_rdp(entries, self.orders, self.bound), sum(pure_epsilon(e.event, e.count) for e in entries),
+                sum(event_delta(e.event, e.count) for e in entries))
 
     def epsilon_if(self, *events: DpEvent, count: int = 1, stage: str = "?") -> float:
         """Epsilon the ledger would reach after ``count`` more of each of ``events`` by ``stage`` (nothing recorded)."""
-        rdp, pure = self._after(events, count, stage)
-        return epsilon_from_rdp(rdp, self.delta, self.orders, pure).epsilon
+        rdp, pure, delta_0 = self._after(events, count, stage)
+        return epsilon_from_rdp(rdp, self.delta, self.orders, pure, delta_0).epsilon
 
     def can_afford(self, *events: DpEvent, count: int = 1, stage: str = "?") -> bool:
         """True when ``count`` more of each of ``events`` keeps the ledger within the budget."""
@@ -218,7 +250,7 @@ class Accountant:
         self.weakened |= noise_scale() != 1.0  # its noise is not what the events say: not private
         for event, repeats in Counter(events).items():  # equal events: one entry (order of first use)
             self.ledger.append(LedgerEntry(stage, event, repeats * count))
-        self._rdp, self._pure = self._totals(self.ledger.entries)
+        self._rdp, self._pure, self._delta_0 = self._totals(self.ledger.entries)
 
     def stage_epsilons(self) -> dict[str, float]:
         """Epsilon each stage would cost on its own (at this delta). They do not add up."""

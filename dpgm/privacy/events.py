@@ -109,6 +109,27 @@ class DiscreteLaplaceEvent(_DiscreteRelease):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ThresholdGaussianEvent(DpEvent):
+    """A histogram over keys not known in advance: each record adds 1 to one key's count, each count present
+    gets discrete Gaussian noise N_Z(0, noise_multiplier^2), and only keys whose noisy count reaches
+    ``threshold`` are released (OpenDP's make_gaussian_threshold; Rogers 2023).
+
+    Approximate: a key held by one record is released with probability delta_0 = rdp.threshold_delta
+    (noise_multiplier, threshold), which no RDP curve covers; conditioned on it not being released, the
+    release is the discrete Gaussian's (its curve). The accountant adds delta_0 to delta (docs/privacy.md,
+    "A histogram of unknown keys")."""
+
+    kind: ClassVar[str] = "threshold_gaussian"
+    noise_multiplier: float
+    threshold: int
+
+    def __post_init__(self) -> None:
+        _check_positive("noise_multiplier", self.noise_multiplier)
+        if isinstance(self.threshold, bool) or not (isinstance(self.threshold, int) and self.threshold >= 1):
+            raise ValueError(f"threshold must be an integer >= 1, got {self.threshold!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class SampledGaussianEvent(DpEvent):
     """Gaussian mechanism on a Poisson sample: each record joins with probability sampling_rate."""
 

@@ -8,17 +8,21 @@ discrete Gaussian / discrete Laplace, CKS 2020), real-valued ones on a power-of-
 ``gaussian_noise`` and friends draw DP-SGD's continuous noise, for mechanisms that charge a
 joint event themselves (a DP-SGD step releases a histogram and a gradient from one batch: one
 ``SampledJointGaussianEvent``, charged by the trainer before the step); ``secure`` adds the
-floating-point defence of Holohan and Braghin (2021) that Opacus's secure_mode uses.
+floating-point defence of Holohan and Braghin (2021) that Opacus's secure_mode uses. A table's
+schema is measured by OpenDP's releases (``quantile_releases``, ``thresholded_counts``), whose noise
+comes from OpenDP's own CSPRNG.
 
-Noisy counts that later act as sizes or weights get one documented floor, ``floor_counts``.
+Noisy counts that later act as sizes or weights get one documented floor, ``floor_counts``
+(post-processing, ``dpgm.privacy.postprocess``).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -35,12 +39,12 @@ from dpgm.privacy.events import (
     GaussianEvent,
     LaplaceEvent,
     SmoothSensitivityGaussianEvent,
+    ThresholdGaussianEvent,
 )
 from dpgm.privacy.noise_scale import noise_scale
+from dpgm.privacy.postprocess import COUNT_FLOOR, floor_counts, project_to_total  # noqa: F401 (re-exported)
 from dpgm.privacy.rdp import matched_discrete_laplace_epsilon
 
-#: A released count used as a size or a divisor is never below this (data-independent) floor.
-COUNT_FLOOR = 1.0
 #: Snapping a real-valued statistic to its grid raises its sensitivity by at most this share.
 SNAP_SHARE = 2.0**-10
 #: Relative margin that rounds a float bound up (a few ulps of float64).
@@ -54,35 +58,6 @@ if TYPE_CHECKING:  # torch is imported by the functions that need it: the privac
     from torch import Tensor
 
 ArrayLike = np.ndarray | float
-
-def floor_counts(noisy: ArrayLike, floor: float = COUNT_FLOOR) -> np.ndarray:
-    """Released counts made usable as sizes or divisors: max(noisy, floor) (post-processing)."""
-    return np.maximum(np.asarray(noisy, dtype=np.float64), floor)
-
-
-def project_to_total(values: ArrayLike, total: ArrayLike, caps: ArrayLike | None = None) -> np.ndarray:
-    """The closest x to ``values`` (Euclidean, along axis 0) with 0 <= x <= caps and sum(x) = total.
-
-    Post-processing of noisy counts that must not add mass (docs/privacy.md): clamping each
-    noisy count at zero biases small counts upward, and the bias grows with the number of counts
-    (k parts each clamped). The projection keeps the released total: x_j = clip(v_j - tau, 0, cap_j)
-    with tau found by bisection (the sum is non-increasing in tau). ``values`` [k] or [k, m] with
-    ``total`` a number or [m]; ``total`` is first clipped to [0, sum(caps)].
-    """
-    v = np.asarray(values, dtype=np.float64)
-    flat = v.ndim == 1
-    v = v[:, None] if flat else v
-    cap = np.full(v.shape[0], np.inf) if caps is None else np.asarray(caps, dtype=np.float64)
-    cap = np.broadcast_to(cap.reshape(-1, 1), v.shape)
-    target = np.clip(np.broadcast_to(np.asarray(total, dtype=np.float64), v.shape[1:]), 0.0, cap.sum(axis=0))
-    lo = v.min(axis=0) - np.where(np.isinf(cap), target, cap).max(axis=0) - 1.0  # sum(x(lo)) >= target
-    hi = v.max(axis=0)  # x(hi) = 0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        above = np.clip(v - mid, 0.0, cap).sum(axis=0) > target
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    out = np.clip(v - (lo + hi) / 2, 0.0, cap)
-    return out[:, 0] if flat else out
 
 
 def snap_grid(sensitivity: float, dim: int, norm: int = 2) -> float:
@@ -275,6 +250,41 @@ def asymptotic_exponential_chain(
     target is an epsilon exponential mechanism (private only in the limit of the chain)."""
     accountant.spend(stage, AsymptoticExponentialEvent(epsilon=epsilon))
     return chain()
+
+
+def quantile_releases(values: np.ndarray, candidates: Sequence[float], levels: Sequence[float], *, epsilon: float,
+                      accountant: Accountant, stage: str) -> list[float]:
+    """The ``levels`` quantiles of ``values`` among the public ``candidates``, each by an epsilon exponential
+    mechanism (OpenDP's make_private_quantile in its zCDP form: Gumbel noise, rho = epsilon^2 / 8, epsilon-
+    bounded range): one ExponentialEvent per level, at the epsilon OpenDP's map gives, charged first."""
+    import opendp.prelude as dp
+    dp.enable_features("contrib")
+    space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance())
+    grid = [float(c) for c in candidates]
+
+    def measure(level: float, scale: float) -> Any:
+        return dp.m.make_private_quantile(*space, dp.zero_concentrated_divergence(), candidates=grid,
+                                          alpha=float(level), scale=scale)
+    scales = [math.sqrt(8.0 * measure(level, 1.0).map(1)) / float(epsilon) for level in levels]  # rho ~ scale^-2
+    events = [ExponentialEvent(epsilon=_up(math.sqrt(8.0 * measure(level, scale).map(1))))
+              for level, scale in zip(levels, scales)]
+    accountant.spend(stage, *events)
+    data = np.asarray(values, dtype=np.float64).tolist()
+    return [float(measure(level, scale * noise_scale())(data)) for level, scale in zip(levels, scales)]
+
+
+def thresholded_counts(keys: Sequence[str], *, noise_multiplier: float, threshold: int, accountant: Accountant,
+                       stage: str) -> dict[str, int]:
+    """The noisy counts that reach ``threshold`` of a histogram over ``keys`` (one per record, the set of keys
+    not known in advance), by OpenDP's make_gaussian_threshold (exact discrete Gaussian noise of std
+    ``noise_multiplier``): ONE ThresholdGaussianEvent charged first. A key held by few records is absent."""
+    import opendp.prelude as dp
+    dp.enable_features("contrib")
+    accountant.spend(stage, ThresholdGaussianEvent(noise_multiplier=noise_multiplier, threshold=threshold))
+    measure = dp.m.make_gaussian_threshold(dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int)),
+                                           dp.l02inf_distance(dp.absolute_distance(T=int)),
+                                           scale=float(noise_multiplier) * noise_scale(), threshold=int(threshold))
+    return {str(key): int(count) for key, count in measure(dict(Counter(str(k) for k in keys))).items()}
 
 
 # ------------------------------------------------------------------- noise for joint events

@@ -59,6 +59,23 @@ def discrete_gaussian_rdp(orders: Sequence[float], noise_multiplier: float) -> n
     return gaussian_rdp(orders, noise_multiplier)
 
 
+def threshold_delta(noise_multiplier: float, threshold: int) -> float:
+    """P(1 + Z >= threshold) for Z ~ N_Z(0, s^2), s = noise_multiplier, rounded up: the chance that a key
+    held by one record passes a discrete Gaussian histogram's threshold (events.ThresholdGaussianEvent).
+
+    With m = threshold - 1 >= 0: P(Z >= m) = sum_{k >= m} e^(-k^2 / 2s^2) / S where S >= s sqrt(2 pi) (Poisson
+    summation, every term of the dual sum positive). The sum runs term by term up to M = m + ceil(40 s) + 1;
+    the terms beyond M are below the integral of e^(-x^2 / 2s^2) from M, s sqrt(2 pi) P(N(0, s^2) > M)."""
+    s, m = float(noise_multiplier), int(threshold) - 1
+    if m < 0:
+        return 1.0
+    top = m + math.ceil(40.0 * s) + 1
+    k = np.arange(m, top + 1, dtype=np.float64)
+    head = float(np.exp(-k * k / (2.0 * s * s)).sum()) / (s * math.sqrt(2.0 * math.pi))
+    rest = 0.5 * math.erfc(top / (s * math.sqrt(2.0)))
+    return min(1.0, (head + rest) * (1.0 + 1e-9))
+
+
 def randomized_response_rdp(orders: Sequence[float], epsilon: float) -> np.ndarray:
     """Any epsilon-DP mechanism: rdp(a) <= log((e^(a e) + e^((1 - a) e)) / (1 + e^e)) / (a - 1).
 
