@@ -64,12 +64,12 @@ def threshold_delta(noise_multiplier: float, threshold: int) -> float:
     held by one record passes a discrete Gaussian histogram's threshold (events.ThresholdGaussianEvent).
 
     With m = threshold - 1 >= 0: P(Z >= m) = sum_{k >= m} e^(-k^2 / 2s^2) / S where S >= s sqrt(2 pi) (Poisson
-    summation, every term of the dual sum positive). The sum runs term by term up to M = m + ceil(40 s) + 1;
-    the terms beyond M are below the integral of e^(-x^2 / 2s^2) from M, s sqrt(2 pi) P(N(0, s^2) > M)."""
+    summation, every term of the dual sum positive). The sum runs term by term up to M = m + min(ceil(40 s),
+    10^4) + 1; the terms beyond M are below the integral of e^(-x^2 / 2s^2) from M, s sqrt(2 pi) P(N(0, s^2) > M)."""
     s, m = float(noise_multiplier), int(threshold) - 1
     if m < 0:
         return 1.0
-    top = m + math.ceil(40.0 * s) + 1
+    top = m + min(math.ceil(40.0 * s), 10_000) + 1
     k = np.arange(m, top + 1, dtype=np.float64)
     head = float(np.exp(-k * k / (2.0 * s * s)).sum()) / (s * math.sqrt(2.0 * math.pi))
     rest = 0.5 * math.erfc(top / (s * math.sqrt(2.0)))

@@ -44,7 +44,7 @@ def draft_column(name: str, cells: list[str]) -> dict[str, Any]:
     numbers = _numbers(present) if present else None
     if len(distinct) == 2:
         ordered = sorted(distinct, key=float) if numbers is not None else distinct
-        return {**column, "kind": "binary", "categories": [_plain(v) for v in ordered]}
+        return {**column, "kind": "binary", "categories": [plain(v) for v in ordered]}
     if numbers is not None and present:
         integral = bool(np.all(numbers == np.rint(numbers)))
         lower, upper = numbers.min(), numbers.max()
@@ -59,7 +59,7 @@ def draft_column(name: str, cells: list[str]) -> dict[str, Any]:
     return out
 
 
-def _plain(text: str) -> Any:
+def plain(text: str) -> Any:
     """A category as JSON keeps it: a whole number as a number, else the text."""
     try:
         return int(text)

@@ -81,7 +81,7 @@ def table_schema(spec: Any) -> TableSchema:
     if isinstance(spec, TableSchema):
         return spec
     if isinstance(spec, (str, Path)):
-        spec = _read(Path(spec))
+        spec = read_declaration(Path(spec))
     if isinstance(spec, dict):
         if "columns" not in spec:
             raise ConfigError("schema: no top-level 'columns' list")
@@ -92,7 +92,7 @@ def table_schema(spec: Any) -> TableSchema:
     return TableSchema(tuple(c if isinstance(c, Column) else Column.from_dict(c, j) for j, c in enumerate(spec)))
 
 
-def _read(path: Path) -> Any:
+def read_declaration(path: Path) -> Any:
     """A schema file's content (JSON, or YAML, of which JSON is a part); a one-line error otherwise."""
     found = resolve_data_path(path)
     try:
