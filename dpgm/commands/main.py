@@ -8,6 +8,7 @@
     dpgm config                                                 # every option, default, meaning
     dpgm plan --records 1e5 --items 100 --epsilon 1             # what rules: public would do, and why
     dpgm schema data.csv --out data.schema.json                 # a draft schema for the owner to review
+    dpgm schema data.csv --private declared.json --epsilon 1 --delta 1e-7 --out data.schema.json
 
 A command's module is imported only when it runs: ``dpgm generate`` with a bad path fails
 before torch loads. Errors are one line and exit code 2 (``dpgm.cli.run_cli``).
@@ -94,7 +95,8 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "audit": (_audit, "empirical privacy audit of the DP-SGD training in one run"),
     "sketch": (_sketch, "compressive k-means over data held by several parties"),
     "config": (_config, "print every config option, its default and its meaning"),
-    "schema": (_schema, "draft a table's schema from a CSV file, for its owner to review (read off the data)"),
+    "schema": (_schema, ("draft a table's schema from a CSV file for its owner to review (read off the data), "
+                         "or measure a declaration's private parts by DP releases (--private)")),
     "plan": (_plan, "print what rules: public would choose for some public facts, and why (no data read)"),
 }
 
