@@ -192,3 +192,74 @@ def test_evaluations_with_real_data_figures_say_not_private_first(files, capsys)
         result = json.loads(out_json.read_text())
         assert next(iter(result)) == "warning" and result["warning"].startswith(NOT_PRIVATE)
         assert "real_data" in result["not_private"]
+
+
+@pytest.fixture
+def table_files(tmp_path: Path) -> dict[str, Path]:
+    """A declared table (x in [0, 10], a category, y = x > 5 as yes/no): real 200 records, a hold-out of 100, a
+    release of 150 drawn alike, and its schema."""
+    schema = {"columns": [{"name": "x", "kind": "float", "lower": 0, "upper": 10, "bins": 4},
+                          {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"], "missing": True},
+                          {"name": "y", "kind": "binary", "categories": ["no", "yes"]}]}
+    (tmp_path / "t.schema.json").write_text(json.dumps(schema))
+
+    def write(name: str, n: int, seed: int) -> Path:
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(0, 10, n)
+        lines = [f"{v:.3f},{['a', 'b', 'c', ''][k]},{'yes' if v > 5 else 'no'}" for v, k in zip(x, rng.integers(0, 4, n))]
+        (tmp_path / name).write_text("\n".join(["x,c,y", *lines]) + "\n")
+        return tmp_path / name
+
+    return {"real": write("real.csv", 200, 0), "holdout": write("holdout.csv", 100, 1),
+            "synthetic": write("syn.csv", 150, 2), "schema": tmp_path / "t.schema.json", "dir": tmp_path}
+
+
+def test_tables_end_to_end(table_files, capsys) -> None:
+    from dpgm.privacy.verdict import NOT_PRIVATE
+
+    out_json = table_files["dir"] / "metrics.json"
+    argv = ["tables", "--real", str(table_files["real"]), "--synthetic", str(table_files["synthetic"]),
+            "--schema", str(table_files["schema"]), "--target", "y", "--holdout", str(table_files["holdout"]),
+            "--out", str(out_json)]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith(f"{NOT_PRIVATE}: it holds exact figures computed from the real data")
+    assert "all 1 triples of columns" in out and "trained on synthetic: AUC" in out
+    result = json.loads(out_json.read_text())
+    assert next(iter(result)) == "warning" and result["not_private"] == ["real_data"]
+    assert result["n_real"] == 200 and result["n_synthetic"] == 150
+    assert 0 < result["workload"]["oneway"] < 0.2 and result["workload"]["n_pairs"] == 3
+    assert set(result["wasserstein"]) == {"x"} and 0 < result["wasserstein"]["x"] < 0.1
+    tos = result["train_on_synthetic"]
+    assert tos["n_test"] == 100 and tos["synthetic"]["auc"] > 0.95 and tos["real"]["accuracy"] > 0.9
+    code, _, err = run(argv[:9] + ["--split", "0.25"], capsys)  # no --holdout: a split of --real
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--target", "z"], "--target 'z': not a column of the schema (x, c, y)"),
+        (["--real", "nowhere.csv"], "nowhere.csv: file not found"),
+        (["--holdout", "HOLDOUT"], "--holdout is for train-on-synthetic: give --target COLUMN too"),
+        (["--target", "y", "--split", "1.5"], "--split must be in (0, 1)"),
+        (["--target", "y", "--split", "0.2", "--holdout", "HOLDOUT"], "not allowed with argument"),
+        (["--max-triples", "0"], "--max-triples must be >= 1"),
+        (["--synthetic", "BAD"], "column 'c': a value outside its declared categories"),
+        (["--schema", "BADSCHEMA"], "column 'x': a float column needs lower and upper"),
+        (["--out", "no/such/folder/m.json"], "does not exist"),
+    ],
+)
+def test_tables_bad_input_exits_2_with_one_line(table_files, capsys, extra, fragment) -> None:
+    bad = table_files["dir"] / "bad.csv"
+    bad.write_text("x,c,y\n1.0,purple,no\n")
+    bad_schema = table_files["dir"] / "bad.schema.json"
+    bad_schema.write_text(json.dumps({"columns": [{"name": "x", "kind": "float"}]}))
+    named = {"HOLDOUT": str(table_files["holdout"]), "BAD": str(bad), "BADSCHEMA": str(bad_schema)}
+    argv = {"--real": str(table_files["real"]), "--synthetic": str(table_files["synthetic"]),
+            "--schema": str(table_files["schema"])}
+    argv.update((k, named.get(v, v)) for k, v in zip(extra[::2], extra[1::2]))
+    code, out, err = run(["tables", *[x for kv in argv.items() for x in kv], "--no-progress"], capsys)
+    assert code == 2, out
+    assert err.startswith("error:") and err.count("\n") == 1 and fragment in err, err
+    assert "purple" not in err
