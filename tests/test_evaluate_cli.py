@@ -263,3 +263,21 @@ def test_tables_bad_input_exits_2_with_one_line(table_files, capsys, extra, frag
     assert code == 2, out
     assert err.startswith("error:") and err.count("\n") == 1 and fragment in err, err
     assert "purple" not in err
+
+
+def test_report_of_a_declared_table_takes_the_table_view(table_files, capsys) -> None:
+    out = table_files["dir"] / "table.html"
+    report = {"not_private": [], "epsilon": 0.5, "delta": 1e-6}
+    (table_files["dir"] / "run_report.json").write_text(json.dumps(report))
+    argv = ["report", "--real", str(table_files["real"]), "--synthetic", str(table_files["synthetic"]),
+            "--schema", str(table_files["schema"]), "--target", "y", "--out", str(out), "--no-progress"]
+    code, stdout, err = run([*argv, "--privacy", str(table_files["dir"] / "run_report.json")], capsys)
+    assert code == 0, err
+    page = out.read_text()
+    assert page.index('<section id="verdict"') < page.index('<section id="summary"')
+    assert "epsilon = 0.5" in page and 'id="train-on-synthetic"' in page and 'id="cooccurrence"' not in page
+    assert page.count('src="data:image/png;base64,') == 3 and "not private" in stdout
+    code, _, err = run([*argv, "--privacy", "nowhere.json"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--privacy nowhere.json: file not found" in err
+    code, _, err = run([*argv, "--holdout", "nowhere.csv"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--holdout nowhere.csv: file not found" in err

@@ -13,7 +13,7 @@ queries (DPGM paper section 6.3), marginal distances, an HTML report.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -34,6 +34,7 @@ from dpgm.evaluation.table_metrics import DEFAULT_MAX_TRIPLES
 from dpgm.io import atomic_write_json, check_output
 from dpgm.privacy.verdict import judge, stamped
 from dpgm.progress import progress_scope
+from dpgm.registry import Registry
 
 
 class _Parser(argparse.ArgumentParser):
@@ -102,7 +103,15 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     r.add_argument("--max-shown", type=int, default=50,
                    help="items in the pair matrices: the most frequent (default 50)")
     r.add_argument("--queries", type=int, default=1000, help="number of counting queries (default 1000)")
-    r.add_argument("--seed", type=int, default=0, help="seed of the queries and image samples (default 0)")
+    r.add_argument("--seed", type=int, default=0,
+                   help="seed of the queries and image samples, or of a table's triples and split (default 0)")
+    r.add_argument("--schema", default=None,
+                   help="the real data is a declared table with this schema: the table view (per-column plots, "
+                   "workload error, train-on-synthetic, the release's privacy verdict)")
+    _table_options(r)
+    r.add_argument("--privacy", default=None, metavar="JSON",
+                   help="with --schema: the release's privacy report (default: SYNTHETIC.privacy.json when present; "
+                   "else runs/NAME/release/privacy_report.json)")
     for command in sub.choices.values():
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p.parse_args(argv)
@@ -143,8 +152,10 @@ def _check_report_paths(args: argparse.Namespace) -> None:
     """Bad paths fail here, in a fraction of a second, before the data or matplotlib load."""
     from dpgm.quality.inputs import is_named_source
 
-    for flag, path in (("--real", args.real), ("--synthetic", args.synthetic)):
-        if flag == "--real" and is_named_source(path):
+    given = (("--real", args.real), ("--synthetic", args.synthetic), ("--schema", args.schema),
+             ("--holdout", args.holdout), ("--privacy", args.privacy))
+    for flag, path in given:
+        if path is None or (flag == "--real" and is_named_source(path)):
             continue
         if not resolve_data_path(path).is_file():
             hint = "" if Path(path).is_absolute() else f" (also looked in {data_dir()})"
@@ -154,17 +165,44 @@ def _check_report_paths(args: argparse.Namespace) -> None:
         raise ConfigError(f"--max-shown must be >= 1, got {args.max_shown}")
 
 
-def report(args: argparse.Namespace) -> int:
-    _check_report_paths(args)
-    from dpgm.quality import build_report, compare, load_pair, write_report
+#: The report's views by the kind of data: a declared table's (``--schema``), or items' (transactions, 0/1, images).
+REPORT_VIEWS: Registry[Callable[[argparse.Namespace], str]] = Registry("report view")
+
+
+@REPORT_VIEWS.register("items", doc="transactions, 0/1 CSV or images: items, pairs, counting queries, samples")
+def items_page(args: argparse.Namespace) -> str:
+    from dpgm.quality import build_report, compare, load_pair
     from dpgm.quality.inputs import parse_image_shape
 
     shape = None if args.image_shape is None else parse_image_shape(args.image_shape)
     real, synthetic = load_pair(args.real, args.synthetic, label_column=args.label_column,
                                 top_items=args.top_items, limit=args.limit, image_shape=shape)
     comparison = compare(real, synthetic, max_shown=args.max_shown, n_queries=args.queries, seed=args.seed)
-    page = build_report(comparison, progress=not args.no_progress)
-    write_report(args.out, page)
+    return build_report(comparison, progress=not args.no_progress)
+
+
+@REPORT_VIEWS.register("table", doc="a declared table (--schema): columns, workload error, train-on-synthetic")
+def table_page(args: argparse.Namespace) -> str:
+    from dpgm.evaluation.table_metrics import evaluate_table
+    from dpgm.quality.page import created_now
+    from dpgm.quality.release_privacy import release_privacy
+    from dpgm.quality.table_compare import compare_tables
+    from dpgm.quality.table_page import build_table_report
+
+    privacy = release_privacy(args.privacy, args.synthetic)
+    real, synthetic, holdout = _read_tables(args)
+    metrics = evaluate_table(real, synthetic, target=args.target, holdout=holdout, split=args.split,
+                             max_triples=args.max_triples, seed=args.seed)
+    return build_table_report(compare_tables(real, synthetic, metrics, privacy), created=created_now(),
+                              progress=not args.no_progress)
+
+
+def report(args: argparse.Namespace) -> int:
+    _check_report_paths(args)
+    from dpgm.quality import write_report
+
+    view = "items" if args.schema is None else "table"
+    write_report(args.out, REPORT_VIEWS.entry(view).factory(args))
     print(f"wrote {args.out} (not private: keep it with the data custodian)")
     return 0
 

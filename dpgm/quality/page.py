@@ -146,33 +146,47 @@ def sections(cmp: Comparison, *, progress: bool) -> list[Section]:
     return parts
 
 
+def section_html(part: Section) -> str:
+    """One section: its heading, then its figure under its caption, or the caption as a note."""
+    e = html.escape
+    body = (f'<p class="note">{e(part.caption)}</p>' if part.png is None else
+            f'<p>{e(part.caption)}</p>\n<img alt="{e(part.title)}" src="{data_uri(part.png)}">')
+    return f'<section id="{part.key}"><h2>{e(part.title)}</h2>\n{body}\n</section>'
+
+
+def facts_html(facts: list[tuple[str, str]]) -> str:
+    """The table of facts under the heading (what was compared, when)."""
+    e = html.escape
+    return '<table class="facts">' + "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in facts) + "</table>"
+
+
+def page_html(title: str, blocks: list[str], *, style: str = STYLE) -> str:
+    """The whole page: the not-private warning first, the heading, then ``blocks`` (HTML) in order."""
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",
+           f"<style>{style}</style></head><body>", f'<p class="warning" id="not-private">{e(NOT_PRIVATE)}</p>',
+           "<h1>Quality report</h1>", *blocks, "</body></html>"]
+    return "\n".join(out) + "\n"
+
+
 def render(cmp: Comparison, parts: list[Section], *, created: str) -> str:
     """The HTML page."""
-    e = html.escape
     facts = [("real data", cmp.real_name), ("release", cmp.synthetic_name),
              ("records", f"{cmp.n_real:,} real, {cmp.n_synthetic:,} synthetic"),
              ("items", f"{cmp.n_items:,}"), ("created", created)]
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>Quality report: {e(Path(cmp.synthetic_name).name)}</title>", f"<style>{STYLE}</style></head><body>",
-           f'<p class="warning" id="not-private">{e(NOT_PRIVATE)}</p>', "<h1>Quality report</h1>",
-           '<table class="facts">' + "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in facts) + "</table>",
-           f'<section id="summary"><h2>Summary</h2><p>{e(summary(cmp))}</p></section>']
-    for part in parts:
-        out.append(f'<section id="{part.key}"><h2>{e(part.title)}</h2>')
-        if part.png is None:
-            out.append(f'<p class="note">{e(part.caption)}</p>')
-        else:
-            out.append(f"<p>{e(part.caption)}</p>")
-            out.append(f'<img alt="{e(part.title)}" src="{data_uri(part.png)}">')
-        out.append("</section>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    blocks = [facts_html(facts), f'<section id="summary"><h2>Summary</h2><p>{html.escape(summary(cmp))}</p></section>',
+              *(section_html(part) for part in parts)]
+    return page_html(f"Quality report: {Path(cmp.synthetic_name).name}", blocks)
+
+
+def created_now() -> str:
+    """When the page was made (UTC, to the minute)."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def build_report(cmp: Comparison, *, progress: bool = False) -> str:
     """The report's HTML page for a comparison (``compare(real, synthetic)``), figures drawn."""
-    created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return render(cmp, sections(cmp, progress=progress), created=created)
+    return render(cmp, sections(cmp, progress=progress), created=created_now())
 
 
 def write_report(out: str | Path, page: str) -> None:

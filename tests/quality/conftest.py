@@ -68,3 +68,57 @@ class Pages(dict):
 @pytest.fixture(scope="session")
 def pages(report_files: dict[str, Path]) -> Pages:
     return Pages(report_files)
+
+
+TABLE_SCHEMA = {"columns": [
+    {"name": "age", "kind": "integer", "lower": 18, "upper": 90},
+    {"name": "when", "kind": "datetime", "lower": "2024-01-01", "upper": "2024-12-31", "bins": 6, "missing": True},
+    {"name": "city", "kind": "categorical", "categories": [f"c{j}" for j in range(40)]},
+    {"name": "y", "kind": "binary", "categories": ["no", "yes"]},
+]}
+
+
+def write_table(path: Path, n: int, seed: int) -> Path:
+    """Records of TABLE_SCHEMA: y is yes exactly for those older than 50; a date missing in one record of ten."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 91, n)
+    days = rng.integers(0, 365, n)
+    rows = [f"{a},{'' if d % 10 == 0 else str(np.datetime64('2024-01-01') + d)},c{c},{'yes' if a > 50 else 'no'}"
+            for a, d, c in zip(age, days, rng.integers(0, 40, n))]
+    path.write_text("\n".join(["age,when,city,y", *rows]) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def table_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A declared table (4 columns: integer, datetime with missing values, 40 categories, binary target): real
+    (240 records), hold-out (120), a release (200) with its privacy report beside it, and the schema."""
+    import json
+
+    tmp = tmp_path_factory.mktemp("table")
+    (tmp / "t.schema.json").write_text(json.dumps(TABLE_SCHEMA))
+    synthetic = write_table(tmp / "syn.csv", 200, 2)
+    (tmp / "syn.csv.privacy.json").write_text(json.dumps({"not_private": [], "epsilon": 1.0, "delta": 1e-6,
+                                                          "neighbouring": "add_remove", "accountant": "rdp"}))
+    return {"dir": tmp, "schema": tmp / "t.schema.json", "real": write_table(tmp / "real.csv", 240, 0),
+            "holdout": write_table(tmp / "holdout.csv", 120, 1), "synthetic": synthetic}
+
+
+def table_report(files: dict[str, Path], *, target: str | None = "y", privacy: str | None = None) -> str:
+    """The table view's page for ``files`` (the release's privacy report: ``privacy``, else beside it)."""
+    from dpgm.evaluation import evaluate_table, read_table
+    from dpgm.quality.release_privacy import release_privacy
+    from dpgm.quality.table_compare import compare_tables
+    from dpgm.quality.table_page import build_table_report
+    from dpgm.tables import table_schema
+
+    schema = table_schema(files["schema"])
+    real, synthetic = read_table(files["real"], schema), read_table(files["synthetic"], schema)
+    metrics = evaluate_table(real, synthetic, target=target, holdout=read_table(files["holdout"], schema))
+    cmp = compare_tables(real, synthetic, metrics, release_privacy(privacy, files["synthetic"]))
+    return build_table_report(cmp, created="now")
+
+
+@pytest.fixture(scope="session")
+def table_page(table_files: dict[str, Path]) -> str:
+    return table_report(table_files)

@@ -34,14 +34,19 @@ def headless(exe: str, profile: Path, *args: str) -> subprocess.CompletedProcess
                           check=False)
 
 
-def test_every_plot_renders_in_chromium(pages, tmp_path: Path) -> None:
-    exe = browser()
-    probed = tmp_path / "probed.html"
-    probed.write_text(pages["images"].replace("</body>", PROBE + "</body>"))
-    dom = headless(exe, tmp_path / "profile", "--dump-dom", probed.as_uri())
+def rendered_images(exe: str, page: str, folder: Path) -> tuple[str, str]:
+    """(images on the page, images decoded) once Chromium has loaded ``page``."""
+    probed = folder / "probed.html"
+    probed.write_text(page.replace("</body>", PROBE + "</body>"))
+    dom = headless(exe, folder / "profile", "--dump-dom", probed.as_uri())
     found = re.search(r'<body data-images="(\d+)" data-rendered="(\d+)"', dom.stdout)
     assert found, dom.stderr[-2000:]
-    assert found.group(1) == found.group(2) == "7"
+    return found.group(1), found.group(2)
+
+
+def test_every_plot_renders_in_chromium(pages, tmp_path: Path) -> None:
+    exe = browser()
+    assert rendered_images(exe, pages["images"], tmp_path) == ("7", "7")
 
     import matplotlib.image
 
@@ -52,3 +57,7 @@ def test_every_plot_renders_in_chromium(pages, tmp_path: Path) -> None:
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (3000, 1200)
     assert pixels[..., :3].std() > 0.05  # plots, not a blank page
+
+
+def test_every_column_of_a_table_renders_in_chromium(table_page, tmp_path: Path) -> None:
+    assert rendered_images(browser(), table_page, tmp_path) == ("4", "4")
