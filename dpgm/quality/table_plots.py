@@ -56,7 +56,7 @@ def bin_histogram(column: ColumnShares) -> bytes:
     fig, ax = pyplot().subplots(figsize=SIZE)
     for shares, colour, label in ((column.real, REAL, "real"), (column.synthetic, SYNTHETIC, "synthetic")):
         ax.stairs(shares[:bins], edges, color=colour, label=label, linewidth=1.5)
-    ticks = np.linspace(edges[0], edges[-1], TICKS)
+    ticks = np.linspace(codec.lower, codec.upper, TICKS)
     labels = [codec.text(t) for t in ticks]
     ax.set_xticks(ticks, labels, fontsize=7, rotation=20 if max(map(len, labels)) > 8 else 0)
     ax.set_ylabel("share of records")
