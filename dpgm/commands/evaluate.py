@@ -1,5 +1,5 @@
 """``dpgm evaluate`` (``python evaluate.py``): synthetic data against the real data: counting
-queries (DPGM paper section 6.3), marginal distances, an HTML report.
+queries (DPGM paper section 6.3), marginal distances, a declared table's metrics, an HTML report.
 
     dpgm evaluate counting --real msnbc/msnbc.txt.gz --synthetic synthetic.csv --json eval.json
     dpgm evaluate counting --real retail/retail.txt.gz --top-items 100 \\
@@ -8,6 +8,7 @@ queries (DPGM paper section 6.3), marginal distances, an HTML report.
     dpgm evaluate tables --real bank.csv.gz --synthetic synthetic.csv --schema bank.schema.json --target y \\
         --out metrics.json
     dpgm evaluate report --real msnbc/msnbc.txt.gz --synthetic synthetic.csv --out report.html
+    dpgm evaluate report --real bank.csv.gz --synthetic synthetic.csv --schema bank.schema.json --out report.html
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from dpgm.evaluation.counting import (
     run_baseline,
     start_evaluation,
 )
-from dpgm.evaluation.table_metrics import DEFAULT_MAX_TRIPLES
+from dpgm.evaluation.table_data import Table
+from dpgm.evaluation.table_metrics import DEFAULT_MAX_TRIPLES, TableMetrics
 from dpgm.io import atomic_write_json, check_output
 from dpgm.privacy.verdict import judge, stamped
 from dpgm.progress import progress_scope
@@ -245,7 +247,7 @@ def tables(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_tables(args: argparse.Namespace) -> tuple:
+def _read_tables(args: argparse.Namespace) -> tuple[Table, Table, Table | None]:
     """The real, synthetic and hold-out tables read against --schema (hold-out None without --holdout)."""
     from dpgm.evaluation.table_data import read_table
     from dpgm.tables import table_schema
@@ -257,7 +259,7 @@ def _read_tables(args: argparse.Namespace) -> tuple:
     return read_table(args.real, schema, limit=args.limit), read_table(args.synthetic, schema), holdout
 
 
-def metric_lines(result) -> list[str]:
+def metric_lines(result: TableMetrics) -> list[str]:
     """The table metrics in a few printed lines."""
     w = result.workload
     lines = [(f"workload error (mean TVD): 1-way {w.oneway:.4f}, 2-way {w.twoway:.4f}, 3-way {w.threeway:.4f} "

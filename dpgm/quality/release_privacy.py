@@ -27,6 +27,11 @@ class ReleasePrivacy:
     neighbouring: str | None = None
     accountant: str | None = None
 
+    @property
+    def safe(self) -> bool:
+        """Whether the release is safe to share: private, at a guarantee that is not weak."""
+        return self.private and self.headline is None
+
     def guarantee(self) -> str:
         """The guarantee in one line: epsilon and delta, the neighbouring relation and the accountant."""
         if self.epsilon is None:

@@ -55,7 +55,7 @@ def verdict_html(cmp: TableComparison) -> str:
     body += [] if p.headline is None else [f"<p>{e(p.headline)}</p>"]
     body.append(f'<p class="note">From {e(p.source)}. The release is what this verdict covers; this page is not '
                 "private (see above).</p>")
-    return section("verdict", "The release's privacy", *body, css="verdict " + ("safe" if p.private else "unsafe"))
+    return section("verdict", "The release's privacy", *body, css="verdict " + ("safe" if p.safe else "unsafe"))
 
 
 def summary(cmp: TableComparison) -> str:

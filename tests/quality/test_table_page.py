@@ -74,6 +74,16 @@ def test_a_release_that_is_not_private_says_so_first(table_files, tmp_path) -> N
     assert "NOT DIFFERENTIALLY PRIVATE: a fixed seed makes its noise replayable" in verdict
 
 
+def test_a_weak_guarantee_is_not_shown_as_safe(tmp_path) -> None:
+    weak = tmp_path / "weak.json"
+    weak.write_text(json.dumps({"not_private": [], "epsilon": 20.0, "delta": 1e-6}))
+    privacy = release_privacy(str(weak), tmp_path / "syn.csv")
+    assert privacy.private and not privacy.safe and privacy.label.startswith("weak guarantee")
+    strong = tmp_path / "strong.json"
+    strong.write_text(json.dumps({"not_private": [], "epsilon": 1.0}))
+    assert release_privacy(str(strong), tmp_path / "syn.csv").safe
+
+
 def test_a_bad_privacy_report_is_a_one_line_error(tmp_path) -> None:
     from dpgm.errors import ConfigError
 
