@@ -37,10 +37,8 @@ from provenance import write_json
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.transactions import load_transactions
-from dpgm.evaluation.aim import AimOptions
-from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
+from dpgm.evaluation.counting import options_among, run_baseline, start_evaluation
 from dpgm.evaluation.marginal_tvd import marginal_tvd
-from dpgm.evaluation.mwem_pgm import MwemPgmOptions
 from dpgm.privacy.calibrate import default_delta
 
 DATASETS = ("msnbc", "retail", "gowalla")
@@ -155,12 +153,13 @@ def tvd_rows(real: BinaryDataset, synthetic: BinaryDataset, **keys: Any) -> list
 
 def synthesize(
     method: str, name: str, data: BinaryDataset, queries: Any, epsilon: float, delta: float,
-    rng: np.random.Generator, options: BaselineOptions, config_path: Path | None = None,
+    rng: np.random.Generator, options: dict[str, Any], config_path: Path | None = None,
 ) -> tuple[BinaryDataset, dict[str, Any]]:
     if method == "dpgm":
         config = config_sections(config_file(name, config_path))
         return run_dpgm(config, data, epsilon, delta, rng), {"method": "dpgm", "config": config}
-    return run_baseline(method, data, queries, epsilon=epsilon, delta=delta, rng=rng, options=options)
+    return run_baseline(method, data, queries, epsilon=epsilon, delta=delta, rng=rng,
+                        options=options_among(method, options))
 
 
 def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[float], path: str) -> None:
@@ -199,11 +198,9 @@ def plot(results: list[dict[str, Any]], datasets: list[str], epsilons: list[floa
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    options = BaselineOptions(accounting=args.accounting, rounds=args.rounds,
-                              aim=AimOptions(rounds=args.aim_rounds,
-                                             max_rounds=args.aim_max_rounds or None),
-                              mwem_pgm=MwemPgmOptions(rounds=args.mwem_pgm_rounds,
-                                                      max_rounds=args.mwem_pgm_max_rounds or None))
+    options = {"accounting": args.accounting, "mwem.rounds": args.rounds, "aim.rounds": args.aim_rounds,
+               "aim.max_rounds": args.aim_max_rounds or None, "mwem_pgm.rounds": args.mwem_pgm_rounds,
+               "mwem_pgm.max_rounds": args.mwem_pgm_max_rounds or None}
     results, runs = [], []
     for name in args.datasets:
         data = load(name, args)

@@ -28,7 +28,7 @@ from counting_queries import DATASETS, config_file, config_sections, load
 from provenance import write_json
 
 from dpgm.config import config_from_dict
-from dpgm.evaluation.counting import BaselineOptions, run_baseline, start_evaluation
+from dpgm.evaluation.counting import run_baseline, start_evaluation
 from dpgm.pipeline.run import train
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     delta = default_delta(fit.n_records)
     for method in ("marginals", "mwem"):
         synthetic, _ = run_baseline(method, fit, evaluation.queries, epsilon=args.epsilon, delta=delta,
-                                    rng=np.random.default_rng(2), options=BaselineOptions())
+                                    rng=np.random.default_rng(2), options=None)
         evaluation.add(method, synthetic)
     base = config_file(args.dataset, args.config)
     candidates = [config_sections(base, json.loads(c)) for c in args.candidate] or [config_sections(base)]

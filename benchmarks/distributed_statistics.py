@@ -32,7 +32,7 @@ STEPS, SAMPLING_RATE = 50, 0.01
 
 
 def config(path: Path, n_items: int, k: int, runs: Path, train: bool) -> dict[str, Any]:
-    model = ({"kind": "vae", "hidden": [32], "latent": 4, "output_bias": "noisy_mean", "mean_noise_multiplier": 10.0,
+    model = ({"kind": "vae", "options": {"hidden": [32], "latent": 4}, "output_bias": "noisy_mean", "mean_noise_multiplier": 10.0,
               "mean_clip": 3.0} if train else
              {"kind": "independent", "output_bias": "noisy_mean", "mean_noise_multiplier": 10.0, "mean_clip": 3.0})
     training = {"sampling_rate": SAMPLING_RATE, "epochs": STEPS * SAMPLING_RATE, "noise_multiplier": 1.0,

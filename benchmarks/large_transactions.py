@@ -81,7 +81,7 @@ def run_config(path: Path, items: int, mode: str, runs_dir: Path, name: str, arg
                  "chunk_mb": None if mode == "memory" else args.chunk_mb},
         "privacy": {"target_epsilon": 1.0},
         "partition": {"method": "lloyd", "k": args.k, "iterations": args.iterations, "target_epsilon": 0.2},
-        "model": {"kind": "vae", "hidden": [64], "latent": 4, "output_bias": "noisy_mean",
+        "model": {"kind": "vae", "options": {"hidden": [64], "latent": 4}, "output_bias": "noisy_mean",
                   "length_noise_multiplier": 20.0},
         "training": {"epochs": args.epochs, "sampling_rate": args.sampling_rate, "clipping": "fixed",
                      "clip_norm": 10.0, "chunk_window": args.window, "checkpoint_every": 10**9,

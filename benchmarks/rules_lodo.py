@@ -49,7 +49,6 @@ from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.evaluation.baselines import baseline_options
 from dpgm.evaluation.counting import (
-    BaselineOptions,
     CountingEvaluation,
     run_baseline,
     start_evaluation,
@@ -285,7 +284,7 @@ def run_setting(name: str, held: Held, size: int | None, epsilon: float, args: a
         delta = default_delta(fit.n_records)
         start = time.perf_counter()
         syn, _ = run_baseline("marginals", fit, evaluation.queries, epsilon=epsilon, delta=delta,
-                              rng=np.random.default_rng(MARGINALS_SEED + seed), options=BaselineOptions())
+                              rng=np.random.default_rng(MARGINALS_SEED + seed), options=None)
         evaluation.add("marginals", syn)
         marginals = take_means(evaluation, "marginals")
         marginals_tvd = marginal_tvd(held.held_out, syn)

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 import yaml
 
-from dpgm.commands.main import components
-from dpgm.config import Config, option_doc
+from dpgm.commands.main import component_options, components
+from dpgm.config import Config, component_rows, default_of, option_doc
 
 #: The line of docs/reference/config.md that the tables replace.
 MARKER = "<!-- generated: configuration options -->"
@@ -43,11 +43,6 @@ def yaml_text(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
-def default_of(f: dataclasses.Field) -> Any:
-    """The field's default (from its factory for lists and dicts)."""
-    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
-
-
 def cell(text: str) -> str:
     """Plain text (no Markdown, no HTML) that is safe inside one cell of a Markdown table."""
     text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -61,11 +56,16 @@ def breakable(key: str) -> str:
 
 def options(cls: type, prefix: str = "", registered: dict[str, str] | None = None) -> list[tuple[str, str, str, str]]:
     """(dotted key, default, values, meaning) of every plain option of ``cls``, in source order;
-    ``registered``: the components of each option that names one (``dpgm.commands.main.components``)."""
-    hints = typing.get_type_hints(cls)
-    return [(f"{prefix}{f.name}", yaml_text(default_of(f)), type_text(hints[f.name]),
-             option_doc(f, f"{prefix}{f.name}", registered or {})) for f in dataclasses.fields(cls)
-            if not dataclasses.is_dataclass(hints[f.name])]
+    ``registered``: the components of each option that names one (``dpgm.commands.main.components``); a section
+    of components' own options (``model.options``) is followed by each component's (``component_options``)."""
+    hints, kinds, rows = typing.get_type_hints(cls), component_options(), []
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}{f.name}"
+        if not dataclasses.is_dataclass(hints[f.name]):
+            rows.append((key, yaml_text(default_of(f)), type_text(hints[f.name]), option_doc(f, key, registered or {})))
+            rows += [(name, yaml_text(default), type_text(tp), doc)
+                     for name, default, tp, doc in component_rows(key, kinds.get(key, {}))]
+    return rows
 
 
 def sections() -> list[tuple[str, str, list[tuple[str, str, str, str]]]]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpgm.config import ModelConfig
+from dpgm.config import ModelConfig, moved_model_keys
 from dpgm.errors import DpgmError
 from dpgm.io import OutputError, atomic_write, check_folder
 
@@ -249,10 +249,7 @@ def save_models(
     payload = {
         "state_dicts": [{k: v.detach().cpu() for k, v in m.state_dict().items()} for m in models],
         "noisy_sizes": torch.as_tensor(np.asarray(noisy_sizes, dtype=np.float64)),
-        "model": {"kind": model_cfg.kind, "hidden": list(model_cfg.hidden), "latent": model_cfg.latent,
-                  "rbm_hidden": model_cfg.rbm_hidden, "gibbs_steps": model_cfg.gibbs_steps,
-                  "chains": model_cfg.chains, "channels": list(model_cfg.channels), "norm": model_cfg.norm,
-                  "options": dict(model_cfg.options)},  # which model a kind builds (a tree over attributes)
+        "model": {"kind": model_cfg.kind, "options": dict(model_cfg.options)},  # which model, of which shape
         "item_names": list(item_names),
         "item_ids": [int(i) for i in item_ids] if item_ids is not None else list(range(len(item_names))),
         "image_shape": list(image_shape) if image_shape else None,
@@ -278,7 +275,7 @@ def load_release(path: str | Path) -> ReleasedMixture:
         first_line = str(exc).strip().split("\n", 1)[0]
         raise DpgmError(f"{models_path}: cannot load the release "
                         f"({exc.__class__.__name__}: {first_line})") from None
-    cfg = ModelConfig(**payload["model"])
+    cfg = ModelConfig(**moved_model_keys(payload["model"]))  # an older release states its shape in flat keys
     n_items = len(payload["item_names"])
     models = []
     for state in payload["state_dicts"]:

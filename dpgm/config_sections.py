@@ -100,24 +100,9 @@ class ModelConfig:
                            "extension registers its own); independent = the "
                            "part's noisy mean record as independent items (no DP-SGD: the training stage is skipped; "
                            "needs output_bias: noisy_mean); tree = a tree of items per part fitted to its noisy mean "
-                           "and noisy pair counts (no DP-SGD; ledger stage item_pairs; options select_epsilon, "
-                           "pair_noise_multiplier, and by_attribute: a tree over a declared table's attributes; "
-                           "dpgm/stages/item_pairs.py)")
-    options: dict[str, Any] = opt({}, "options of a registered model that declares its own (checked "  # noqa: RUF009
-                                      "against its options dataclass)")
-    hidden: list[int] = opt([200], "VAE: widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009
-    latent: int = opt(2, "VAE, conv_vae: latent dimension")
-    norm: bool = opt(False, "conv_vae: group normalisation (groups of up to 4 channels, no affine parameters: nothing "
-                            "outside the clipped layers) after every hidden convolution")
-    draws: int = opt(1, "VAE, conv_vae: latent draws per record in each DP-SGD step; the record's loss is the mean of "
-                        "their ELBOs (DPDM's noise multiplicity: less gradient variance per record before clipping, at "
-                        "the same privacy cost, for one decoder pass per draw)")
-    channels: list[int] = opt([16, 32], "conv_vae: channels of the encoder's stride-2 convolutions, "  # noqa: RUF009
-                                        "one count per convolution (28 x 28 images: two give 7 x 7 feature maps, three "
-                                        "4 x 4); the decoder mirrors them")
-    rbm_hidden: int = opt(200, "RBM: number of hidden units")
-    gibbs_steps: int = opt(1, "RBM: Gibbs steps per update of the persistent chains")
-    chains: int = opt(100, "RBM: number of persistent chains")
+                           "and noisy pair counts (no DP-SGD; ledger stage item_pairs; dpgm/stages/item_pairs.py)")
+    options: dict[str, Any] = opt({}, "the options of model.kind, checked against the options dataclass it "  # noqa: RUF009
+                                      "registers (model.options.NAME below; a name another kind reads is an error)")
     output_bias: Literal["noisy_mean", "default"] = opt(
         "noisy_mean",
         "initial output bias of each part's model (VAE decoder, RBM visible units): noisy_mean = logit of the part's "
@@ -196,14 +181,6 @@ class ModelConfig:
         return self.length_noise_multiplier is not None or self.lengths_from_bound
 
     def validate(self) -> None:
-        require(all(h >= 1 for h in self.hidden), "model", "hidden", "widths must be >= 1")
-        require(self.latent >= 1, "model", "latent", "must be >= 1")
-        require(self.draws >= 1, "model", "draws", "must be >= 1")
-        require(len(self.channels) >= 1 and all(c >= 1 for c in self.channels), "model", "channels",
-                 "must be one or more counts >= 1")
-        require(self.rbm_hidden >= 1, "model", "rbm_hidden", "must be >= 1")
-        require(self.gibbs_steps >= 1, "model", "gibbs_steps", "must be >= 1")
-        require(self.chains >= 1, "model", "chains", "must be >= 1")
         require(self.mean_noise_multiplier > 0, "model", "mean_noise_multiplier", "must be > 0")
         require(self.mean_clip is None or self.mean_clip > 0, "model", "mean_clip", "must be > 0")
         require(self.mean_clip_quantile is None or 0 < self.mean_clip_quantile <= 1, "model", "mean_clip_quantile",

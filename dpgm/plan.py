@@ -111,7 +111,10 @@ TABLE: tuple[Row, ...] = (
         "release follows every pair (N x epsilon = {scale:,.0f} over {pairs:,.0f} pairs is at least "
         "{ALL_PAIRS_SCALE:,.4g}).", lambda c: bool(c.settings.get("model.options", {}).get("all_pairs"))),
     Row("model.options", "selected edges", "otherwise, for a tree", "Each tree's edges are chosen privately "
-        "(the exponential mechanism) and only their pairs are counted.", lambda c: True, said=False),
+        "(the exponential mechanism) and only their pairs are counted.", lambda c: c.settings["model.kind"] == "tree",
+        said=False),
+    Row("model.options", "{TRAINED_OPTIONS[vae]}", "a VAE (conv_vae: its latent)", "fixed by dpgm/rules.py",
+        lambda c: True, said=False),
     Row("model.pairs_noise_multiplier", "one tree of pairs over all records", "N x epsilon at least {PAIRS_SCALE:,}, "
         "a model not a tree, at most {PAIRS_MAX_ITEMS:,} items, no length histogram",
         "One tree of item pairs is measured over all records, and the release's item and pair frequencies follow it "

@@ -9,11 +9,13 @@ from its own section (``partition.options`` / ``model.options``), checked agains
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from dpgm.errors import ConfigError
+from dpgm.typed import check_type
 
 T = TypeVar("T")
 
@@ -76,6 +78,9 @@ class Registry(Generic[T]):
         unknown = sorted(set(values) - known)
         if unknown:
             raise ConfigError(f"{self.key} {name!r}: unknown option {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        hints = typing.get_type_hints(cls)
+        values = {key: check_type(value, hints[key], f"{self.key} {name!r}: option {key}")
+                  for key, value in values.items()}
         try:
             return cls(**values)
         except (TypeError, ValueError) as exc:

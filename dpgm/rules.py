@@ -91,6 +91,8 @@ MARGIN = 0.01  # budget left unspent when nothing is calibrated to the exact led
 #: DP-SGD: about this many records of each part per step, for this many steps.
 PART_BATCH, STEPS, MAX_SAMPLING_RATE = 256, 200, 0.1
 CLIP_NORM = 30.0  # DP-SGD's fixed clip of each record's gradient (L2 norm)
+#: The ``model.options`` of a kind DP-SGD trains: a VAE's hidden widths and latent dimension (conv_vae: its latent).
+TRAINED_OPTIONS = {"vae": {"hidden": [128], "latent": 8}, "conv_vae": {"latent": 8}}
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     out: dict[str, Any] = {
         "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
         "partition.k": k,
-        "model.kind": kind, "model.hidden": [128], "model.latent": 8,
+        "model.kind": kind, **({"model.options": TRAINED_OPTIONS[kind]} if kind in TRAINED_OPTIONS else {}),
         # calibrate: a trained model's item frequencies drift from the noisy means; an independent
         # one's do not, but with data.min_items the redraw would raise them (part_means.py); a tree
         # keeps the means by construction

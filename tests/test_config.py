@@ -15,10 +15,10 @@ def test_defaults_validate():
 
 
 def test_override_sets_nested_value_with_yaml_typing():
-    cfg = config_from_dict({}, ["training.epochs=5", "partition.k=3", "model.hidden=[64, 32]"])
+    cfg = config_from_dict({}, ["training.epochs=5", "partition.k=3", "model.options={hidden: [64, 32]}"])
     assert cfg.training.epochs == 5.0 and isinstance(cfg.training.epochs, float)
     assert cfg.partition.k == 3
-    assert cfg.model.hidden == [64, 32]
+    assert cfg.model.options == {"hidden": [64, 32]}
 
 
 
@@ -26,7 +26,7 @@ def test_overrides_leave_the_callers_mapping_alone():
     """A benchmark builds many configs from one mapping: one run's overrides (e.g. the nonprivate
     run's tiny noise multipliers) must not leak into the next run's config."""
     data = {"partition": {"noise_multiplier": 5.0}, "training": {"epochs": 2}}
-    noisy = config_from_dict(data, ["partition.noise_multiplier=1e-6", "model.latent=3"])
+    noisy = config_from_dict(data, ["partition.noise_multiplier=1e-6", "model.options.latent=3"])
     assert noisy.partition.noise_multiplier == 1e-6
     assert data == {"partition": {"noise_multiplier": 5.0}, "training": {"epochs": 2}}
     assert config_from_dict(data).partition.noise_multiplier == 5.0

@@ -67,7 +67,7 @@ def trained(path: Path, runs: Path) -> dict[str, Any]:
     from dpgm.pipeline.run import train
 
     cfg = config(path, runs)
-    cfg["model"] = {"kind": "vae", "hidden": [8], "latent": 2}
+    cfg["model"] = {"kind": "vae", "options": {"hidden": [8], "latent": 2}}
     cfg["training"] = {"sampling_rate": 0.1, "epochs": 1.0, "noise_multiplier": 1.0, "clipping": "fixed",
                        "clip_norm": 1.0, "checkpoint_every": 1000}
     cfg["privacy"] = {"delta": 1e-5}
@@ -148,7 +148,7 @@ def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
     try:
         for name in ("whole", "cut"):
             cfg = config(path, runs)
-            cfg.update(name=name, privacy={"delta": 1e-5}, model={"kind": "vae", "hidden": [8], "latent": 2})
+            cfg.update(name=name, privacy={"delta": 1e-5}, model={"kind": "vae", "options": {"hidden": [8], "latent": 2}})
             cfg["training"] = {"sampling_rate": 0.1, "epochs": 1.0, "noise_multiplier": 1.0, "clipping": "adaptive",
                                "checkpoint_every": 2}
             real_step, calls = MixtureTrainer.step, {"n": 0}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dpgm.commands.main import component_options, components
 from dpgm.config import describe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,8 @@ def test_mkdocs_builds_every_page(site: Path) -> None:
 
 def config_keys() -> list[str]:
     """Every option's dotted key, as ``python -m dpgm.config`` lists them."""
-    return [line.split(" = ")[0].strip() for line in describe() if " = " in line]
+    return [line.split(" = ")[0].strip() for line in describe(registered=components(), kinds=component_options())
+            if " = " in line]
 
 
 def test_config_reference_generator_covers_every_option() -> None:

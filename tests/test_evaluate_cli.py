@@ -84,6 +84,9 @@ def test_same_seed_same_numbers(files, capsys) -> None:
         (["--synthetic", "BAD.csv"], "columns do not match"),
         (["--baseline", "pgm", "--epsilon", "1"], "invalid choice"),
         (["--synthetic", "COPY", "--top-items", "0"], "top_items"),
+        (["--baseline", "mwem", "--epsilon", "1", "--baseline-option", "mwem.round=3"], "unknown option 'round'"),
+        (["--baseline", "mwem", "--epsilon", "1", "--baseline-option", "aim.rounds=3"], "METHOD.NAME=VALUE"),
+        (["--baseline", "aim", "--epsilon", "1", "--accounting", "pure"], "accounting: 'pure' is not one of"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(files, capsys, extra, fragment) -> None:
@@ -118,6 +121,14 @@ def test_marginals_tvd(files, capsys) -> None:
     assert copy["n_triples"] == 20 and copy["all_triples"]
     assert other["length"] == pytest.approx(1.0)  # all-ones records: length 6, absent from the real data
     assert 0 < other["oneway"] < 1 and 0 < other["threeway"] <= 1
+
+
+def test_a_baseline_option_reaches_its_baseline(files, capsys) -> None:
+    code, out, err = run(["counting", "--real", str(files["real"]), "--baseline", "mwem", "--epsilon", "1",
+                          "--queries", "20", "--seed", "1", "--baseline-option", "mwem.rounds=3",
+                          "--json", str(files["dir"] / "out.json")], capsys)
+    assert code == 0, err
+    assert json.loads((files["dir"] / "out.json").read_text())["privacy"]["mwem"]["rounds"] == 3
 
 
 def test_counting_zcdp_baseline_runs(files, capsys) -> None:

@@ -18,6 +18,7 @@ LAYER = {
     "dpgm": 0, "errors": 0, "threads": 0,
     "report": 2.5,  # report.py: privacy_report.md in words, its first line the verdict (privacy/verdict.py)
     "streams": 0,  # draws from a torch generator on its own device (a GPU run keeps the CPU stream)
+    "typed": 0.75,  # typed.py: a dataclass built from a mapping, each value checked against its annotation
     "registry": 1,
     "locations": 0.5,  # locations.py: the data directory and paths relative to it
     "tables": 1.1,  # declared tables: the schema, codecs by column kind, the table as attribute=value items

@@ -41,7 +41,7 @@ def config(tmp_path: Path, path: Path, name: str, min_items: int):
         "data": {"source": "transactions", "path": str(path), "n_items": N_ITEMS, "min_items": min_items},
         "privacy": {"delta": 1e-4},
         "partition": {"method": "lloyd", "k": 2, "iterations": 2, "noise_multiplier": 5.0},
-        "model": {"kind": "vae", "hidden": [8], "latent": 2, "calibrate": True},
+        "model": {"kind": "vae", "options": {"hidden": [8], "latent": 2}, "calibrate": True},
         "training": {"epochs": 1, "sampling_rate": 0.1, "clipping": "fixed"},
     })
 

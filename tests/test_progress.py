@@ -56,7 +56,7 @@ def shop_config(tmp_path: Path):
         "privacy": {"delta": 1e-4},
         "partition": {"method": "kernel_kmeans", "k": 2, "iterations": 3, "noise_multiplier": 5.0,
                       "features": 20, "gamma": 0.05},
-        "model": {"kind": "vae", "hidden": [8], "latent": 2},
+        "model": {"kind": "vae", "options": {"hidden": [8], "latent": 2}},
         "training": {"epochs": 1, "sampling_rate": 0.1, "hist_bins": 10, "log_every": 2},
     })
 

@@ -109,10 +109,11 @@ def shaped(n: int, m: int) -> BinaryDataset:
 
 def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path) -> None:
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 2.0, "delta": 1e-6},
-                            "model": {"hidden": [16], "kind": "vae"}, "data": {"records_magnitude": 10_000},
+                            "model": {"options": {"hidden": [16]}, "kind": "vae"},
+                            "data": {"records_magnitude": 10_000},
                             "runs_dir": str(tmp_path)})
     run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)  # N declared: 1e4
-    assert cfg.model.hidden == [16] and "model.hidden" not in run.ruled  # stated: kept
+    assert cfg.model.options == {"hidden": [16]} and "model.options" not in run.ruled  # stated: kept
     assert cfg.partition.method == "lloyd" and cfg.partition.k == 4 and cfg.model.calibrate is True
     run.start()
     assert run.planned_epsilon() == pytest.approx(2.0, abs=1e-6) and run.planned_epsilon() <= 2.0
@@ -309,7 +310,7 @@ def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -
     spent = sum(1 / (2 * plan[key] ** 2) * (2 * rules.LLOYD_ITERATIONS + 1 if key.startswith("partition.n") else 1)
                 for key in releases)
     options = plan.get("model.options", {})
-    if options:
+    if kind == "tree":
         spent += (f.n_items - 1) * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
     if plan["model.pairs_noise_multiplier"] is not None:  # the global pairs (not for a tree)
         spent += ((f.n_items - 1) * plan["model.pairs_select_epsilon"] ** 2 / 8

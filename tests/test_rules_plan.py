@@ -22,8 +22,8 @@ def test_every_decided_setting_of_an_unstated_plan_has_a_rule_row(name: str) -> 
     magnitude, items, epsilon, stated = settings()[name]
     facts = _facts(_config(magnitude, epsilon, items, stated), magnitude, items)
     chosen = plan(facts, top_items=stated.get("data", {}).get("top_items"))
-    assert set(DECIDED) - set(chosen.reasons) <= {"model.options"}  # a tree's options, where the model is a tree
-    assert ("model.options" in chosen.reasons) == (chosen.settings["model.kind"] == "tree")
+    assert set(DECIDED) - set(chosen.reasons) <= {"model.options"}  # options of a tree or a VAE, no other kind's
+    assert ("model.options" in chosen.reasons) == (chosen.settings["model.kind"] in ("tree", "vae"))
     assert "as the config states" not in chosen.reasons["model.kind"]
     assert words(chosen).startswith(f"The rules chose {chosen.reasons['model.kind']}, in ")
 

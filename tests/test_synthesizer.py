@@ -17,7 +17,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.evaluation.baselines import (
     BASELINES,
-    BaselineOptions,
+    MarginalsOptions,
     marginals_parameters,
     model_from_state,
     model_state,
@@ -26,7 +26,7 @@ from dpgm.evaluation.marginals import fit_marginals
 
 N, M = 400, 8
 #: Fast settings: a tiny VAE trained one epoch (about ten DP-SGD steps).
-TINY = {"options": {"model": {"kind": "vae", "hidden": [16], "latent": 2}, "training": {"epochs": 1}}}
+TINY = {"options": {"model": {"kind": "vae", "options": {"hidden": [16], "latent": 2}}, "training": {"epochs": 1}}}
 MBI_REASON = "AIM, MST and MWEM+PGM need the optional package mbi (pip install -e '.[peers]')"
 
 
@@ -229,10 +229,11 @@ def test_unfitted_synthesizer_says_so(tmp_path):
 # ---------------------------------------------------------------- baselines
 
 
-@pytest.mark.parametrize("method", ["marginals", "mwem"])
-def test_baseline_round_trip(method, tmp_path):
+@pytest.mark.parametrize(("method", "options"), [("marginals", {"mechanism": "laplace"}),
+                                                 ("mwem", {"rounds": 5, "queries": 50})])
+def test_baseline_round_trip(method, options, tmp_path):
     x = records()
-    synth = Synthesizer(method=method, epsilon=1.0, delta=1e-4, seed=0, options={"rounds": 5, "queries": 50})
+    synth = Synthesizer(method=method, epsilon=1.0, delta=1e-4, seed=0, options=options)
     out = synth.fit(sp.csr_matrix(x)).sample(60, seed=3)
     assert sp.issparse(out) and out.shape == (60, M)
     report = synth.privacy_report
@@ -271,7 +272,7 @@ def test_baselines_registry():
 
 
 def test_a_registered_baseline_runs_through_the_synthesizer(tmp_path):
-    @BASELINES.register("laplace_items", options=BaselineOptions, doc="a toy: laplace marginals, pure epsilon")
+    @BASELINES.register("laplace_items", options=MarginalsOptions, doc="a toy: laplace marginals, pure epsilon")
     def _toy(real, queries, *, epsilon, delta, rng, accountant, options):
         params = marginals_parameters(epsilon, delta, mechanism="laplace", accounting="pure")
         return fit_marginals(real, accountant=accountant, rng=rng, mechanism="laplace", **params), {}

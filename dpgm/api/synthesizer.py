@@ -80,8 +80,8 @@ class Synthesizer(BaseEstimator):
             need the optional package mbi).
         options: for dpgm, config options over ``config``: sections as dicts
             (``{"training": {"epochs": 5}}``) or dotted keys (``{"training.epochs": 5}``); for a
-            baseline, its options (``dpgm.evaluation.baselines.BaselineOptions``:
-            ``{"rounds": 20, "mechanism": "laplace"}``).
+            baseline, the fields of the options dataclass it registers
+            (``dpgm.evaluation.baselines.MarginalsOptions``, ``MwemOptions``, ...: ``{"mechanism": "laplace"}``).
         schema: a declared table (a DataFrame of categories and numbers): a schema file's path, its dict
             or a ``dpgm.tables.TableSchema`` (docs/guide/tables.md); public, listed in the privacy report.
         seed: makes the run a replayable experiment, whose report says NOT DIFFERENTIALLY

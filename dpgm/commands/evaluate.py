@@ -16,18 +16,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
+import yaml
 
 from dpgm.config_fields import check_epsilon
 from dpgm.data.paths import data_dir, resolve_data_path
 from dpgm.errors import ConfigError
 from dpgm.evaluation.counting import (
     BASELINES,
-    BaselineOptions,
     load_records,
     load_synthetic,
+    options_among,
     run_baseline,
     start_evaluation,
 )
@@ -69,6 +70,9 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     c.add_argument("--mechanism", choices=("gaussian", "laplace"), default="gaussian",
                    help="noise of the marginals baseline")
     c.add_argument("--rounds", type=int, default=50, help="MWEM rounds T (paper: 50)")
+    c.add_argument("--baseline-option", action="append", default=[], metavar="METHOD.NAME=VALUE",
+                   help="an option of one --baseline (the fields of the options dataclass it registers in "
+                        "dpgm/evaluation/baselines.py, e.g. aim.max_rounds=20; the value is read as YAML; repeatable)")
     c.add_argument("--queries", type=int, default=1000, help="number of queries (default 1000)")
     c.add_argument("--top-items", type=int, default=None,
                    help="transactions: keep the M most frequent items (exact counts: evaluation set-up)")
@@ -284,23 +288,41 @@ def _not_private(seed: int | None) -> list[str]:
     return reasons
 
 
+def baseline_settings(assignments: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
+    """``--baseline-option METHOD.NAME=VALUE`` as settings by dotted name; each names a --baseline of the run."""
+    out: dict[str, Any] = {}
+    for item in assignments:
+        key, sep, raw = item.partition("=")
+        method, dot, name = key.partition(".")
+        if not (sep and dot and name) or method not in methods:
+            raise ConfigError(f"--baseline-option {item!r}: expected METHOD.NAME=VALUE, METHOD one of this run's "
+                              f"--baseline ({', '.join(methods) or 'none given'})")
+        try:
+            out[key] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise ConfigError(f"--baseline-option {item!r}: cannot read the value") from None
+    return out
+
+
 def counting(args: argparse.Namespace) -> int:
     if not args.synthetic and not args.baseline:
         raise ConfigError("nothing to evaluate: give --synthetic PATH and/or --baseline mwem|marginals")
     if args.baseline and args.epsilon is None:
         raise ConfigError("--baseline needs --epsilon")
     if args.baseline:
-        check_epsilon(args.epsilon, "--epsilon")  # before the data are read
+        check_epsilon(args.epsilon, "--epsilon")  # before the data are read, as the baselines' options
+    settings = {"accounting": args.accounting, "mwem.rounds": args.rounds, "marginals.mechanism": args.mechanism,
+                **baseline_settings(args.baseline_option, args.baseline)}
+    options = {method: options_among(method, settings) for method in args.baseline}
     real = load_records(resolve_data_path(args.real), top_items=args.top_items, limit=args.limit)
     reasons = _not_private(args.seed)
     seeds = np.random.SeedSequence(args.seed).spawn(1 + len(args.baseline))
     evaluation = start_evaluation(real, args.queries, np.random.default_rng(seeds[0]))
     for path in args.synthetic:
         evaluation.add(str(path), load_synthetic(path, real))
-    options = BaselineOptions(accounting=args.accounting, rounds=args.rounds, mechanism=args.mechanism)
     for method, seed in zip(args.baseline, seeds[1:]):
         synthetic, report = run_baseline(method, real, evaluation.queries, epsilon=args.epsilon, delta=args.delta,
-                                         rng=np.random.default_rng(seed), options=options)
+                                         rng=np.random.default_rng(seed), options=options[method])
         evaluation.add(method, synthetic, report)
         pure = "n/a" if report.get("pure_epsilon") is None else f"{report['pure_epsilon']:.4g}"  # zCDP: none
         print(f"{method}: epsilon = {report['epsilon']:.4f} (RDP accountant; pure epsilon {pure}), "

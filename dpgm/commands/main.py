@@ -77,12 +77,19 @@ def components() -> dict[str, str]:
     return {registry.key: registry.listing() for registry in (PARTITIONERS, MODELS)}
 
 
+def component_options() -> dict[str, dict[str, type]]:
+    """Each registered model kind's options dataclass, under ``model.options`` (what the help lists of it)."""
+    from dpgm.models import MODELS
+
+    return {"model.options": {name: entry.options for name, entry in MODELS.entries.items() if entry.options}}
+
+
 def _config(argv: Sequence[str]) -> int:
     from dpgm.config import describe, shipped_config_names
 
     if argv:
         raise ConfigError(f"dpgm config takes no arguments, got {' '.join(argv)}")
-    print("\n".join(describe(registered=components())))
+    print("\n".join(describe(registered=components(), kinds=component_options())))
     print(f"\nshipped configs (dpgm train --config NAME): {', '.join(shipped_config_names())}")
     return 0
 

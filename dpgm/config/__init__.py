@@ -11,15 +11,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib.resources
-import math
-import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
+from dpgm.config.moved import moved_model_keys
 from dpgm.config_fields import opt
 from dpgm.config_sections import (
     STATISTICS_ONLY,
@@ -31,83 +30,14 @@ from dpgm.config_sections import (
     TrainingConfig,
 )
 from dpgm.errors import ConfigError
+from dpgm.typed import build
 
 __all__ = ["DEFAULT_CONFIG", "SHIPPED_CONFIGS", "STATISTICS_ONLY", "Config", "DataConfig", "ModelConfig",
-           "PartitionConfig", "PrivacyConfig", "TrainingConfig", "config_from_dict", "describe", "load_config", "opt",
-           "resolve_config_path", "shipped_config_names"]
+           "PartitionConfig", "PrivacyConfig", "TrainingConfig", "component_rows", "config_from_dict", "default_of",
+           "describe", "load_config", "moved_model_keys", "opt", "resolve_config_path", "shipped_config_names"]
 
 
 # ---------------------------------------------------------------- loading
-
-
-def _check_type(value: Any, tp: Any, where: str) -> Any:
-    """Check (and gently coerce int -> float) ``value`` against annotation ``tp``."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        errors = []
-        for arm in typing.get_args(tp):
-            try:
-                return _check_type(value, arm, where)
-            except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(f"{where}: {value!r} does not match {tp}")
-    if tp is type(None):
-        if value is None:
-            return None
-        raise ConfigError(f"{where}: expected null, got {value!r}")
-    if origin is Literal:
-        if value in typing.get_args(tp):
-            return value
-        raise ConfigError(f"{where}: {value!r} is not one of {list(typing.get_args(tp))}")
-    if origin is dict:
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            raise ConfigError(f"{where}: expected a mapping of names to values, got {value!r}")
-        return dict(value)
-    if origin is list:
-        (inner,) = typing.get_args(tp)
-        if not isinstance(value, list):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        return [_check_type(v, inner, f"{where}[{i}]") for i, v in enumerate(value)]
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, where)
-    if tp is float:
-        if isinstance(value, str):  # YAML 1.1 reads 1e-5 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                raise ConfigError(f"{where}: expected a number, got {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        if not math.isfinite(value):
-            raise ConfigError(f"{where}: must be finite, got {value!r}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-        return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-        return value
-    raise ConfigError(f"{where}: unsupported type {tp}")  # pragma: no cover
-
-
-def _build(cls: type, data: Any, section: str) -> Any:
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{section}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} in section {section!r} (known: {', '.join(sorted(names))})")
-    kwargs = {k: _check_type(v, hints[k], f"{section}.{k}" if section != "config" else k) for k, v in data.items()}
-    return cls(**kwargs)
 
 
 def _apply_override(data: dict[str, Any], assignment: str) -> None:
@@ -133,7 +63,9 @@ def config_from_dict(data: dict[str, Any], overrides: Sequence[str] = ()) -> Con
     data = copy.deepcopy(dict(data or {}))
     for assignment in overrides:
         _apply_override(data, assignment)
-    cfg = _build(Config, data, "config")
+    if "model" in data:  # older configs' flat model keys (model.hidden, ...) as model.options of their kind
+        data["model"] = moved_model_keys(data["model"])
+    cfg = build(Config, data, "config")
     cfg.validate()
     cfg.stated = frozenset(_dotted_keys(data))  # what ``rules: public`` must leave alone
     return cfg
@@ -219,16 +151,32 @@ def option_doc(f: dataclasses.Field, key: str, registered: Mapping[str, str]) ->
     return f"{doc}. Registered: {registered[key]}" if key in registered else doc
 
 
-def describe(cls: type = Config, prefix: str = "", registered: Mapping[str, str] | None = None) -> list[str]:
-    """One line per option: dotted key, default and documentation (``option_doc``)."""
-    lines, registered = [], registered or {}
+def default_of(f: dataclasses.Field) -> Any:
+    """The field's default (from its factory for lists and dicts)."""
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+
+
+def component_rows(key: str, kinds: Mapping[str, type]) -> list[tuple[str, Any, Any, str]]:
+    """(dotted key, default, type, doc) of every option of every component in ``kinds`` (name -> its options
+    dataclass) under the section ``key`` (``model.options``); each doc starts with the component that reads it."""
+    return [(f"{key}.{f.name}", default_of(f), typing.get_type_hints(cls)[f.name],
+             f"{name}: {f.metadata.get('doc', '')}".rstrip(": "))
+            for name, cls in sorted(kinds.items()) for f in dataclasses.fields(cls)]
+
+
+def describe(cls: type = Config, prefix: str = "", registered: Mapping[str, str] | None = None,
+             kinds: Mapping[str, Mapping[str, type]] | None = None) -> list[str]:
+    """One line per option: dotted key, default and documentation (``option_doc``); ``kinds``: for a section of
+    components' own options (``model.options``), each component's options dataclass by name."""
+    lines, registered, kinds = [], registered or {}, kinds or {}
     for f in dataclasses.fields(cls):
         hint = typing.get_type_hints(cls)[f.name]
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(hint):
             lines.append(f"{key}:  {f.metadata.get('doc', '')}")
-            lines += describe(hint, key + ".", registered)
+            lines += describe(hint, key + ".", registered, kinds)
         else:
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-            lines.append(f"  {key} = {default!r}  # {option_doc(f, key, registered)}")
+            lines.append(f"  {key} = {default_of(f)!r}  # {option_doc(f, key, registered)}")
+            rows = component_rows(key, kinds.get(key, {}))
+            lines += [f"    {name} = {default!r}  # {doc}" for name, default, _, doc in rows]
     return lines

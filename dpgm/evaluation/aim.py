@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -74,6 +75,8 @@ def default_rounds(n_items: int) -> int:
 @dataclass(frozen=True)
 class AimOptions(PgmOptions):
     """AIM's settings (``PgmOptions``; workload weight 1, the paper's 80 MB model size cap)."""
+
+    accounting: Literal["rdp"] = "rdp"  # a zCDP mechanism: its epsilon is the RDP accountant's, never pure
 
 
 class AimSchedule(RoundSchedule):

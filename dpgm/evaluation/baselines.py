@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -40,8 +40,8 @@ from dpgm.registry import Registry
 
 Accounting = Literal["rdp", "pure"]
 #: ``model_state`` and ``model_from_state`` are saved.py's, re-exported where the baselines are.
-__all__ = ["BASELINES", "BaselineFit", "BaselineOptions", "baseline_options", "fit_baseline", "model_from_state",
-           "model_state", "run_baseline"]
+__all__ = ["BASELINES", "AimOptions", "BaselineFit", "MarginalsOptions", "MstOptions", "MwemOptions", "MwemPgmOptions",
+           "baseline_options", "fit_baseline", "model_from_state", "model_state", "options_among", "run_baseline"]
 
 
 class BaselineModel(Protocol):
@@ -53,24 +53,36 @@ class BaselineModel(Protocol):
     def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset: ...
 
 
-@dataclass
-class BaselineOptions:
-    """Settings of the baselines (defaults follow the DPGM paper: MWEM with T = 50 rounds)."""
+@dataclass(frozen=True)
+class MwemOptions:
+    """MWEM's options (defaults follow the DPGM paper: T = 50 rounds)."""
 
     accounting: Accounting = "rdp"
     rounds: int = 50
     n_fraction: float = 0.05
     repeat_updates: int = 10
     support_size: int = 10_000
-    mechanism: Mechanism = "gaussian"
-    max_length: int | None = None
     #: MWEM's workload when none is given (``fit_baseline(queries=None)``): this many random
     #: item-set queries of the paper's kind, lengths up to ``query_max_length`` (default: every
     #: item), drawn without looking at the data.
     queries: int = 1000
     query_max_length: int | None = None
-    aim: AimOptions = field(default_factory=AimOptions)
-    mwem_pgm: MwemPgmOptions = field(default_factory=MwemPgmOptions)
+
+
+@dataclass(frozen=True)
+class MarginalsOptions:
+    """The independent marginals' options: the noise and, optionally, the longest record kept."""
+
+    accounting: Accounting = "rdp"
+    mechanism: Mechanism = "gaussian"
+    max_length: int | None = None
+
+
+@dataclass(frozen=True)
+class MstOptions:
+    """MST takes no settings but its accounting: a zCDP mechanism's epsilon is the RDP accountant's."""
+
+    accounting: Literal["rdp"] = "rdp"
 
 
 @dataclass
@@ -138,15 +150,15 @@ def marginals_parameters(
     return {"noise_multiplier": sigma}
 
 
-def workload(n_items: int, options: BaselineOptions, rng: np.random.Generator) -> QuerySet:
+def workload(n_items: int, options: MwemOptions, rng: np.random.Generator) -> QuerySet:
     """MWEM's default workload: ``options.queries`` random item-set queries (public randomness)."""
     maxlen = n_items if options.query_max_length is None else min(options.query_max_length, n_items)
     return make_queries(n_items, maxlen, options.queries, rng)
 
 
-@BASELINES.register("mwem", options=BaselineOptions, doc="MWEM (Hardt et al.) on an item-set query workload")
+@BASELINES.register("mwem", options=MwemOptions, doc="MWEM (Hardt et al.) on an item-set query workload")
 def _mwem(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
-          rng: np.random.Generator, accountant: Accountant, options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+          rng: np.random.Generator, accountant: Accountant, options: MwemOptions) -> tuple[Any, dict[str, Any]]:
     pure = mwem_pure_epsilon(epsilon, delta, rounds=options.rounds, n_fraction=options.n_fraction,
                              accounting=options.accounting)
     if queries is None:
@@ -157,17 +169,17 @@ def _mwem(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delt
     return model, {"pure_epsilon": pure, "rounds": options.rounds, "domain": type(model.domain).__name__}
 
 
-@BASELINES.register("marginals", options=BaselineOptions, doc="independent item frequencies (one noisy release)")
+@BASELINES.register("marginals", options=MarginalsOptions, doc="independent item frequencies (one noisy release)")
 def _marginals(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
                rng: np.random.Generator, accountant: Accountant,
-               options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+               options: MarginalsOptions) -> tuple[Any, dict[str, Any]]:
     params = marginals_parameters(epsilon, delta, mechanism=options.mechanism, accounting=options.accounting)
     model = fit_marginals(real, accountant=accountant, rng=rng, mechanism=options.mechanism,
                           max_length=options.max_length, **params)
     return model, {"pure_epsilon": params.get("epsilon"), "mechanism": options.mechanism, **params}
 
 
-def _zcdp_only(method: str, options: BaselineOptions) -> None:
+def _zcdp_only(method: str, options: AimOptions | MstOptions | MwemPgmOptions) -> None:
     if options.accounting == "pure":
         raise ConfigError(f"{method}: a zCDP mechanism, no pure-epsilon accounting")
 
@@ -176,53 +188,52 @@ def _pgm_report(model: Any) -> dict[str, Any]:
     return {"rho": model.rho, "rounds": len(model.rounds), "fit_seconds": model.seconds}
 
 
-@BASELINES.register("aim", options=BaselineOptions, doc="AIM (McKenna et al.): needs mbi")
+@BASELINES.register("aim", options=AimOptions, doc="AIM (McKenna et al.): needs mbi")
 def _aim(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
-         rng: np.random.Generator, accountant: Accountant, options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+         rng: np.random.Generator, accountant: Accountant, options: AimOptions) -> tuple[Any, dict[str, Any]]:
     _zcdp_only("aim", options)
-    model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=options.aim)
+    model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=options)
     return model, _pgm_report(model)
 
 
-@BASELINES.register("mst", options=BaselineOptions, doc="MST (McKenna et al.): needs mbi")
+@BASELINES.register("mst", options=MstOptions, doc="MST (McKenna et al.): needs mbi")
 def _mst(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
-         rng: np.random.Generator, accountant: Accountant, options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+         rng: np.random.Generator, accountant: Accountant, options: MstOptions) -> tuple[Any, dict[str, Any]]:
     _zcdp_only("mst", options)
     model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
     return model, _pgm_report(model)
 
 
-@BASELINES.register("mwem_pgm", options=BaselineOptions, doc="MWEM with a graphical model (MWEM+PGM): needs mbi")
+@BASELINES.register("mwem_pgm", options=MwemPgmOptions, doc="MWEM with a graphical model (MWEM+PGM): needs mbi")
 def _mwem_pgm(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
               rng: np.random.Generator, accountant: Accountant,
-              options: BaselineOptions) -> tuple[Any, dict[str, Any]]:
+              options: MwemPgmOptions) -> tuple[Any, dict[str, Any]]:
     _zcdp_only("mwem_pgm", options)
-    model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant,
-                         options=options.mwem_pgm)
+    model = fit_mwem_pgm(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=options)
     return model, _pgm_report(model)
 
 
-def baseline_options(method: str, values: dict[str, Any] | None) -> BaselineOptions:
-    """Typed options of ``method`` from a mapping: BaselineOptions' fields, ``aim`` and
-    ``mwem_pgm`` as mappings of their own options or dotted (``"aim.rounds": 3``)."""
-    flat: dict[str, Any] = {}
-    nested: dict[str, dict[str, Any]] = {"aim": {}, "mwem_pgm": {}}
+def baseline_options(method: str, values: dict[str, Any] | None) -> Any:
+    """The typed options of ``method`` (the dataclass it registers) from a mapping of its option names; a name
+    may carry the method's own prefix (``"aim.rounds"``, or ``{"aim": {...}}``, as the options of several
+    baselines are written together). An unknown name or a mistyped value is a one-line ConfigError."""
+    own: dict[str, Any] = {}
     for key, value in dict(values or {}).items():
         head, _, rest = key.partition(".")
-        if rest and head in nested:
-            nested[head][rest] = value
-        elif head in nested and isinstance(value, dict):
-            nested[head].update(value)
+        if key == method and isinstance(value, dict):
+            own.update(value)
         else:
-            flat[key] = value
-    for key, cls in (("aim", AimOptions), ("mwem_pgm", MwemPgmOptions)):
-        if nested[key]:
-            known = {f.name for f in dataclasses.fields(cls)}
-            unknown = sorted(set(nested[key]) - known)
-            if unknown:
-                raise ConfigError(f"baseline {key}: unknown option {unknown[0]!r} (known: {', '.join(sorted(known))})")
-            flat[key] = cls(**nested[key])
-    return BASELINES.options(method, flat)
+            own[rest if head == method and rest else key] = value
+    return BASELINES.options(method, own)
+
+
+def options_among(method: str, settings: dict[str, Any]) -> Any:
+    """``method``'s options among settings written for several baselines (a command line's flags): the names
+    prefixed by ``method.`` and the unprefixed names its options have; the rest belong to other baselines."""
+    cls = BASELINES.entry(method).options
+    names = {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+    return baseline_options(method, {key: value for key, value in settings.items()
+                                     if key in names or key.partition(".")[0] == method})
 
 
 def fit_baseline(
@@ -233,24 +244,25 @@ def fit_baseline(
     epsilon: float,
     delta: float | None = None,
     rng: np.random.Generator,
-    options: BaselineOptions | None = None,
+    options: Any = None,
 ) -> BaselineFit:
     """Fit the registered baseline ``method`` on ``real`` at (epsilon, delta), checked as a dpgm run's:
     epsilon in (0, MAX_EPSILON], delta at most 1/N (None: 1/(100 N)), N the records' order of magnitude.
 
+    ``options``: the method's registered options (``baseline_options``; None: their defaults).
     ``queries``: MWEM's workload (None: ``options.queries`` random ones, drawn from ``rng``).
     The report holds the method's settings, N as a public input and its own accountant's numbers
     (budget = epsilon).
     """
     entry = BASELINES.entry(method)
-    opts = options or BaselineOptions()
+    opts = options if options is not None else BASELINES.options(method, None)
     check_epsilon(epsilon, "epsilon")
     magnitude = records_magnitude(real.n_records)
     uses = "the check delta <= 1/N" + (", the default delta 1/(100 N)" if delta is None else "")
     delta = default_delta(real.n_records) if delta is None else delta
     check_delta(delta, magnitude, "delta")
     accountant = Accountant(delta=delta, budget_epsilon=epsilon)
-    report: dict[str, Any] = {"method": method, "accounting": opts.accounting, "public_inputs": [
+    report: dict[str, Any] = {"method": method, "accounting": getattr(opts, "accounting", "rdp"), "public_inputs": [
         {"quantity": "order of magnitude of the number of records", "value": magnitude, "why": uses}]}
     with progress_scope(epsilon=epsilon_of(accountant)):  # the baseline's bars show its own epsilon
         model, extra = entry.factory(real, queries, epsilon=epsilon, delta=delta, rng=rng,
@@ -268,7 +280,7 @@ def run_baseline(
     epsilon: float,
     delta: float | None,
     rng: np.random.Generator,
-    options: BaselineOptions | None = None,
+    options: Any = None,
     n_synthetic: int | None = None,
 ) -> tuple[BinaryDataset, dict[str, Any]]:
     """Fit ``method`` (a registered baseline: mwem, marginals, aim, mst, mwem_pgm) at (epsilon,

@@ -21,10 +21,11 @@ from dpgm.errors import ConfigError, DataError
 from dpgm.evaluation.baselines import (
     BASELINES,
     Accounting,
-    BaselineOptions,
     accountant_epsilon,
+    baseline_options,
     marginals_parameters,
     mwem_pure_epsilon,
+    options_among,
     run_baseline,
 )
 from dpgm.evaluation.queries import (
@@ -38,9 +39,9 @@ from dpgm.evaluation.queries import (
 #: The baselines (``BASELINES``, a registry) and their budgets live in dpgm/evaluation/baselines.py;
 #: their names stay importable from here for the commands and benchmarks.
 __all__ = [
-    "BASELINES", "Accounting", "BaselineOptions", "CountingEvaluation", "accountant_epsilon", "is_csv",
-    "load_records", "load_synthetic", "marginals_parameters", "mwem_pure_epsilon", "present_label_column",
-    "run_baseline", "start_evaluation",
+    "BASELINES", "Accounting", "CountingEvaluation", "accountant_epsilon", "baseline_options", "is_csv",
+    "load_records", "load_synthetic", "marginals_parameters", "mwem_pure_epsilon", "options_among",
+    "present_label_column", "run_baseline", "start_evaluation",
 ]
 
 

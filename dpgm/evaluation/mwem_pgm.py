@@ -49,6 +49,7 @@ pick are absent, and the record lengths are only as good as the pairs imply.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -75,6 +76,7 @@ class MwemPgmOptions(pgm.PgmOptions):
 
     max_model_size: float = 25.0
     max_iters: int = 1000
+    accounting: Literal["rdp"] = "rdp"  # a zCDP mechanism: its epsilon is the RDP accountant's, never pure
 
 
 class MwemPgmSchedule(pgm.RoundSchedule):

@@ -12,16 +12,16 @@ from torch import nn
 
 from dpgm.config import STATISTICS_ONLY, ModelConfig
 from dpgm.models.attribute_tree import AttributeTree
-from dpgm.models.conv_vae import ConvVAE
+from dpgm.models.conv_vae import ConvVAE, ConvVaeOptions
 from dpgm.models.independent import Independent
 from dpgm.models.protocol import DPSGDModel, GenerativeModel
-from dpgm.models.rbm import RBM
+from dpgm.models.rbm import RBM, RbmOptions
 from dpgm.models.tree import Tree, TreeOptions
-from dpgm.models.vae import VAE
+from dpgm.models.vae import VAE, VaeOptions
 from dpgm.registry import Registry
 
-__all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "AttributeTree", "ConvVAE", "DPSGDModel", "GenerativeModel",
-           "Independent", "Tree", "build_model"]
+__all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "AttributeTree", "ConvVAE", "ConvVaeOptions", "DPSGDModel",
+           "GenerativeModel", "Independent", "RbmOptions", "Tree", "TreeOptions", "VaeOptions", "build_model"]
 
 
 #: Models by ``model.kind``: each factory takes (model config, options, n_items, generator).
@@ -34,20 +34,21 @@ def build_model(cfg: ModelConfig, n_items: int, *, generator: torch.Generator | 
     return MODELS.entry(cfg.kind).factory(cfg, options, n_items, generator)
 
 
-@MODELS.register("vae", doc="a VAE with Bernoulli outputs (paper section 4.2)")
-def _vae(cfg: ModelConfig, _options: None, n_items: int, generator: torch.Generator | None) -> nn.Module:
-    return VAE(n_items, hidden=cfg.hidden, latent=cfg.latent, draws=cfg.draws, generator=generator)
+@MODELS.register("vae", options=VaeOptions, doc="a VAE with Bernoulli outputs (paper section 4.2)")
+def _vae(cfg: ModelConfig, options: VaeOptions, n_items: int, generator: torch.Generator | None) -> nn.Module:
+    return VAE(n_items, hidden=options.hidden, latent=options.latent, draws=options.draws, generator=generator)
 
 
-@MODELS.register("conv_vae", doc="a small convolutional VAE for square images")
-def _conv_vae(cfg: ModelConfig, _options: None, n_items: int, generator: torch.Generator | None) -> nn.Module:
-    return ConvVAE(n_items, channels=cfg.channels, latent=cfg.latent, norm=cfg.norm, draws=cfg.draws,
+@MODELS.register("conv_vae", options=ConvVaeOptions, doc="a small convolutional VAE for square images")
+def _conv_vae(cfg: ModelConfig, options: ConvVaeOptions, n_items: int, generator: torch.Generator | None) -> nn.Module:
+    return ConvVAE(n_items, channels=options.channels, latent=options.latent, norm=options.norm, draws=options.draws,
                    generator=generator)
 
 
-@MODELS.register("rbm", doc="a Bernoulli RBM trained by persistent contrastive divergence")
-def _rbm(cfg: ModelConfig, _options: None, n_items: int, generator: torch.Generator | None) -> nn.Module:
-    return RBM(n_items, n_hidden=cfg.rbm_hidden, gibbs_steps=cfg.gibbs_steps, chains=cfg.chains, generator=generator)
+@MODELS.register("rbm", options=RbmOptions, doc="a Bernoulli RBM trained by persistent contrastive divergence")
+def _rbm(cfg: ModelConfig, options: RbmOptions, n_items: int, generator: torch.Generator | None) -> nn.Module:
+    return RBM(n_items, n_hidden=options.hidden, gibbs_steps=options.gibbs_steps, chains=options.chains,
+               generator=generator)
 
 
 @MODELS.register("independent", doc="independent items at the part's noisy mean (no DP-SGD)")

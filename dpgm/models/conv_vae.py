@@ -12,12 +12,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
+from dpgm.config_fields import opt
 from dpgm.errors import ConfigError
-from dpgm.models.vae import GaussianVAE, init_linear
+from dpgm.models.vae import DRAWS_DOC, GaussianVAE, init_linear
+
+
+@dataclass(frozen=True)
+class ConvVaeOptions:
+    """``model.options`` of ``model.kind: conv_vae``: its convolutions, latent dimension and draws."""
+
+    channels: list[int] = opt([16, 32], "channels of the encoder's stride-2 convolutions, one count per "  # noqa: RUF009
+                                        "convolution (28 x 28 images: two give 7 x 7 feature maps, three 4 x 4); the "
+                                        "decoder mirrors them")
+    latent: int = opt(2, "latent dimension")
+    norm: bool = opt(False, "group normalisation (groups of up to 4 channels, no affine parameters: nothing outside "
+                            "the clipped layers) after every hidden convolution")
+    draws: int = opt(1, DRAWS_DOC)
+
+    def __post_init__(self) -> None:
+        if not (len(self.channels) >= 1 and all(c >= 1 for c in self.channels)):
+            raise ValueError(f"channels must be one or more counts >= 1, got {self.channels}")
+        if not (self.latent >= 1 and self.draws >= 1):
+            raise ValueError(f"latent and draws must be >= 1, got {self.latent}, {self.draws}")
 
 
 class PixelBias(nn.Module):

@@ -13,14 +13,30 @@ negative phase's uniforms up front (``post_processing_noise``) in its documented
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dpgm.config_fields import opt
 from dpgm.errors import ConfigError
 from dpgm.models.draws import bernoulli_draws
 from dpgm.streams import draw_device
+
+
+@dataclass(frozen=True)
+class RbmOptions:
+    """``model.options`` of ``model.kind: rbm``: its hidden units and persistent chains."""
+
+    hidden: int = opt(200, "number of hidden units")
+    gibbs_steps: int = opt(1, "Gibbs steps per update of the persistent chains")
+    chains: int = opt(100, "number of persistent chains")
+
+    def __post_init__(self) -> None:
+        if min(self.hidden, self.gibbs_steps, self.chains) < 1:
+            raise ValueError(f"hidden, gibbs_steps and chains must be >= 1, got {self.hidden}, {self.gibbs_steps}, "
+                             f"{self.chains}")
 
 
 class RBM(nn.Module):

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dpgm.config_fields import opt
 from dpgm.models.draws import bernoulli_draws
 from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 
@@ -26,12 +27,12 @@ from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 class TreeOptions:
     """``model.options`` of ``model.kind: tree`` (spent by dpgm.stages.item_pairs)."""
 
-    select_epsilon: float = 0.1  # epsilon of each of the n_items - 1 edge selections (exponential mechanism)
-    pair_noise_multiplier: float = 20.0  # noise std / L2 sensitivity of the chosen pairs' counts
-    #: a tree over a declared table's attributes (dpgm.models.attribute_tree; needs data.attribute_sizes)
-    by_attribute: bool = False
-    #: release every pair's count (no selections) and let the release follow them all (needs a length histogram)
-    all_pairs: bool = False
+    select_epsilon: float = opt(0.1, "epsilon of each of the n_items - 1 edge selections (exponential mechanism)")
+    pair_noise_multiplier: float = opt(20.0, "noise std / L2 sensitivity of the chosen pairs' counts")
+    by_attribute: bool = opt(False, "a tree over a declared table's attributes (dpgm.models.attribute_tree; needs "
+                                    "data.attribute_sizes)")
+    all_pairs: bool = opt(False, "release every pair's count (no selections) and let the release follow them all "
+                                 "(needs length_noise_multiplier or lengths_from_bound)")
 
     def __post_init__(self) -> None:
         if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):

@@ -12,14 +12,35 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from dpgm.config_fields import opt
 from dpgm.errors import ConfigError
 from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 from dpgm.streams import draw_device
+
+#: Help of the latent draws per record, an option of every VAE kind.
+DRAWS_DOC = ("latent draws per record in each DP-SGD step; the record's loss is the mean of their ELBOs (DPDM's noise "
+             "multiplicity: less gradient variance per record before clipping, at the same privacy cost, for one "
+             "decoder pass per draw)")
+
+
+@dataclass(frozen=True)
+class VaeOptions:
+    """``model.options`` of ``model.kind: vae``: the MLP VAE's shape (paper: 200 ReLU, 2-d latent)."""
+
+    hidden: list[int] = opt([200], "widths of the hidden ReLU layers of encoder and decoder")  # noqa: RUF009
+    latent: int = opt(2, "latent dimension")
+    draws: int = opt(1, DRAWS_DOC)
+
+    def __post_init__(self) -> None:
+        if not (all(h >= 1 for h in self.hidden) and self.latent >= 1 and self.draws >= 1):
+            raise ValueError(f"hidden widths, latent and draws must be >= 1, got {self.hidden}, {self.latent}, "
+                             f"{self.draws}")
 
 
 def init_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:

@@ -12,7 +12,8 @@ from dpgm.models import build_model
 
 
 def _canaries(included: np.ndarray, rate: float = 1.0) -> tuple[GradientCanaries, torch.nn.Module]:
-    model = build_model(config_from_dict({}, ["model.hidden=[4]"]).model, 3 + GradientCanaries.marks(len(included), 4))
+    model = build_model(config_from_dict({}, ["model.options={hidden: [4]}"]).model,
+                        3 + GradientCanaries.marks(len(included), 4))
     return GradientCanaries(model, 3, included, rate, np.random.default_rng(0)), model
 
 

@@ -25,7 +25,7 @@ from dpgm.models import build_model
 #: 300 digits, 100 DP-SGD steps at q = 0.1, the noise calibrated to epsilon 1 (fixed clipping).
 SMALL = [
     "data.limit=300",
-    "model.hidden=[32]",
+    "model.options={hidden: [32]}",
     "training.sampling_rate=0.1",
     "training.epochs=10",
     "privacy.target_epsilon=1.0",
@@ -114,7 +114,7 @@ def test_rules_public_configs_are_audited_with_their_rules() -> None:
         audited_config(ruled, base)  # the rules fit a tree: nothing trained to audit
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0}, "model": {"kind": "vae"}})
     audited, delta, steps, claim = audited_config(cfg, base)
-    assert audited.model.kind == "vae" and audited.model.hidden == [128]
+    assert audited.model.kind == "vae" and audited.model.options == {"hidden": [128], "latent": 8}
     assert audited.training.clipping == "fixed" and audited.training.clip_norm == 30.0
     assert audited.model.output_bias == "default" and delta == 1e-6 and steps == 205
     assert claim == pytest.approx(1.0, abs=1e-3) and claim <= 1.0
@@ -138,7 +138,7 @@ def test_plans_are_checked() -> None:
 
 
 def test_weight_scores_measure_how_far_each_mark_column_moved() -> None:
-    model = build_model(config_from_dict({}, ["model.hidden=[8]"]).model, 4 + 3)
+    model = build_model(config_from_dict({}, ["model.options={hidden: [8]}"]).model, 4 + 3)
     initial = [w.detach().clone() for w in input_weights(model)]
     assert [tuple(w.shape) for w in initial] == [(8, 7)]  # the encoder's first layer only
     with torch.no_grad():
@@ -166,7 +166,7 @@ def test_cli_prints_claim_bound_and_cap_and_writes_json(tmp_path, capsys) -> Non
     out = tmp_path / "audit.json"
     sets = [
         a
-        for kv in ["data.limit=100", "model.hidden=[16]", "training.epochs=1"]
+        for kv in ["data.limit=100", "model.options={hidden: [16]}", "training.epochs=1"]
         for a in ("--set", kv)
     ]
     code = main(
@@ -189,7 +189,7 @@ def test_rbm_free_energy_scores_see_the_noise_off_run() -> None:
     sets = [
         "data.limit=200",
         "model.kind=rbm",
-        "model.rbm_hidden=32",
+        "model.options={hidden: 32}",
         "training.epochs=20",
         "training.sampling_rate=0.1",
         "training.clipping=fixed",

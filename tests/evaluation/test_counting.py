@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError, DataError
 from dpgm.evaluation.counting import (
-    BaselineOptions,
     accountant_epsilon,
+    baseline_options,
     load_synthetic,
     marginals_parameters,
     mwem_pure_epsilon,
@@ -53,7 +53,7 @@ def test_run_baseline_reports_its_budget(method: str) -> None:
     data = real_data()
     evaluation = start_evaluation(data, 20, np.random.default_rng(1))
     synthetic, report = run_baseline(method, data, evaluation.queries, epsilon=1.0, delta=1e-4,
-                                     rng=np.random.default_rng(2), options=BaselineOptions(rounds=5))
+                                     rng=np.random.default_rng(2), options=baseline_options(method, {"rounds": 5} if method == "mwem" else {}))
     assert report["epsilon"] <= 1.0
     if method == "mwem":
         # MWEM's Laplace releases are exact discrete Laplaces charged at a matched epsilon' below

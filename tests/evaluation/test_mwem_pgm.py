@@ -158,7 +158,7 @@ def test_run_baseline_mwem_pgm() -> None:
     import scipy.sparse as sp
 
     from dpgm.data.dataset import BinaryDataset
-    from dpgm.evaluation.counting import BASELINES, BaselineOptions, run_baseline
+    from dpgm.evaluation.counting import BASELINES, run_baseline
     from dpgm.evaluation.queries import make_queries
 
     assert "mwem_pgm" in BASELINES
@@ -167,6 +167,6 @@ def test_run_baseline_mwem_pgm() -> None:
     queries = make_queries(5, 3, 20, np.random.default_rng(0))
     syn, report = run_baseline("mwem_pgm", real, queries, epsilon=1.0, delta=1e-6,
                                rng=np.random.default_rng(6), n_synthetic=400,
-                               options=BaselineOptions(mwem_pgm=MwemPgmOptions(max_iters=50)))
+                               options=MwemPgmOptions(max_iters=50))
     assert isinstance(syn, BinaryDataset) and syn.n_records == 400 and syn.item_names == list("abcde")
     assert report["rounds"] == 5 and report["epsilon"] <= 1.0

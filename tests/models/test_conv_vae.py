@@ -62,7 +62,7 @@ def test_each_convolution_halves_the_side_and_the_decoder_mirrors_it(side, chann
 
 
 def test_config_builds_it_and_the_release_round_trips(tmp_path) -> None:
-    cfg = ModelConfig(kind="conv_vae", channels=[3, 5], latent=4)
+    cfg = ModelConfig(kind="conv_vae", options={"channels": [3, 5], "latent": 4})
     models = [build_model(cfg, 64, generator=torch.Generator().manual_seed(j)) for j in range(2)]
     (tmp_path / "privacy_report.json").write_text('{"epsilon": 1.0, "delta": 1e-5}')
     save_models(tmp_path, models, [10.0, 20.0], cfg, [f"px{j}" for j in range(64)], (8, 8))
@@ -71,9 +71,9 @@ def test_config_builds_it_and_the_release_round_trips(tmp_path) -> None:
         assert isinstance(b, ConvVAE) and b.channels == [3, 5]
         assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
     with pytest.raises(ConfigError, match="channels"):
-        ModelConfig(kind="conv_vae", channels=[]).validate()
+        build_model(ModelConfig(kind="conv_vae", options={"channels": []}), 64)
     with pytest.raises(ConfigError, match="channels"):
-        ModelConfig(kind="conv_vae", channels=[3, 0]).validate()
+        build_model(ModelConfig(kind="conv_vae", options={"channels": [3, 0]}), 64)
 
 
 def test_models_with_convolutions_step_alone() -> None:
@@ -89,7 +89,7 @@ def test_a_digits_run_trains_and_releases_conv_vaes(tmp_path) -> None:
     from dpgm.release import sample_chunks
     from tests.training.test_run import tiny_config
 
-    cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.channels": "[2, 3]", "model.output_bias": "noisy_mean",
+    cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.options": "{channels: [2, 3]}", "model.output_bias": "noisy_mean",
                                    "training.epochs": 2})
     run_dir, report = run_mod.train(cfg, progress=False)
     mixture = load_release(run_dir)
@@ -128,7 +128,7 @@ def test_norm_adds_a_group_norm_without_parameters_after_each_hidden_convolution
     plain = ConvVAE(64, channels=[4, 6], latent=3, generator=torch.Generator().manual_seed(0))
     assert plain.state_dict().keys() != model.state_dict().keys()  # layers shift, the weights are the same draws
     assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), model.parameters()))
-    cfg = ModelConfig(kind="conv_vae", channels=[4, 6], latent=3, norm=True)
+    cfg = ModelConfig(kind="conv_vae", options={"channels": [4, 6], "latent": 3, "norm": True})
     (tmp_path / "privacy_report.json").write_text('{"epsilon": 1.0, "delta": 1e-5}')
     save_models(tmp_path, [model], [10.0], cfg, [f"px{j}" for j in range(64)], (8, 8))
     loaded = load_release(tmp_path).models[0]
@@ -143,7 +143,8 @@ def test_a_digits_run_with_a_decoder_clip_share_trains_and_an_rbm_config_is_refu
     from dpgm.pipeline import run as run_mod
     from tests.training.test_run import tiny_config
 
-    base = {"model.kind": "conv_vae", "model.channels": "[2, 3]", "training.clipping": "fixed", "training.epochs": 1}
+    base = {"model.kind": "conv_vae", "model.options": "{channels: [2, 3]}", "training.clipping": "fixed",
+            "training.epochs": 1}
     _, grouped = run_mod.train(tiny_config(tmp_path / "a", **base, **{"training.decoder_clip_share": 0.6}), progress=False)
     _, flat = run_mod.train(tiny_config(tmp_path / "b", **base), progress=False)
     assert grouped["epsilon"] == flat["epsilon"] and grouped["plan"]["steps_taken"] == flat["plan"]["steps_taken"] > 0

@@ -85,9 +85,9 @@ def test_plain_training_learns_two_clusters() -> None:
 
 
 def test_build_model_from_config() -> None:
-    vae = build_model(ModelConfig(kind="vae", hidden=[30, 20], latent=4), 12)
+    vae = build_model(ModelConfig(kind="vae", options={"hidden": [30, 20], "latent": 4}), 12)
     assert isinstance(vae, VAE) and vae.hidden == [30, 20] and vae.latent == 4
-    rbm = build_model(ModelConfig(kind="rbm", rbm_hidden=9, gibbs_steps=3, chains=7), 12)
+    rbm = build_model(ModelConfig(kind="rbm", options={"hidden": 9, "gibbs_steps": 3, "chains": 7}), 12)
     assert isinstance(rbm, RBM) and rbm.n_hidden == 9 and rbm.gibbs_steps == 3 and rbm.chains.shape == (7, 12)
 
 

@@ -68,7 +68,7 @@ def test_one_record_moves_the_tree_total_by_less_than_the_stated_bound() -> None
 def _config(tmp_path, name: str, merge_below: float):
     return config_from_dict({
         "runs_dir": str(tmp_path), "name": name, "privacy": {"delta": 1e-6, "target_epsilon": 8.0}, "seed": 4,
-        "model": {"kind": "vae", "hidden": [8], "latent": 2, "mean_noise_multiplier": 2.0},
+        "model": {"kind": "vae", "options": {"hidden": [8], "latent": 2}, "mean_noise_multiplier": 2.0},
         "training": {"epochs": 0.5, "sampling_rate": 0.05, "clipping": "fixed"},
         "partition": {"method": "lloyd", "k": 3, "iterations": 2, "noise_multiplier": 4.0,
                       "dependence_noise_multiplier": 3.0, "merge_below": merge_below}})

@@ -30,7 +30,7 @@ TREE_OPTIONS = {"select_epsilon": 0.2, "pair_noise_multiplier": 3.0}
 def _config(tmp_path, name: str, tree_above: float, **model):
     return config_from_dict({
         "runs_dir": str(tmp_path), "name": name, "privacy": {"delta": 1e-6, "target_epsilon": 8.0}, "seed": 4,
-        "model": {"kind": "vae", "hidden": [8], "latent": 2, "mean_noise_multiplier": 2.0, "calibrate": True,
+        "model": {"kind": "vae", "options": {"hidden": [8], "latent": 2}, "mean_noise_multiplier": 2.0, "calibrate": True,
                   "tree_above": tree_above, "tree_options": TREE_OPTIONS, **model},
         "training": {"epochs": 0.5, "sampling_rate": 0.05, "clipping": "fixed"},
         "partition": {"method": "none", "noise_multiplier": 4.0, "dependence_noise_multiplier": 3.0}})

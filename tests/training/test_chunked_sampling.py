@@ -62,7 +62,7 @@ def chunked_config(tmp_path: Path, path: Path, **over):
         "data": {"source": "transactions", "path": str(path), "n_items": 40, "chunk_mb": 0.001},
         "privacy": {"delta": 1e-4},
         "partition": {"method": "lloyd", "k": 3, "iterations": 2, "noise_multiplier": 5.0},
-        "model": {"kind": "vae", "hidden": [16], "latent": 2, "output_bias": "noisy_mean",
+        "model": {"kind": "vae", "options": {"hidden": [16], "latent": 2}, "output_bias": "noisy_mean",
                   "length_noise_multiplier": 5.0},
         "training": {"epochs": 2, "sampling_rate": 0.05, "checkpoint_every": 4, "chunk_window": 6},
     }
@@ -137,7 +137,7 @@ def test_a_csv_or_parquet_run_in_chunks_releases_what_the_run_in_memory_releases
     from tests.data.test_chunks import csv_file, parquet_file
 
     path = csv_file(tmp_path, n=300, label=False) if source == "csv" else parquet_file(tmp_path, n=300)
-    over = {"data.source": source, "data.path": str(path), "data.n_items": "null", "model.hidden": "[8]",
+    over = {"data.source": source, "data.path": str(path), "data.n_items": "null", "model.options": "{hidden: [8]}",
             "training.epochs": 0.5, **({"data.label_column": "digit"} if source == "parquet" else {})}
     _, chunks = run_mod.train(chunked_config(tmp_path, path, name="chunks", **over), progress=False)
     _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **over, **{"data.chunk_mb": "null"}),

@@ -115,7 +115,8 @@ def test_a_buffer_on_another_device_gets_the_generators_draws():
 
 
 @cuda
-@pytest.mark.parametrize("over", [{}, {"model.kind": "rbm", "model.rbm_hidden": "16"}, {"privacy.secure_mode": "true"}],
+@pytest.mark.parametrize("over", [{}, {"model.kind": "rbm", "model.options": "{hidden: 16}"},
+                                  {"privacy.secure_mode": "true"}],
                          ids=["vae", "rbm", "secure"])
 def test_a_gpu_run_with_the_streams_noise_is_the_cpu_run(tmp_path, over):
     assert_same_run(tmp_path, "cuda", {**over, "training.device_noise": "false"})

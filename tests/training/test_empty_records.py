@@ -42,7 +42,7 @@ def config(tmp_path: Path, name: str, sigma: float | None = 2.0, **over):
         "privacy": {"delta": 1e-4},
         "partition": {"method": "lloyd", "k": 2, "iterations": 2, "noise_multiplier": 5.0,
                       "empty_part_noise_multiplier": sigma},
-        "model": {"kind": "vae", "hidden": [8], "latent": 2, "calibrate": True},
+        "model": {"kind": "vae", "options": {"hidden": [8], "latent": 2}, "calibrate": True},
         "training": {"epochs": 1, "sampling_rate": 0.1, "clipping": "fixed", "checkpoint_every": 2},
     }, [f"{k}={v}" for k, v in over.items()])
 

@@ -226,7 +226,7 @@ def test_calibration_with_min_items_matches_the_kept_records(min_items):
 
 
 def test_a_run_with_calibrate_total_releases_models_drawing_the_noisy_means_total(tmp_path):
-    cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.channels": "[2, 3]", "model.calibrate": "total"})
+    cfg = tiny_config(tmp_path, **{"model.kind": "conv_vae", "model.options": "{channels: [2, 3]}", "model.calibrate": "total"})
     run = TrainingRun(cfg, tmp_path / "run", progress=False)
     run.start()  # no training steps: the models are at their start, the noisy means as fixed biases
     trained, released = run.training.trainer.released_models(), run.released_models()

@@ -34,10 +34,12 @@ def tiny_config(tmp_path, **over):
         "privacy": {"delta": 1e-4},
         "partition": {"method": "kernel_kmeans", "k": 2, "iterations": 3, "noise_multiplier": 5.0,
                       "features": 20, "gamma": 0.05, "init": "random"},
-        "model": {"kind": "vae", "hidden": [16], "latent": 2},
+        "model": {"kind": "vae", "options": {"hidden": [16], "latent": 2}},
         "training": {"epochs": 1, "sampling_rate": 0.1, "checkpoint_every": 4, "log_every": 2,
                      "hist_bins": 10},
     }
+    if "model.kind" in over:  # another kind: the VAE's options are not its own
+        over = {"model.options": "{}", **over}
     overrides = [f"{k}={v}" for k, v in over.items()]
     return config_from_dict(data, overrides)
 
@@ -103,7 +105,8 @@ def test_run_directory_and_ledger(tmp_path):
 def test_alternate_schedule_and_rbm(tmp_path):
     """The paper's schedule: one charged step moves exactly ONE part's model; the parallel one moves all."""
     for schedule, moved in (("alternate", 1), ("parallel", 2)):
-        cfg = tiny_config(tmp_path, **{"training.schedule": schedule, "model.kind": "rbm", "model.rbm_hidden": 8,
+        cfg = tiny_config(tmp_path, **{"training.schedule": schedule, "model.kind": "rbm",
+                                       "model.options": "{hidden: 8}",
                                        "name": schedule})
         run = run_mod.TrainingRun(cfg, tmp_path / schedule, progress=False)
         run.start()
@@ -113,7 +116,7 @@ def test_alternate_schedule_and_rbm(tmp_path):
                    for b, m in zip(before, run.training.trainer.models)]
         assert sum(changed) == moved and run.accountant.ledger.count(STAGE) == 1
     run_dir, report = run_mod.train(tiny_config(tmp_path, **{"training.schedule": "alternate", "model.kind": "rbm",
-                                                             "model.rbm_hidden": 8}), progress=False)
+                                                             "model.options": "{hidden: 8}"}), progress=False)
     assert report["plan"]["schedule"] == "alternate"
     assert PrivacyLedger.load(run_dir / "release" / "ledger.json").count(STAGE) == 10
 

@@ -63,7 +63,7 @@ def transactions_config(tmp_path, path: Path, **over):
     data = {"name": "shop", "seed": 1, "runs_dir": str(tmp_path / "runs"),
             "data": {"source": "transactions", "path": str(path)}, "privacy": {"delta": 1e-4},
             "partition": {"method": "none", "k": 1, "noise_multiplier": 5.0},
-            "model": {"kind": "vae", "hidden": [8], "latent": 2, "output_bias": "default"},
+            "model": {"kind": "vae", "options": {"hidden": [8], "latent": 2}, "output_bias": "default"},
             "training": {"epochs": 0.2, "sampling_rate": 0.1, "hist_bins": 10}}
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
