@@ -292,3 +292,29 @@ def test_report_of_a_declared_table_takes_the_table_view(table_files, capsys) ->
     assert code == 2 and err.count("\n") == 1 and "--privacy nowhere.json: file not found" in err
     code, _, err = run([*argv, "--holdout", "nowhere.csv"], capsys)
     assert code == 2 and err.count("\n") == 1 and "--holdout nowhere.csv: file not found" in err
+
+
+def _with_target(table_files: dict[str, Path], target: str) -> Path:
+    """The fixture's schema declaring ``target`` as its prediction target."""
+    path = table_files["dir"] / "targeted.schema.json"
+    path.write_text(json.dumps({**json.loads(table_files["schema"].read_text()), "target": target}))
+    return path
+
+
+def test_the_schemas_target_is_the_default_target(table_files, capsys) -> None:
+    argv = ["tables", "--real", str(table_files["real"]), "--synthetic", str(table_files["synthetic"]),
+            "--schema", str(_with_target(table_files, "y")), "--holdout", str(table_files["holdout"])]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "trained on synthetic: AUC" in out and "('y', tested on 100 real records)" in out
+    code, out, err = run([*argv[:-2], "--target", "c"], capsys)  # --target wins over the schema's
+    assert code == 0 and "('c', tested on" in out and "'y'" not in out, err
+    code, out, err = run([*argv[:-2], "--no-target"], capsys)
+    assert code == 0 and "trained on" not in out, err
+    code, _, err = run([*argv, "--no-target"], capsys)  # a hold-out needs a target
+    assert code == 2 and "--holdout is for train-on-synthetic" in err and err.count("\n") == 1
+    page = table_files["dir"] / "t.html"
+    code, _, err = run(["report", "--real", str(table_files["real"]), "--synthetic", str(table_files["synthetic"]),
+                        "--schema", argv[6], "--out", str(page), "--no-progress"], capsys)
+    assert code == 0, err
+    assert 'id="train-on-synthetic"' in page.read_text() and "No classifier" not in page.read_text()

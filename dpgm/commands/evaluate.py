@@ -38,6 +38,7 @@ from dpgm.io import atomic_write_json, check_output
 from dpgm.privacy.verdict import judge, stamped
 from dpgm.progress import progress_scope
 from dpgm.registry import Registry
+from dpgm.tables import TableSchema
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,8 +126,12 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
 
 def _table_options(parser: argparse.ArgumentParser) -> None:
     """The options of a declared table's metrics (``tables``, and ``report`` with --schema)."""
-    parser.add_argument("--target", default=None, metavar="COLUMN",
-                        help="train-on-synthetic: the column a classifier predicts (default: none)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--target", default=None, metavar="COLUMN",
+                        help="train-on-synthetic: the column a classifier predicts (default: the schema's "
+                        "target, where it declares one)")
+    target.add_argument("--no-target", action="store_true",
+                        help="no train-on-synthetic, even where the schema declares a target")
     held = parser.add_mutually_exclusive_group()
     held.add_argument("--holdout", default=None, metavar="PATH",
                       help="real records kept out of the synthesizer's training (CSV of the schema), to test on")
@@ -197,7 +202,7 @@ def table_page(args: argparse.Namespace) -> str:
 
     privacy = release_privacy(args.privacy, args.synthetic)
     real, synthetic, holdout = _read_tables(args)
-    metrics = evaluate_table(real, synthetic, target=args.target, holdout=holdout, split=args.split,
+    metrics = evaluate_table(real, synthetic, target=_target(args, real.schema), holdout=holdout, split=args.split,
                              max_triples=args.max_triples, seed=args.seed)
     return build_table_report(compare_tables(real, synthetic, metrics, privacy), created=created_now(),
                               progress=not args.no_progress)
@@ -239,8 +244,8 @@ def tables(args: argparse.Namespace) -> int:
         check_output(Path(args.out), mkdir=False)
     real, synthetic, holdout = _read_tables(args)
     reasons = _not_private(None)  # its seed draws the triples and the split, no noise
-    result = evaluate_table(real, synthetic, target=args.target, holdout=holdout, split=args.split,
-                           max_triples=args.max_triples, seed=args.seed)
+    result = evaluate_table(real, synthetic, target=_target(args, real.schema), holdout=holdout, split=args.split,
+                            max_triples=args.max_triples, seed=args.seed)
     for line in metric_lines(result):
         print(line)
     if args.out:
@@ -256,11 +261,16 @@ def _read_tables(args: argparse.Namespace) -> tuple[Table, Table, Table | None]:
     from dpgm.evaluation.table_data import read_table
     from dpgm.tables import table_schema
 
-    if args.target is None and args.holdout is not None:
-        raise ConfigError("--holdout is for train-on-synthetic: give --target COLUMN too")
     schema = table_schema(args.schema)
+    if _target(args, schema) is None and args.holdout is not None:
+        raise ConfigError("--holdout is for train-on-synthetic: give --target COLUMN too")
     holdout = None if args.holdout is None else read_table(args.holdout, schema)
     return read_table(args.real, schema, limit=args.limit), read_table(args.synthetic, schema), holdout
+
+
+def _target(args: argparse.Namespace, schema: TableSchema) -> str | None:
+    """The column train-on-synthetic predicts: --target, else the schema's declared target (none with --no-target)."""
+    return None if args.no_target else args.target if args.target is not None else schema.target
 
 
 def metric_lines(result: TableMetrics) -> list[str]:

@@ -103,11 +103,12 @@ def ordered_bounds(unknown: Unknown, released: list[float]) -> tuple[Any, Any]:
 
 def resolved(spec: Any, measured: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The declaration with each column's private parts replaced by ``measured[name]`` (bounds, categories in
-    sorted order, missing): a schema as ``table_schema`` reads it."""
+    sorted order, missing), and its public ``target`` where it declares one: a schema as ``table_schema`` reads it."""
     columns = []
     for column in _columns(spec):
         found = measured.get(column.get("name"), {})
         if "categories" in found:
             found = {**found, "categories": [plain(key) for key in sorted(found["categories"])]}
         columns.append({**column, **found})
-    return {"columns": columns}
+    target = spec.get("target") if isinstance(spec, dict) else None
+    return {"columns": columns, **({} if target is None else {"target": target})}

@@ -1,6 +1,7 @@
 """A table's declared schema: its columns in order, each with its kind and public domain.
 
-Given as a path to a JSON or YAML file, as the dict ``json.load`` gives (top-level ``columns``; other
+Given as a path to a JSON or YAML file, as the dict ``json.load`` gives (top-level ``columns``, and an
+optional ``target``: the column a classifier is meant to predict, which the table metrics default to; other
 top-level keys and other keys of a column are ignored, as the shared tables' ``NAME.schema.json`` carry
 them), as a list of column declarations, or built in code (``TableSchema([Column(...), ...])``). The
 schema is public: it sets ``data.attribute_sizes`` and the item names (``column=value``), and the release
@@ -28,9 +29,11 @@ SCHEMA_FILE = "schema.json"
 
 @dataclass(frozen=True)
 class TableSchema:
-    """The declared columns, in the order the table holds them; checked when built."""
+    """The declared columns, in the order the table holds them, and the prediction target (a column's name,
+    or None); checked when built."""
 
     columns: tuple[Column, ...]
+    target: str | None = None
     codecs: tuple[Codec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -41,6 +44,8 @@ class TableSchema:
         twice = next((n for n in names if names.count(n) > 1), None)
         if twice is not None:
             raise ConfigError(f"column {twice!r}: declared twice")
+        if self.target is not None and self.target not in names:
+            raise ConfigError(f"schema: target {self.target!r} is not a declared column ({', '.join(names)})")
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "codecs", tuple(_codec(c) for c in columns))
 
@@ -66,7 +71,8 @@ class TableSchema:
 
     def to_dict(self) -> dict[str, Any]:
         """The schema as JSON declares it, every default spelled out (the release's schema.json)."""
-        return {"columns": [codec.declaration() for codec in self.codecs]}
+        target = {} if self.target is None else {"target": self.target}
+        return {"columns": [codec.declaration() for codec in self.codecs], **target}
 
 
 def _codec(column: Column) -> Codec:
@@ -82,14 +88,19 @@ def table_schema(spec: Any) -> TableSchema:
         return spec
     if isinstance(spec, (str, Path)):
         spec = read_declaration(Path(spec))
+    target = None
     if isinstance(spec, dict):
         if "columns" not in spec:
             raise ConfigError("schema: no top-level 'columns' list")
+        target = spec.get("target")
+        if target is not None and not isinstance(target, str):
+            raise ConfigError(f"schema: target must be a column's name, got {type(target).__name__}")
         spec = spec["columns"]
     if not isinstance(spec, (list, tuple)):
         raise ConfigError(f"schema: expected a path, a mapping with 'columns' or a list of columns, got "
                           f"{type(spec).__name__}")
-    return TableSchema(tuple(c if isinstance(c, Column) else Column.from_dict(c, j) for j, c in enumerate(spec)))
+    columns = tuple(c if isinstance(c, Column) else Column.from_dict(c, j) for j, c in enumerate(spec))
+    return TableSchema(columns, target)
 
 
 def read_declaration(path: Path) -> Any:

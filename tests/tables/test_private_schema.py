@@ -105,7 +105,8 @@ def test_a_declaration_lists_its_unknowns_and_takes_the_released_values() -> Non
     assert ordered_bounds(n, [4.0, 4.0]) == (4, 4)  # an integer column may be one value wide
     schema = resolved(spec, {"n": {"lower": 1, "upper": 9}, "x": {"lower": 0.5, "upper": 2.0},
                              "c": {"categories": ["b", "10", "a"]}})
-    assert table_schema(schema).values[2] == ["10", "a", "b"]
+    assert table_schema(schema).values[2] == ["10", "a", "b"] and "target" not in schema
+    assert resolved({**spec, "target": "c"}, {"c": {"categories": ["a"]}})["target"] == "c"
 
 
 @pytest.mark.parametrize(("declared", "extra", "words"), [

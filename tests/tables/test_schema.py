@@ -10,6 +10,7 @@ import pytest
 
 from dpgm.config import config_from_dict
 from dpgm.errors import ConfigError
+from dpgm.locations import resolve_data_path
 from dpgm.tables import DEFAULT_BINS, MISSING, Column, TableSchema, table_schema
 
 EVERY_KIND = {"dataset": "ignored", "columns": [
@@ -77,6 +78,8 @@ BAD = [
     (one(kind="datetime", lower="2024-01-01", upper="2025-01-01", bins=["2024-06-01"]), "not a list of cuts"),
     ([{"name": "c", "kind": "binary"}, 3], "column 2: expected a mapping"),
     (3, "expected a path, a mapping"),
+    ({"columns": [{"name": "c", "kind": "binary"}], "target": "y"}, "schema: target 'y' is not a declared column (c)"),
+    ({"columns": [{"name": "c", "kind": "binary"}], "target": ["c"]}, "schema: target must be a column's name"),
 ]
 
 
@@ -100,3 +103,19 @@ def test_an_unreadable_schema_file_is_one_line(tmp_path: Path, content: str | No
         path.write_text(content)
     with pytest.raises(ConfigError, match=words):
         table_schema(path)
+
+
+def test_a_declared_target_is_kept_and_written_back(tmp_path: Path) -> None:
+    schema = table_schema({**EVERY_KIND, "target": "region"})
+    assert schema.target == "region" and table_schema(EVERY_KIND).target is None
+    assert schema.to_dict()["target"] == "region" and "target" not in table_schema(EVERY_KIND).to_dict()
+    assert table_schema(schema.to_dict()).target == "region" and schema != table_schema(EVERY_KIND)
+
+
+def test_every_shared_tables_target_is_one_of_its_columns() -> None:
+    found = sorted(resolve_data_path("tables").glob("*/*.schema.json"))
+    if not found:
+        pytest.skip("the shared tables are not under $DPGM_DATA_DIR/tables")
+    for path in found:
+        schema = table_schema(path)
+        assert schema.target in schema.names, path.name
