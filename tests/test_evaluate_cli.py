@@ -318,3 +318,23 @@ def test_the_schemas_target_is_the_default_target(table_files, capsys) -> None:
                         "--schema", argv[6], "--out", str(page), "--no-progress"], capsys)
     assert code == 0, err
     assert 'id="train-on-synthetic"' in page.read_text() and "No classifier" not in page.read_text()
+
+
+@pytest.mark.parametrize(("schema", "extra", "fragment"), [
+    (True, ["--top-items", "5"], "--top-items is for transactions, 0/1 CSV or images, not for a declared table"),
+    (True, ["--image-shape", "2x2"], "--image-shape is for transactions"),
+    (True, ["--max-shown", "50"], "--max-shown is for transactions"),  # even at its default value
+    (True, ["--queries", "10"], "--queries is for transactions"),
+    (True, ["--label-column", "y"], "--label-column is for transactions"),
+    (False, ["--target", "y"], "--target is for a declared table: give --schema too"),
+    (False, ["--split", "0.3"], "--split is for a declared table"),
+    (False, ["--max-triples", "10"], "--max-triples is for a declared table"),
+    (False, ["--no-target"], "--no-target is for a declared table"),
+])
+def test_report_refuses_an_option_its_view_does_not_read(table_files, capsys, schema, extra, fragment) -> None:
+    out = table_files["dir"] / "r.html"
+    argv = ["report", "--real", str(table_files["real"]), "--synthetic", str(table_files["synthetic"]),
+            "--out", str(out), "--no-progress", *extra]
+    code, _, err = run(argv + (["--schema", str(table_files["schema"])] if schema else []), capsys)
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and fragment in err, err
+    assert not out.exists()

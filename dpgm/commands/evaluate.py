@@ -101,15 +101,18 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
                    help="the release (CSV with the real item names, or transactions with the real item ids)")
     r.add_argument("--out", required=True, help="the HTML file to write (its folder must exist unless --mkdir)")
     r.add_argument("--mkdir", action="store_true", help="create the output's folder if it does not exist")
-    r.add_argument("--top-items", type=int, default=None, help="transactions: keep the M most frequent items")
+    r.add_argument("--top-items", type=int, default=None,
+                   help="transactions: keep the M most frequent items (not with --schema)")
     r.add_argument("--limit", type=int, default=None, help="use only the first N real records")
     r.add_argument("--label-column", default="label",
-                   help="CSV column holding labels, used when both files have it (default: label)")
+                   help="CSV column holding labels, used when both files have it (default: label; not with --schema)")
     r.add_argument("--image-shape", default=None, metavar="HxW",
-                   help="draw records as HxW images (default: known image data and px0..pxN columns)")
+                   help="draw records as HxW images (default: known image data and px0..pxN columns; not with "
+                   "--schema)")
     r.add_argument("--max-shown", type=int, default=50,
-                   help="items in the pair matrices: the most frequent (default 50)")
-    r.add_argument("--queries", type=int, default=1000, help="number of counting queries (default 1000)")
+                   help="items in the pair matrices: the most frequent (default 50; not with --schema)")
+    r.add_argument("--queries", type=int, default=1000,
+                   help="number of counting queries (default 1000; not with --schema)")
     r.add_argument("--seed", type=int, default=0,
                    help="seed of the queries and image samples, or of a table's triples and split (default 0)")
     r.add_argument("--schema", default=None,
@@ -119,9 +122,32 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     r.add_argument("--privacy", default=None, metavar="JSON",
                    help="with --schema: the release's privacy report (default: SYNTHETIC.privacy.json when present; "
                    "else runs/NAME/release/privacy_report.json)")
+    r.set_defaults(**{dest: None for options in VIEW_OPTIONS.values() for dest in options})  # None: not given
     for command in sub.choices.values():
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p.parse_args(argv)
+
+
+#: The report's options that only one of its views reads, each with its default: an option of the other view is
+#: refused rather than silently ignored (``view_options``).
+VIEW_OPTIONS = {
+    "items": {"top_items": None, "image_shape": None, "max_shown": 50, "queries": 1000, "label_column": "label"},
+    "table": {"target": None, "no_target": False, "holdout": None, "split": 0.2,
+              "max_triples": DEFAULT_MAX_TRIPLES, "privacy": None},
+}
+#: Which data each report view is for, in the words of the refusal.
+VIEW_WORDS = {"items": "transactions, 0/1 CSV or images, not for a declared table (--schema)",
+              "table": "a declared table: give --schema too"}
+
+
+def view_options(args: argparse.Namespace, view: str) -> None:
+    """Refuse an option the report's ``view`` does not read (one line), then fill in its own options' defaults."""
+    for owner, options in VIEW_OPTIONS.items():
+        for dest, default in options.items():
+            if getattr(args, dest) is None:
+                setattr(args, dest, default)
+            elif owner != view:
+                raise ConfigError(f"--{dest.replace('_', '-')} is for {VIEW_WORDS[owner]}")
 
 
 def _table_options(parser: argparse.ArgumentParser) -> None:
@@ -209,10 +235,11 @@ def table_page(args: argparse.Namespace) -> str:
 
 
 def report(args: argparse.Namespace) -> int:
+    view = "items" if args.schema is None else "table"
+    view_options(args, view)
     _check_report_paths(args)
     from dpgm.quality import write_report
 
-    view = "items" if args.schema is None else "table"
     write_report(args.out, REPORT_VIEWS.entry(view).factory(args))
     print(f"wrote {args.out} (not private: keep it with the data custodian)")
     return 0
