@@ -1,8 +1,9 @@
 """A table's schema measured privately: the parts its owner marks ``private`` come from DP releases on one ledger.
 
 Each column's private bounds are two DP quantiles (``tables.private.LEVELS``) among its public candidates, its
-private categories a thresholded histogram of its values, a private ``missing`` a thresholded count of its
-empty cells (``dpgm.privacy.mechanisms``). One budget (epsilon, delta) covers them all: every release gets an
+private categories a thresholded histogram of its values (and an ``other`` value for those under the threshold,
+``tables.private.other_value``), a private ``missing`` a thresholded count of its empty cells
+(``dpgm.privacy.mechanisms``). One budget (epsilon, delta) covers them all: every release gets an
 equal share of zCDP, the thresholds together spend THRESHOLD_SHARE of delta, and the ledger's epsilon at delta
 stays within the budget (docs/guide/tables.md, "The private route").
 """

@@ -2,9 +2,11 @@
 
 A categorical column's attribute has one value per declared category, a number's one value per bin of
 its public binning rule (``default_bins``), a datetime's the bins of its seconds; a column that may hold
-missing values has one more value, ``MISSING``, its last. Encoding maps each non-missing value to the
+missing values has one more value, ``MISSING``, its last; a categorical column declared ``other: true`` has
+one more before it, which every value outside its categories encodes to. Encoding maps each non-missing value to the
 index of its attribute value; decoding (post-processing of the release) maps an index back: a category
-to its declared label, a bin to a number drawn uniformly inside it. No message ever shows a value.
+to its declared label (the other value to ``other_label``), a bin to a number drawn uniformly inside it. No
+message ever shows a value.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dpgm.tables.column import Column
 
 #: The label of the attribute value that stands for a missing value (item ``name=<missing>``).
 MISSING = "<missing>"
+#: The label of a categorical column's other value where its declaration gives no ``other_label``.
+OTHER = "other"
 #: Bins of a numeric column whose declaration gives none: one per integer when an integer column spans
 #: at most this many, else this many of equal width between its bounds (public: the bounds and this rule).
 DEFAULT_BINS = 32
@@ -74,38 +78,55 @@ def _scalar(value: Any) -> bool:
 
 @CODECS.register("categorical", doc="one value per declared category (categories: [...])")
 class Categorical(Codec):
-    """Categories as declared; a value outside them is refused with a one-line error that does not show it."""
+    """Categories as declared; a value outside them is refused with a one-line error that does not show it, or,
+    with ``other: true``, encoded as the other value (the last before ``MISSING``), decoded as its label."""
 
     def __init__(self, column: Column) -> None:
         super().__init__(column)
         self.categories = self.declared_categories()
-        if not self.categories or not all(_scalar(c) for c in self.categories):
+        if (not self.categories and not column.other) or not all(_scalar(c) for c in self.categories):
             raise column.problem("categories must be a non-empty list of strings or numbers")
         keys = [category_key(c) for c in self.categories]
         if len(set(keys)) != len(keys):
             twice = next(k for k in keys if keys.count(k) > 1)
             raise column.problem(f"category {twice!r} is listed twice")
         self.index = {key: j for j, key in enumerate(keys)}
+        self.other = self.other_value()
         _no_bounds(column)
+
+    def other_value(self) -> str | None:
+        """The other value's label (None: no other value); it must differ from every category."""
+        column = self.column
+        if not column.other:
+            if column.other_label is not None:
+                raise column.problem("other_label needs other: true")
+            return None
+        label = OTHER if column.other_label is None else column.other_label
+        if category_key(label) in self.index:
+            raise column.problem(f"other_label {label!r} is also a category; declare another other_label")
+        return label
 
     def declared_categories(self) -> tuple[Any, ...]:
         return self.column.categories or ()
 
     def labels(self) -> list[str]:
-        return [str(c) for c in self.categories]
+        return [str(c) for c in self.categories] + ([] if self.other is None else [self.other])
 
     def encode(self, values: np.ndarray) -> np.ndarray:
-        found = {value: self.index.get(category_key(value), -1) for value in dict.fromkeys(values.tolist())}
+        outside = len(self.categories) if self.other is not None else -1
+        found = {value: self.index.get(category_key(value), outside) for value in dict.fromkeys(values.tolist())}
         if -1 in found.values():
-            raise self.refuse("a value outside its declared categories; add it to the schema's categories")
+            raise self.refuse("a value outside its declared categories; add it to the schema's categories, or "
+                              "declare other: true")
         return np.fromiter((found[v] for v in values.tolist()), dtype=np.int64, count=len(values))
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(self.categories, dtype=object)[codes]
+        return np.asarray([*self.categories, *([] if self.other is None else [self.other])], dtype=object)[codes]
 
     def declaration(self) -> dict[str, Any]:
+        other = {} if self.other is None else {"other": True, "other_label": self.other}
         return {"name": self.column.name, "kind": self.column.kind, "categories": list(self.categories),
-                "missing": self.column.missing}
+                "missing": self.column.missing, **other}
 
 
 @CODECS.register("binary", doc="categorical of two values (categories: [no, yes]; default [0, 1])")
@@ -114,6 +135,8 @@ class Binary(Categorical):
 
     def declared_categories(self) -> tuple[Any, ...]:
         categories = (0, 1) if self.column.categories is None else self.column.categories
+        if self.column.other or self.column.other_label is not None:
+            raise self.column.problem("a binary column has no other value; declare it categorical for one")
         if len(categories) != 2:
             raise self.column.problem(f"a binary column has exactly two categories, got {len(categories)}")
         return categories
@@ -142,6 +165,8 @@ class Numeric(Codec):
         super().__init__(column)
         if column.categories is not None:
             raise column.problem(f"a {column.kind} column takes lower and upper, not categories")
+        if column.other or column.other_label is not None:
+            raise column.problem(f"other is for categorical columns (a {column.kind} outside the bounds is clipped)")
         if column.lower is None or column.upper is None:
             raise column.problem(f"a {column.kind} column needs lower and upper (inclusive bounds)")
         self.lower, self.upper = self.bound("lower", column.lower), self.bound("upper", column.upper)

@@ -33,17 +33,21 @@ def frame_cells(schema: TableSchema, frame: Any) -> list[Cells]:
 
 
 def _typed(values: np.ndarray, dtype: str) -> Any:
-    """Decoded values (None where missing) as a column of ``dtype``, the input's (bool from its labels)."""
+    """Decoded values (None where missing) as a column of ``dtype``, the input's (bool from its labels), else
+    objects."""
     import pandas as pd
 
     if dtype in ("bool", "boolean"):
         flags = [None if v is None else category_key(v) == "true" for v in values.tolist()]
         return pd.Series(flags, dtype="boolean" if None in flags else dtype)
     column = pd.Series(values)
-    try:
-        return column.astype(dtype)
-    except (TypeError, ValueError):  # missing values in an integer dtype: the nullable one
-        return column.astype(dtype.capitalize()) if dtype.startswith(("int", "uint")) else column
+    nullable = [dtype.capitalize()] if dtype.startswith(("int", "uint")) else []  # missing values in integers
+    for kind in (dtype, *nullable):
+        try:
+            return column.astype(kind)
+        except (TypeError, ValueError):
+            continue
+    return column  # values the dtype cannot hold (an other label among numbers): objects
 
 
 def as_frame(schema: TableSchema, values: list[np.ndarray], columns: list[Any], dtypes: list[str]) -> Any:

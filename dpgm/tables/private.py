@@ -3,7 +3,9 @@
 An owner who cannot declare a column's bounds or categories writes ``private`` in their place (``lower: private,
 upper: private`` with a public ``range: [a, b]`` or ``candidates: [...]``; ``categories: private``; ``missing:
 private``). Here no data is read: ``unknowns`` lists what must be measured, ``resolved`` writes what the DP
-releases gave (``dpgm.data.private_schema``) into the declaration (docs/guide/tables.md, "The private route").
+releases gave (``dpgm.data.private_schema``) into the declaration, with an ``other`` value for each column whose
+categories were measured: its values under the threshold train as that value (docs/guide/tables.md, "The private
+route").
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpgm.errors import ConfigError
-from dpgm.tables.codecs import CODECS, Numeric
+from dpgm.tables.codecs import CODECS, OTHER, Numeric, category_key
 from dpgm.tables.column import Column
 from dpgm.tables.draft import plain
 
@@ -101,14 +103,30 @@ def ordered_bounds(unknown: Unknown, released: list[float]) -> tuple[Any, Any]:
     return unknown.codec.out(float(grid[lo])), unknown.codec.out(float(grid[hi]))
 
 
+def other_value(column: dict[str, Any], categories: list[Any]) -> dict[str, Any]:
+    """``other: true`` for a column whose categories were measured, so that a value under the threshold trains
+    as the other value, whether or not one exists (unless the owner declares ``other: false``); its label is the
+    declared ``other_label``, else OTHER, bracketed until it differs from every category (post-processing)."""
+    if column.get("other") is False:
+        return {}
+    label, keys = column.get("other_label"), {category_key(c) for c in categories}
+    if label is None:
+        label = OTHER
+        while category_key(label) in keys:
+            label = f"<{label}>"
+    return {"other": True, "other_label": label}
+
+
 def resolved(spec: Any, measured: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The declaration with each column's private parts replaced by ``measured[name]`` (bounds, categories in
-    sorted order, missing), and its public ``target`` where it declares one: a schema as ``table_schema`` reads it."""
+    sorted order and an other value, missing), and its public ``target`` where it declares one: a schema as
+    ``table_schema`` reads it."""
     columns = []
     for column in _columns(spec):
         found = measured.get(column.get("name"), {})
         if "categories" in found:
-            found = {**found, "categories": [plain(key) for key in sorted(found["categories"])]}
+            categories = [plain(key) for key in sorted(found["categories"])]
+            found = {**found, "categories": categories, **other_value(column, categories)}
         columns.append({**column, **found})
     target = spec.get("target") if isinstance(spec, dict) else None
     return {"columns": columns, **({} if target is None else {"target": target})}

@@ -132,7 +132,8 @@ def public_input(schema: TableSchema) -> dict[str, Any]:
     def domain(codec: Codec) -> str:
         declared = codec.declaration()
         if "categories" in declared:
-            return f"{len(declared['categories'])} categories"
+            other = f" and other ({declared['other_label']!r})" if declared.get("other") else ""
+            return f"{len(declared['categories'])} categories{other}"
         bins = declared["bins"]
         return f"[{declared['lower']}, {declared['upper']}] in {bins if isinstance(bins, int) else len(bins) + 1} bins"
 

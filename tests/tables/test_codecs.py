@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpgm.errors import DataError
-from dpgm.tables import table_schema
+from dpgm.tables import MISSING, table_schema
 from dpgm.tables.records import decode, encode
 
 SCHEMA = table_schema({"columns": [
@@ -93,3 +93,43 @@ def test_a_bad_cell_is_refused_by_its_column_alone(column, value, words) -> None
         encode(SCHEMA, cells(*columns))
     assert words in str(caught.value) and "ZZCANARY" not in str(caught.value)
     assert f"column {SCHEMA.names[column]!r}" in str(caught.value)
+
+
+OTHER_SCHEMA = table_schema({"columns": [
+    {"name": "city", "kind": "categorical", "categories": ["a", "b"], "other": True, "missing": True},
+    {"name": "code", "kind": "categorical", "categories": [1, 2], "other": True, "other_label": "rare"},
+]})
+
+
+def test_an_undeclared_value_trains_as_the_other_value_and_decodes_as_its_label() -> None:
+    city = np.array(["a", "ZZCANARY", "b", "", "ZZCANARY2"], dtype=object)
+    code = np.array([1, 987654321, 2, "2", "x"], dtype=object)
+    assert OTHER_SCHEMA.values == [["a", "b", "other", MISSING], ["1", "2", "rare"]]
+    records = encode(OTHER_SCHEMA, [(city, city == ""), (code, np.zeros(5, dtype=bool))])
+    assert records.toarray().tolist() == [[1, 0, 0, 0, 1, 0, 0], [0, 0, 1, 0, 0, 0, 1], [0, 1, 0, 0, 0, 1, 0],
+                                          [0, 0, 0, 1, 0, 1, 0], [0, 0, 1, 0, 0, 0, 1]]
+    back = decode(OTHER_SCHEMA, records, np.random.default_rng(0))
+    assert back[0].tolist() == ["a", "other", "b", None, "other"] and back[1].tolist() == [1, "rare", 2, 2, "rare"]
+    assert table_schema(OTHER_SCHEMA.to_dict()).values == OTHER_SCHEMA.values  # the declaration keeps it
+    assert OTHER_SCHEMA.to_dict()["columns"][0]["other_label"] == "other"
+    only = table_schema({"columns": [{"name": "c", "kind": "categorical", "categories": [], "other": True}]})
+    assert only.values == [["other"]]  # no category passed a threshold: every value is other
+
+
+def test_the_other_value_is_listed_among_the_public_inputs() -> None:
+    from dpgm.tables import public_input
+
+    assert public_input(OTHER_SCHEMA)["value"] == ["city: categorical, 2 categories and other ('other'), may be "
+                                                   "missing", "code: categorical, 2 categories and other ('rare')"]
+
+
+def test_an_other_label_among_numbers_comes_back_in_a_column_of_objects() -> None:
+    pd = pytest.importorskip("pandas")
+    from dpgm.tables.frame import as_frame
+
+    values = decode(OTHER_SCHEMA, encode(OTHER_SCHEMA, cells(["a", "a", "a"], [1, "ZZCANARY", 2])),
+                    np.random.default_rng(0))
+    frame = as_frame(OTHER_SCHEMA, values, ["code", "city"], ["int64", "object"])
+    assert frame.code.tolist() == [1, "rare", 2] and frame.code.dtype == object
+    plain = as_frame(OTHER_SCHEMA, [values[0], np.array([1, None, 2], dtype=object)], ["code"], ["int64"])
+    assert plain.code.dtype == pd.Int64Dtype()  # missing values in integers: still the nullable dtype

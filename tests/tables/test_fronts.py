@@ -124,4 +124,5 @@ def test_a_value_outside_the_domain_never_appears_in_a_message_or_an_output(tmp_
                                 "--set", f"data.path={data}", "--set", "data.schema=" + json.dumps(SCHEMA)])
     err = capsys.readouterr()
     assert code == 2 and "ZZCANARY" not in err.out + err.err and len(err.err.strip().splitlines()) == 1
-    assert "column 'region': a value outside its declared categories" in err.err
+    assert "column 'region': a value outside its declared categories" in err.err and "other: true" in err.err
+    assert not (tmp_path / "table").exists()  # refused while the data load: before any release, nothing written

@@ -17,7 +17,8 @@ from dpgm.data.private_schema import plan, release_schema, threshold_for
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant, event_delta
 from dpgm.privacy.rdp import threshold_delta
-from dpgm.tables import table_schema
+from dpgm.data.table import load_table
+from dpgm.tables import MISSING, table_schema
 from dpgm.tables.private import GRID_POINTS, ordered_bounds, resolved, unknowns
 
 dp.enable_features("contrib")
@@ -61,6 +62,7 @@ def test_the_private_parts_are_released_within_the_budget_and_no_canary_shows(tm
     schema = table_schema(tmp_path / "s.json")
     age, region, smoker = (codec.declaration() for codec in schema.codecs)
     assert region["categories"] == ["east", "north", "south"] and region["missing"] is True
+    assert region["other"] is True and region["other_label"] == "other" and "other" not in smoker
     assert 0 <= age["lower"] <= age["upper"] <= 1000000 and smoker["categories"] == ["no", "yes"]
     report = json.loads(report_text)
     assert report["not_private"] == [] and report["delta"] == 1e-6 and report["epsilon"] <= 2.0
@@ -105,7 +107,7 @@ def test_a_declaration_lists_its_unknowns_and_takes_the_released_values() -> Non
     assert ordered_bounds(n, [4.0, 4.0]) == (4, 4)  # an integer column may be one value wide
     schema = resolved(spec, {"n": {"lower": 1, "upper": 9}, "x": {"lower": 0.5, "upper": 2.0},
                              "c": {"categories": ["b", "10", "a"]}})
-    assert table_schema(schema).values[2] == ["10", "a", "b"] and "target" not in schema
+    assert table_schema(schema).values[2] == ["10", "a", "b", "other"] and "target" not in schema
     assert resolved({**spec, "target": "c"}, {"c": {"categories": ["a"]}})["target"] == "c"
 
 
@@ -146,3 +148,21 @@ def test_nothing_private_is_refused() -> None:
     with pytest.raises(ConfigError, match="no column marks"):
         release_schema([{"name": "a", "kind": "binary"}], ["a"], np.array([["0"]], dtype=object), epsilon=1.0,
                        delta=1e-6)
+
+
+def test_a_value_under_the_threshold_trains_as_the_other_value_and_never_shows(tmp_path: Path, capsys) -> None:
+    code, _, err = _run(tmp_path, capsys, DECLARED, "--epsilon", "2", "--delta", "1e-6")
+    assert code == 0, err
+    dataset = load_table(tmp_path / "data.csv", table_schema(tmp_path / "s.json"))  # the loader training uses
+    counts = np.asarray(dataset.records.sum(axis=0)).ravel()
+    region = [name for name, count in zip(dataset.item_names, counts) if name.startswith("region=") and count]
+    assert region == ["region=east", "region=north", "region=south", "region=other", f"region={MISSING}"]
+    assert all(CANARY_TEXT not in name for name in dataset.item_names)
+
+
+def test_the_other_label_differs_from_every_released_category() -> None:
+    spec = [{"name": "c", "kind": "categorical", "categories": "private"}]
+    assert resolved(spec, {"c": {"categories": ["other", "<other>", "a"]}})["columns"][0]["other_label"] == "<<other>>"
+    declared = [{**spec[0], "other_label": "rest"}]
+    assert resolved(declared, {"c": {"categories": ["a"]}})["columns"][0]["other_label"] == "rest"
+    assert resolved([{**spec[0], "other": False}], {"c": {"categories": ["a"]}})["columns"][0]["other"] is False

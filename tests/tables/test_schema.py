@@ -78,6 +78,12 @@ BAD = [
     (one(kind="datetime", lower="2024-01-01", upper="2025-01-01", bins=["2024-06-01"]), "not a list of cuts"),
     ([{"name": "c", "kind": "binary"}, 3], "column 2: expected a mapping"),
     (3, "expected a path, a mapping"),
+    (one(kind="categorical", categories=["a"], other="yes"), "column 'c': other must be true or false"),
+    (one(kind="categorical", categories=["a"], other=True, other_label=""), "other_label must be a non-empty"),
+    (one(kind="categorical", categories=["a"], other_label="rest"), "column 'c': other_label needs other: true"),
+    (one(kind="categorical", categories=["other", "b"], other=True), "other_label 'other' is also a category"),
+    (one(kind="binary", other=True), "a binary column has no other value; declare it categorical"),
+    (one(kind="integer", lower=0, upper=9, other=True), "other is for categorical columns"),
     ({"columns": [{"name": "c", "kind": "binary"}], "target": "y"}, "schema: target 'y' is not a declared column (c)"),
     ({"columns": [{"name": "c", "kind": "binary"}], "target": ["c"]}, "schema: target must be a column's name"),
 ]
