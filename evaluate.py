@@ -2,7 +2,11 @@
 
     python evaluate.py counting --real msnbc/msnbc.txt.gz --synthetic synthetic.csv --json eval.json
     python evaluate.py marginals --real msnbc/msnbc.txt.gz --synthetic synthetic.csv
+    python evaluate.py tables --real bank.csv.gz --synthetic synthetic.csv --schema bank.schema.json \
+        --target y --out metrics.json
     python evaluate.py report --real msnbc/msnbc.txt.gz --synthetic synthetic.csv --out report.html
+    python evaluate.py report --real bank.csv.gz --synthetic synthetic.csv --schema bank.schema.json \
+        --out report.html
 """
 
 import sys
