@@ -126,3 +126,14 @@ def test_a_value_outside_the_domain_never_appears_in_a_message_or_an_output(tmp_
     assert code == 2 and "ZZCANARY" not in err.out + err.err and len(err.err.strip().splitlines()) == 1
     assert "column 'region': a value outside its declared categories" in err.err and "other: true" in err.err
     assert not (tmp_path / "table").exists()  # refused while the data load: before any release, nothing written
+
+
+def test_with_other_true_an_undeclared_value_trains_and_comes_back_as_other(tmp_path) -> None:
+    declared = {"columns": [{**c, "other": True} if c["name"] == "region" else c for c in SCHEMA["columns"]]}
+    df = frame(300)
+    df.loc[:60, "region"] = "ZZCANARY"
+    synth = dpgm.Synthesizer(epsilon=1.0, schema=declared).fit(df, run_dir=tmp_path / "run")
+    out = synth.sample(400, seed=0)
+    assert set(out.region) <= {"north", "south", "east", "other"} and (out.region == "other").any()
+    files = b"".join(p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
+    assert b"ZZCANARY" not in files and "ZZCANARY" not in out.to_csv()
