@@ -32,7 +32,7 @@ class Case:
     @property
     def scale(self) -> float:
         """N * epsilon, the scale most rules read."""
-        return self.facts.records_magnitude * self.facts.epsilon
+        return self.facts.scale
 
     def words(self) -> dict[str, Any]:
         """The values a row's text may name, beside every constant of dpgm.rules."""
@@ -175,10 +175,17 @@ def plan(facts: PublicFacts, *, top_items: int | None = None, **options: Any) ->
 
 def words(p: Plan) -> str:
     """Which model family and how many groups the plan chose, and why, then what else it measures (the report's)."""
-    inputs = f"N = {p.facts.records_magnitude:,} and epsilon = {p.facts.epsilon:g}"
+    inputs = f"{records_words(p.facts)} and epsilon = {p.facts.epsilon:g}"
     extra = [p.reasons[key] for key in p.said if key not in ("model.kind", "partition.k")]
     return " ".join([f"The rules chose {p.reasons['model.kind']}, in {p.reasons['partition.k']}, from {inputs}.",
                      *extra])
+
+
+def records_words(facts: PublicFacts) -> str:
+    """n as the rules read it, in words: the noisy count, else the magnitude N standing for n."""
+    if facts.records is None:
+        return f"N = {facts.records_magnitude:,}"
+    return f"N = {facts.size:,.0f} (a noisy count of the records)"
 
 
 def config_plan(cfg: Config, facts: PublicFacts, stated: frozenset[str]) -> tuple[Plan, frozenset[str]]:

@@ -1,11 +1,10 @@
 """Defaults from public quantities: the rules behind ``rules: public`` (configs/transactions.yaml).
 
 A config with ``rules: public`` states what its user knows (the data, the budget) and leaves
-every other option to the rules below. They read only public quantities: the number of items,
-epsilon, delta and n's ORDER OF MAGNITUDE N (a power of ten; declared as
-``data.records_magnitude`` or, like the default delta, taken from the data's order of
-magnitude and listed in the privacy report's public_inputs). An option the config states is
-never changed.
+every other option to the rules below. They read only public quantities and released ones: the number
+of items, epsilon, delta and n as a NOISY COUNT of the records (COUNT_SHARE of rho, on the ledger
+before the plan; ``dpgm plan --records`` takes it as given). n's order of magnitude N serves the
+default delta only. An option the config states is never changed.
 
 The budget is split in zCDP terms (Bun and Steinke 2016): rho is the largest value whose curve
 a * rho the accountant converts to at most epsilon at delta. Each fixed-noise stage gets a share
@@ -23,6 +22,9 @@ from typing import Any
 from dpgm.config import STATISTICS_ONLY, Config
 from dpgm.privacy.calibrate import sigma_for_share, zcdp_rho
 
+#: Share of rho on the noisy count of the records the rules read as n (sensitivity 1): N * epsilon's noise is then
+#: about 7.4 / sqrt(2 COUNT_SHARE) at delta 1e-6 whatever epsilon, where a power of ten put 9,999 records at 1,000.
+COUNT_SHARE = 0.01
 #: Shares of rho for the fixed-noise stages (DP-SGD takes the rest, at least 0.19). Every share and
 #: threshold below was chosen by leave-one-dataset-out (benchmarks/rules_lodo.py; the results page).
 ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02, 0.58
@@ -100,13 +102,24 @@ class PublicFacts:
     """What the rules may read: all public (declared or listed in the privacy report)."""
 
     n_items: int
-    records_magnitude: int  # N: a power of ten with N <= n < 10 N
+    records_magnitude: int  # N: a power of ten with N <= n < 10 N (the default delta's)
     epsilon: float
     delta: float
     min_items: int = 0  # data.min_items, declared
     attributes: int | None = None  # data.attributes, declared: a table, one item per attribute in every record
     schema: bool = False  # data.attribute_sizes declared: which item is a value of which attribute
     lengths: bool = True  # False where the config turns the release's length histogram off (``lengths_open``)
+    records: float | None = None  # the noisy count of the records (released); None: N stands for n
+
+    @property
+    def size(self) -> float:
+        """n as the rules read it: the noisy count (at least 1), else the magnitude N."""
+        return self.records_magnitude if self.records is None else max(1.0, self.records)
+
+    @property
+    def scale(self) -> float:
+        """N * epsilon, the scale most rules read (N: ``size``)."""
+        return self.size * self.epsilon
 
 
 def _lloyd(rho: float) -> dict[str, Any]:
@@ -133,7 +146,7 @@ PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree
 def parts(facts: PublicFacts) -> int:
     """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
     one below N * epsilon = PARTITION_SCALE."""
-    scale = facts.records_magnitude * facts.epsilon
+    scale = facts.scale
     return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
 
 
@@ -147,7 +160,7 @@ def family(facts: PublicFacts, items: int | None = None) -> str:
     """The model family from N * epsilon: ``tree`` below ``tree_scale``, ``independent`` below
     MIN_TRAINING_SCALE, ``tree`` where DP-SGD would train (``tree_for_training``), else ``vae`` (DP-SGD);
     ``items``: the items modelled (default: all)."""
-    scale = facts.records_magnitude * facts.epsilon
+    scale = facts.scale
     if scale < tree_scale(facts) or tree_for_training(facts, items):
         return "tree"
     return "independent" if scale < MIN_TRAINING_SCALE else "vae"
@@ -161,7 +174,7 @@ def pairs_fit(facts: PublicFacts, items: int | None = None) -> bool:
 def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
     """Whether a tree takes DP-SGD's place (and budget) where DP-SGD would train: over at most PAIRS_MAX_ITEMS
     ``items`` (default: all) and with at most one item per record required (a tree keeps at most one)."""
-    scale = facts.records_magnitude * facts.epsilon
+    scale = facts.scale
     trains = max(MIN_TRAINING_SCALE, tree_scale(facts)) <= scale  # below, a tree or independent items already
     return trains and pairs_fit(facts, items) and facts.min_items <= 1
 
@@ -188,7 +201,7 @@ def every_pair(facts: PublicFacts, items: int) -> bool:
     """Whether a tree of items releases every pair's count: the release follows lengths and N * epsilon per pair
     of ``items`` (over m (m - 1) / 2 pairs) is at least ALL_PAIRS_SCALE."""
     pairs = max(items * (items - 1) / 2, 1.0)
-    return follows_lengths(facts) and facts.records_magnitude * facts.epsilon / pairs >= ALL_PAIRS_SCALE
+    return follows_lengths(facts) and facts.scale / pairs >= ALL_PAIRS_SCALE
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).
@@ -221,7 +234,7 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     is not a tree already, and the release follows no length histogram (LENGTHS_SHARE: it follows one or the
     other)."""
     shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and not follows_lengths(facts)
-    scale = facts.records_magnitude * facts.epsilon
+    scale = facts.scale
     return shares and items > 1 and pairs_fit(facts, items) and kind != "tree" and scale >= PAIRS_SCALE
 
 
@@ -229,7 +242,7 @@ def follows_lengths(facts: PublicFacts) -> bool:
     """Whether the release follows a noisy record-length histogram: LENGTHS_SHARE set, N * epsilon at least
     LENGTHS_SCALE, no declared table (whose records all hold one item per attribute), and not turned off by the
     config (``facts.lengths``)."""
-    scale = facts.records_magnitude * facts.epsilon
+    scale = facts.scale
     return LENGTHS_SHARE > 0 and facts.lengths and facts.attributes is None and scale >= LENGTHS_SCALE
 
 
@@ -258,7 +271,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
     dependence_share = DEPENDENCE_SHARE if merged else 0.0
-    fixed = items_share + partition_share + lengths_share + empty_share + bound_share + pairs_share + dependence_share
+    fixed = (COUNT_SHARE + items_share + partition_share + lengths_share + empty_share + bound_share + pairs_share
+             + dependence_share)
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's; the
     # length histogram's share comes from the means'
     trained = MEANS_SHARE - lengths_share
@@ -304,6 +318,6 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         over = TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None
         out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share,
                                                not over and every_pair(facts, items)), "by_attribute": over}
-    q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.records_magnitude)
+    q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.size)
     out.update({"training.sampling_rate": q, "training.epochs": STEPS * q})
     return out

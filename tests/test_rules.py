@@ -109,10 +109,8 @@ def shaped(n: int, m: int) -> BinaryDataset:
 
 def test_a_run_keeps_what_its_config_states_and_stays_within_the_target(tmp_path) -> None:
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 2.0, "delta": 1e-6},
-                            "model": {"options": {"hidden": [16]}, "kind": "vae"},
-                            "data": {"records_magnitude": 10_000},
-                            "runs_dir": str(tmp_path)})
-    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)  # N declared: 1e4
+                            "model": {"options": {"hidden": [16]}, "kind": "vae"}, "runs_dir": str(tmp_path)})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(11_000, 17), progress=False)  # N x epsilon about 22,000
     assert cfg.model.options == {"hidden": [16]} and "model.options" not in run.ruled  # stated: kept
     assert cfg.partition.method == "lloyd" and cfg.partition.k == 4 and cfg.model.calibrate is True
     run.start()
@@ -137,10 +135,10 @@ def test_below_the_training_scale_the_means_are_the_models_and_take_the_budget(t
     cost = sum(1 / (2 * small[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
                                                       "partition.empty_part_noise_multiplier",
                                                       "model.length_bound_noise_multiplier"))
-    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
+    assert cost == pytest.approx((1 - rules.MARGIN - rules.COUNT_SHARE) * rho)  # the rest: the noisy count of n
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "runs_dir": str(tmp_path), "seed": 0})
-    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(1_500, 17), progress=False)
     run.start()
     assert run.steps == 0 and run.accountant.ledger.count("training") == 0
     assert 0.95 < run.planned_epsilon() <= 1.0
@@ -171,7 +169,7 @@ def test_a_generic_run_with_min_items_spends_nothing_on_empty_records(tmp_path) 
     for min_items, expected in ((0, 1), (1, 0)):
         cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                                 "data": {"min_items": min_items}, "runs_dir": str(tmp_path), "seed": 0})
-        run = TrainingRun(cfg, tmp_path / f"r{min_items}", data=shaped(3_000, 17), progress=False)
+        run = TrainingRun(cfg, tmp_path / f"r{min_items}", data=shaped(1_500, 17), progress=False)
         run.start()
         assert run.accountant.ledger.count("empty_records") == expected
         assert release_min_items(run.cfg) == 1
@@ -284,9 +282,8 @@ def test_the_regime_follows_n_and_epsilon_and_says_why(n, epsilon, items, family
 
 def test_the_report_says_which_regime_was_chosen_and_what_the_config_stated(tmp_path) -> None:
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
-                            "model": {"kind": "independent"}, "data": {"records_magnitude": 10_000},
-                            "runs_dir": str(tmp_path), "seed": 0})
-    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+                            "model": {"kind": "independent"}, "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(11_000, 17), progress=False)
     run.start()
     run.checkpoint()
     run.train({})
@@ -318,7 +315,7 @@ def test_a_stated_model_kind_keeps_dp_sgd_its_share_if_it_trains(kind, trains) -
     if trains:  # DP-SGD calibrates itself on what is left
         assert spent / rho < 1 - rules.MARGIN - 0.1
     else:  # nothing is left to a later stage
-        assert spent / rho == pytest.approx(1 - rules.MARGIN)
+        assert spent / rho == pytest.approx(1 - rules.MARGIN - rules.COUNT_SHARE)  # the rest: the count of n
 
 
 def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_declaration(tmp_path) -> None:
@@ -338,7 +335,7 @@ def test_a_declared_table_gets_a_tree_below_its_scale_and_its_clip_from_the_decl
     options = chosen["model.options"]
     cost = (99 * options["select_epsilon"] ** 2 / 8 + 1 / (2 * options["pair_noise_multiplier"] ** 2)
             + sum(1 / (2 * chosen[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier")))
-    assert cost == pytest.approx((1 - rules.MARGIN) * rho)
+    assert cost == pytest.approx((1 - rules.MARGIN - rules.COUNT_SHARE) * rho)
     large = PublicFacts(n_items=100, records_magnitude=100_000, epsilon=1.0, delta=1e-8, attributes=23)
     assert public_defaults(large, top_items=None)["model.kind"] == "tree"  # above the scale: in DP-SGD's place
     assert public_defaults(large, top_items=None)["model.mean_clip"] == pytest.approx(math.sqrt(23))
@@ -396,8 +393,8 @@ def test_a_pairs_share_prices_the_global_tree_and_a_run_spends_the_budget(tmp_pa
     assert public_defaults(table, top_items=None, kind="vae")["model.pairs_clip"] == "means"
     cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
                             "model": {"kind": "independent", "length_noise_multiplier": None},
-                            "data": {"records_magnitude": 100_000}, "runs_dir": str(tmp_path), "seed": 0})
-    run = TrainingRun(cfg, tmp_path / "r", data=shaped(3_000, 17), progress=False)
+                            "runs_dir": str(tmp_path), "seed": 0})
+    run = TrainingRun(cfg, tmp_path / "r", data=shaped(31_000, 17), progress=False)  # N x epsilon above 30,000
     run.start()
     assert run.accountant.ledger.count("release_pairs") == 17  # 16 selections, one release
     assert 0.95 < run.planned_epsilon() <= 1.0
@@ -467,8 +464,8 @@ def test_a_tree_in_dp_sgds_place_where_one_group_would_train_takes_dp_sgds_budge
     fixed = sum(1 / (2 * out[key] ** 2) for key in ("partition.noise_multiplier", "model.mean_noise_multiplier",
                                                       "model.length_bound_noise_multiplier",
                                                       "partition.empty_part_noise_multiplier"))
-    assert fixed + tree == pytest.approx((1 - rules.MARGIN) * rho)
-    assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
+    assert fixed + tree == pytest.approx((1 - rules.MARGIN - rules.COUNT_SHARE) * rho)
+    assert tree / rho == pytest.approx(1 - rules.MARGIN - rules.COUNT_SHARE - rules.MEANS_SHARE - rules.SINGLE_PART_SHARE
                                        - rules.LENGTH_BOUND_SHARE - rules.EMPTY_SHARE)
     assert "in DP-SGD's place and with its budget: N x epsilon = 10,000 is at least 3,000, where" in why(one)
     assert public_defaults(facts(3_000), top_items=None)["model.kind"] == "independent"  # N eps = 1,000

@@ -3,8 +3,9 @@
     dpgm plan --records 1e5 --items 100 --epsilon 1
     dpgm plan --records 3000 --items 75 --epsilon 4 --attributes 37 --json
 
-The facts are those a run of the generic config (configs/transactions.yaml) reads: n's order of magnitude, the
-items, epsilon, delta (default 1/(100 N)) and what the data section declares. Nothing here is private.
+The facts are those a run of the generic config (configs/transactions.yaml) reads: n (a run reads it as a noisy
+count of its records, released first), the items, epsilon, delta (default 1/(100 N), N the power of ten with
+N <= n < 10 N) and what the data section declares. Nothing here is private.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from dpgm.privacy.calibrate import records_magnitude
 def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=prog, description="Print what rules: public would choose for these public "
                                 "facts, and why (no data are read).")
-    p.add_argument("--records", type=float, required=True, help="the number of records n (only its order of "
-                   "magnitude N, the power of ten with N <= n < 10 N, is read)")
+    p.add_argument("--records", type=float, required=True, help="the number of records n, as a run reads it: "
+                   "the noisy count its privacy report gives as noisy_records (its power of ten N sets the default "
+                   "delta)")
     p.add_argument("--items", type=int, required=True, help="the number of items (the item universe)")
     p.add_argument("--epsilon", type=float, required=True, help="the whole run's budget")
     p.add_argument("--delta", type=float, default=None, help="default: 1/(100 N)")
@@ -55,7 +57,7 @@ def planned(args: argparse.Namespace) -> tuple[Plan, dict[str, Any], str]:
     privacy report's words for it."""
     cfg = stated_config(args)
     magnitude = records_magnitude(int(args.records))
-    facts = declared_facts(cfg, args.items, magnitude, run_delta(cfg, magnitude))
+    facts = declared_facts(cfg, args.items, magnitude, run_delta(cfg, magnitude), records=args.records)
     p, kept = config_plan(cfg, facts, cfg.stated)
     return p, {key: value for key, value in p.settings.items() if key not in kept}, rules_why(cfg, facts)
 
@@ -65,14 +67,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p, settings, words = planned(args)
     f = p.facts
     if args.json:
-        print(json.dumps({"facts": {"records_magnitude": f.records_magnitude, "items": f.n_items,
+        print(json.dumps({"facts": {"records": f.records, "records_magnitude": f.records_magnitude, "items": f.n_items,
                                     "epsilon": f.epsilon, "delta": f.delta, "min_items": f.min_items,
                                     "attributes": f.attributes},
                           "rules": words, "settings": {key: {"value": value, "reason": p.reasons[key]}
                                                        for key, value in settings.items()}}, indent=1))
         return 0
-    print(f"N = {f.records_magnitude:,} (N <= n < 10 N), {f.n_items:,} items, epsilon = {f.epsilon:g}, "
-          f"delta = {f.delta:g}\n\n{words}\n")
+    print(f"n = {f.size:,.0f}, {f.n_items:,} items, epsilon = {f.epsilon:g}, delta = {f.delta:g}\n\n{words}\n")
     width = max(map(len, settings))
     print("\n".join(f"{key:<{width}}  {json.dumps(value)}  ({p.reasons[key]})" for key, value in settings.items()))
     return 0

@@ -1,7 +1,8 @@
 """What a run decides before its stages: generators, delta, public inputs, and the privacy report.
 
 Every function here reads the config and public facts only (the order of magnitude N, the item
-universe, the declared label set), except ``privacy_report``, which assembles released values.
+universe, the declared label set), except ``noisy_records``, the one release the rules read, and
+``privacy_report``, which assembles released values.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from dpgm.config_fields import check_delta
 from dpgm.data.chunks import ChunkedRecords, Records
 from dpgm.errors import ConfigError
 from dpgm.models import MODELS
-from dpgm.plan import plan, words
+from dpgm.plan import apply_public_rules, plan, words
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.calibrate import default_delta, records_magnitude
+from dpgm.privacy.calibrate import default_delta, records_magnitude, sigma_for_share, zcdp_rho
 from dpgm.privacy.discrete import secure_generator
 from dpgm.privacy.ledger import PrivacyLedger
+from dpgm.privacy.mechanisms import gaussian_release
 from dpgm.privacy.verdict import stamped
 from dpgm.progress import EpsilonSource
-from dpgm.rules import PublicFacts, lengths_open, parts_open
+from dpgm.rules import COUNT_SHARE, PublicFacts, lengths_open, parts_open
 from dpgm.stages.dependence import merges
 from dpgm.stages.model_choice import tree_chosen, tree_options
 from dpgm.tables import SCHEMA_FILE, public_input, schema_text, table_schema
@@ -62,16 +64,41 @@ def released_texts(cfg: Config) -> dict[str, str]:
     return texts
 
 
-def public_facts(cfg: Config, data: Records, magnitude: int, delta: float) -> PublicFacts:
-    """What ``rules: public`` may read (dpgm/rules.py): all of it public, declared or listed."""
-    return declared_facts(cfg, data.n_items, magnitude, delta)
+#: The ledger stage of the noisy count of the records that the rules read as n.
+COUNT_STAGE = "record_count"
 
 
-def declared_facts(cfg: Config, n_items: int, magnitude: int, delta: float) -> PublicFacts:
-    """The public facts of a config over ``n_items`` items at N = ``magnitude`` (``dpgm plan``'s, before any data)."""
+def noisy_records(cfg: Config, data: Records, delta: float, accountant: Accountant, rng: np.random.Generator) -> float:
+    """n for the rules: the records' count plus Gaussian noise (sensitivity 1 under add/remove), COUNT_SHARE of
+    the run's rho, charged before it is drawn (dpgm/rules.py)."""
+    sigma = sigma_for_share(zcdp_rho(float(cfg.privacy.target_epsilon), delta), COUNT_SHARE)
+    return float(gaussian_release(np.array([data.n_records]), sensitivity=1.0, noise_multiplier=sigma,
+                                  accountant=accountant, stage=COUNT_STAGE, rng=rng)[0])
+
+
+def public_facts(cfg: Config, data: Records, magnitude: int, delta: float, records: float | None = None) -> PublicFacts:
+    """What ``rules: public`` may read (dpgm/rules.py): public (declared or listed) or released (``records``)."""
+    return declared_facts(cfg, data.n_items, magnitude, delta, records)
+
+
+def declared_facts(cfg: Config, n_items: int, magnitude: int, delta: float, records: float | None = None
+                   ) -> PublicFacts:
+    """The facts of a config over ``n_items`` items at N = ``magnitude`` and ``records`` (the noisy count, or as
+    ``dpgm plan`` is told it, before any data)."""
     return PublicFacts(n_items=n_items, records_magnitude=magnitude, epsilon=float(cfg.privacy.target_epsilon),
                        delta=delta, min_items=cfg.data.min_items, attributes=cfg.data.attributes,
-                       schema=cfg.data.attribute_sizes is not None, lengths=lengths_open(cfg, cfg.stated))
+                       schema=cfg.data.attribute_sizes is not None, lengths=lengths_open(cfg, cfg.stated),
+                       records=records)
+
+
+def apply_rules(cfg: Config, data: Records, magnitude: int, delta: float, records: float | None
+                ) -> tuple[dict[str, Any], str | None]:
+    """Under ``rules: public``, set the options ``cfg`` leaves open from the facts and the noisy count ``records``;
+    returns what was set and the rules' words (nothing and None otherwise)."""
+    if cfg.rules != "public":
+        return {}, None
+    facts = public_facts(cfg, data, magnitude, delta, records)
+    return apply_public_rules(cfg, facts, cfg.stated), rules_why(cfg, facts)
 
 
 def rules_why(cfg: Config, facts: PublicFacts) -> str:
@@ -133,7 +160,7 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
     """Every data-dependent quantity the run treats as public (declared by the user, not private)."""
     out = []
     if cfg.data.records_magnitude is None:
-        uses = ["the check delta <= 1/N"] + (["rules: public"] if cfg.rules == "public" else [])
+        uses = ["the check delta <= 1/N"]
         uses += ["the default delta 1/(100 N)"] if cfg.privacy.delta is None else []
         out.append({"quantity": "order of magnitude of the number of records", "why": ", ".join(uses),
                     "value": f"N = {magnitude} (N <= n < 10 N)"})
@@ -160,7 +187,7 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
 
 def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndarray, steps: int,
                    public: list[dict[str, Any]], stages: Mapping[str, Any] | None = None,
-                   rules_why: str | None = None) -> dict[str, Any]:
+                   rules_why: str | None = None, records: float | None = None) -> dict[str, Any]:
     """The JSON report beside every release: epsilon, delta, relation, accountant, each of ``stages``
     (by name) in words, public inputs, the noisy part sizes and what each stage says of its released
     values (``Stage.report``: the noisy count of empty records, the measured dependence)."""
@@ -173,6 +200,9 @@ def privacy_report(cfg: Config, accountant: Accountant, partition_sizes: np.ndar
     report["stage_lines"] = {name: stage.line for name, stage in stages.items()}
     if rules_why:
         report["rules"] = rules_why
+    if records is not None:  # released (stage record_count): the n the rules read
+        report["noisy_records"] = records
+        report["stage_lines"][COUNT_STAGE] = "a noisy count of the records (Gaussian, sensitivity 1), the rules' n"
     report["fixed_seed"] = cfg.seed is not None
     report["public_inputs"] = public
     report["noisy_part_sizes"] = [float(s) for s in partition_sizes]

@@ -15,37 +15,28 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpgm.artifact import (
-    CONFIG_FILE,
-    LEDGER_FILE,
-    MODELS_FILE,
-    REPORT_FILE,
-    SUMMARY_FILE,
-    RunLayout,
-    save_models,
-)
+from dpgm.artifact import CONFIG_FILE, LEDGER_FILE, MODELS_FILE, REPORT_FILE, SUMMARY_FILE, RunLayout, save_models
 from dpgm.config import Config, load_config
 from dpgm.data import drop_short_records, drop_undeclared_labels, load_dataset, narrowed
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.io import atomic_write, atomic_write_json, atomic_write_text
 from dpgm.pipeline.plan import (
+    apply_rules,
     check_components,
     check_plan,
     check_world,
     checkpoint_epsilon,
     generators,
+    noisy_records,
     privacy_report,
-    public_facts,
     public_inputs,
     released_texts,
-    rules_why,
     run_accountant,
     run_delta,
     run_magnitude,
 )
 from dpgm.pipeline.signals import stop_requests
-from dpgm.plan import apply_public_rules
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.ledger import PrivacyLedger
@@ -61,12 +52,13 @@ __all__ = ["RunInterrupted", "TrainingRun", "resume", "train"]
 class TrainingRun:
     """One run: the data, the accountant and the planned stages; runs, checkpoints and resumes them."""
 
-    accountant: Accountant | None = None  # made by ``start`` or ``resume``, after the data are loaded
+    accountant: Accountant | None = None  # made after the data are loaded, or by ``resume``
 
     def __init__(self, cfg: Config, run_dir: Path, *, data: BinaryDataset | None = None, progress: bool = True,
-                 spent_before: EpsilonSource | None = nothing_spent) -> None:
-        """Load the data (``data`` replaces the config's data section); ``spent_before`` is the
-        epsilon the loading bar shows: 0 for a fresh run, the checkpoint's on resume."""
+                 spent_before: EpsilonSource | None = nothing_spent, checkpoint: dict[str, Any] | None = None) -> None:
+        """Load the data (``data`` replaces the config's data section) and plan; ``spent_before`` is the
+        epsilon the loading bar shows: 0 for a fresh run, the ``checkpoint``'s on resume (whose noisy count
+        of the records the rules read again: none is drawn)."""
         self.cfg, self.layout, self.progress = cfg, RunLayout(run_dir), progress
         self._spent_before = spent_before
         check_components(cfg)
@@ -76,10 +68,13 @@ class TrainingRun:
                 self.data = drop_undeclared_labels(self.data, cfg.partition.k)
         self.magnitude = run_magnitude(cfg, self.data)
         self.delta = run_delta(cfg, self.magnitude)
-        self.ruled, self.rules_why = {}, None
-        if cfg.rules == "public":  # the options the config leaves open, from public quantities
-            facts = public_facts(cfg, self.data, self.magnitude, self.delta)
-            self.ruled, self.rules_why = apply_public_rules(cfg, facts, cfg.stated), rules_why(cfg, facts)
+        self.fresh = generators(cfg.seed) if checkpoint is None else None
+        if self.fresh:  # the ledger starts here: the rules' noisy count of the records is its first entry
+            self.accountant = run_accountant(cfg, self.delta, None)
+        self.records = None if cfg.rules != "public" else (
+            noisy_records(cfg, self.data, self.delta, self.accountant, self.fresh[0]) if self.fresh
+            else checkpoint.get("noisy_records"))  # a resume reads its released count again
+        self.ruled, self.rules_why = apply_rules(cfg, self.data, self.magnitude, self.delta, self.records)
         self.public = public_inputs(cfg, self.data, self.magnitude)
         self.stages = planned_stages(cfg)
         check_plan(cfg, self.data, self.stages)
@@ -114,7 +109,7 @@ class TrainingRun:
     # ---------------------------------------------------------------- stages
     def start(self) -> None:
         """Fresh run: every stage in order, each narrowing the records the next ones see."""
-        self._context(None, *generators(self.cfg.seed))
+        self._context(self.accountant.ledger, *self.fresh)
         for stage in self.stages:
             stage.output = timed(stage.name)(stage.run)(self.context)
             self._after(stage)
@@ -157,6 +152,7 @@ class TrainingRun:
             "ledger": self.accountant.ledger.to_json(),
             "generator": self.context.generator.get_state(),
             "delta": self.delta,  # public (in the report): lets a resume show the epsilon spent before loading
+            "noisy_records": self.records,  # released: the n the rules read, read again on resume
             "seed": self.cfg.seed,  # never in release/ (``released_config``); a resumed run still says it is seeded
             "world": collective.world_size(),  # a resume needs as many ranks (each reads its own state)
         }
@@ -180,7 +176,7 @@ class TrainingRun:
         """Write the release (calibrated if asked), the ledger and the report; drop private/ unless kept."""
         folder, data, sizes = self.layout.release, self.context.data, self.training.noisy_sizes
         report = privacy_report(self.cfg, self.accountant, sizes, self.steps, self.public,
-                                {stage.name: stage for stage in self.stages}, self.rules_why)
+                                {stage.name: stage for stage in self.stages}, self.rules_why, self.records)
         if collective.rank() != 0:
             return report
         save_models(folder, self.released_models(), sizes, self.training.model, data.item_names,
@@ -240,7 +236,8 @@ def resume(run_dir: str | Path, *, progress: bool = True) -> tuple[Path, dict[st
     set_threads(cfg.threads)
     checkpoint = torch.load(layout.checkpoint, map_location="cpu", weights_only=True)
     cfg.seed = checkpoint.get("seed")
-    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=checkpoint_epsilon(cfg, checkpoint))
+    run = TrainingRun(cfg, layout.root, progress=progress, spent_before=checkpoint_epsilon(cfg, checkpoint),
+                      checkpoint=checkpoint)
     run.resume(checkpoint)
     with stop_requests() as stop:
         run.train(stop)
