@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 import numpy as np
+import torch
 
 from dpgm.config import Config
 from dpgm.stages.base import Stage, StageContext
@@ -121,10 +122,14 @@ class LengthBoundStage(Stage):
         return length
 
     def state_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "shares": self.shares, "records": self.records}
+        """The shares as a tensor: a checkpoint is read back with ``weights_only``, which refuses numpy arrays."""
+        shares = None if self.shares is None else torch.as_tensor(self.shares)
+        return {"output": self.output, "shares": shares, "records": float(self.records)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.output, self.shares, self.records = state["output"], state.get("shares"), state.get("records", 0.0)
+        shares = state.get("shares")
+        self.output, self.records = state["output"], state.get("records", 0.0)
+        self.shares = None if shares is None else shares.numpy()
 
 
 def mass_kept(cfg: Config, ctx: StageContext) -> float:
