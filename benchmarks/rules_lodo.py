@@ -76,6 +76,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "indep5e3": {"MIN_TRAINING_SCALE": 5_000},
     "indep3e4": {"MIN_TRAINING_SCALE": 30_000},
     "indep1e5": {"MIN_TRAINING_SCALE": 100_000},
+    # a tree of items (private edge selections, MST's way, or every pair) down to every scale, or from N eps = 1,000
+    "tree0": {"MIN_TRAINING_SCALE": 0},
+    "tree1e3": {"MIN_TRAINING_SCALE": 1_000},
     # fewer, larger groups: k = N eps / RECORDS_PER_PART
     "rpp1e4": {"RECORDS_PER_PART": 10_000},
     "rpp2e4": {"RECORDS_PER_PART": 20_000},
