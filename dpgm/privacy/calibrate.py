@@ -9,6 +9,7 @@ whose epsilon is <= target. ``steps_for_epochs`` is the ONE place epochs become 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -215,9 +216,11 @@ def steps_for_budget(
     return lo
 
 
+@functools.lru_cache(maxsize=1024)
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """Largest rho whose zCDP curve the accountant puts at <= epsilon at delta (via ``calibrate``): the
-    budget that fixed-noise stages share (a Gaussian release with multiplier sigma costs 1 / (2 sigma^2))."""
+    budget that fixed-noise stages share (a Gaussian release with multiplier sigma costs 1 / (2 sigma^2));
+    cached, as the rules and the plan ask for it again and again with the same budget."""
     sigma = calibrate(lambda s: [(GaussianEvent(noise_multiplier=s), 1)], target_epsilon=epsilon, delta=delta)
     return 1.0 / (2.0 * sigma * sigma)
 
