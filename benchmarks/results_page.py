@@ -25,6 +25,7 @@ from pages.images import partition_tos, train_on_synthetic
 from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
+from pages.tables import tables_section
 from pages.throughput import distributed, large_data, mnist_gpu, throughput, throughput_gpu
 
 #: The folder the pages and their images are written to.
@@ -72,8 +73,8 @@ def results() -> str:
     """The results page: the headline comparison first, then what else a user needs."""
     busy = [threads_busy("config_timings_busy.json", "Threads beside another job: every shipped config", THREADS_ALL),
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
-    sections = (headline(), epsilon_two(), generic_time(), timings(), train_on_synthetic(), partition_tos(),
-                partitioners(), partition_release(), subspace(), audit(), accounting(), throughput(),
+    sections = (headline(), epsilon_two(), tables_section(), generic_time(), timings(), train_on_synthetic(),
+                partition_tos(), partitioners(), partition_release(), subspace(), audit(), accounting(), throughput(),
                 throughput_gpu(), mnist_gpu(), distributed(), large_data(), *busy, counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
 

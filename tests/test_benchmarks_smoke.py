@@ -79,6 +79,8 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "subspace_clustering": (["--seeds", "1", "--sweeps", "2", "--epsilons", "1", "--png", "{tmp}/subspace.png"], (),
                             False),
     "sweep_report": (["--self-test"], (), False),
+    "tables_lodo": (["--tables", "online-shoppers", "--sizes", "300", "--epsilons", "1", "--seeds", "1", "--peers",
+                     "marginals", "--max-triples", "50"], ("tables/online-shoppers",), False),
     "train_on_synthetic": (["--dataset", "digits", "--epsilons", "1", "--seeds", "1", "--limit", "200",
                             "--release", "200", "--classifier-epochs", "1", "--no-nonprivate", "--no-real"], (),
                            False),
@@ -110,3 +112,35 @@ def test_benchmark_runs_end_to_end_on_tiny_data(name: str, tmp_path: Path) -> No
                           capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert name in NO_JSON or json.loads((tmp_path / "out.json").read_text())
+
+
+def tiny_table(folder: Path, name: str) -> None:
+    """A made-up table of 400 records and 10 attribute=value items under ``folder/tables/name`` (a shared
+    table's name, so that tables_lodo.py takes it), target ``smoker``."""
+    import gzip
+
+    columns = [{"name": "region", "kind": "categorical", "categories": ["n", "s", "e", "w"], "missing": False},
+               {"name": "age", "kind": "integer", "lower": 18, "upper": 90, "bins": 4, "missing": False},
+               {"name": "smoker", "kind": "binary", "categories": ["no", "yes"], "missing": False}]
+    lines = [f"{'nsew'[i % 4]},{18 + (i * 7) % 73},{'yes' if i % 4 < 2 and i % 3 else 'no'}" for i in range(400)]
+    (folder / "tables" / name).mkdir(parents=True)
+    (folder / "tables" / name / f"{name}.schema.json").write_text(json.dumps({"target": "smoker", "columns": columns}))
+    (folder / "tables" / name / f"{name}.csv.gz").write_bytes(
+        gzip.compress(("region,age,smoker\n" + "\n".join(lines) + "\n").encode()))
+
+
+def test_tables_lodo_runs_aim_and_mst_on_a_tiny_table(tmp_path: Path) -> None:
+    if importlib.util.find_spec("mbi") is None:
+        pytest.skip("needs the optional peers extra (mbi)")
+    tiny_table(tmp_path, "salary")
+    root = BENCHMARKS.parent
+    argv = ["--tables", "salary", "--sizes", "full", "--epsilons", "1", "--peers", "mst", "aim", "--peer-options",
+            "aim.max_rounds=1", "aim.max_iters=50", "--data-dir", str(tmp_path), "--json", str(tmp_path / "out.json")]
+    env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "tables_lodo.py"), *argv], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "out.json").read_text())["rows"]
+    assert sorted(r["candidate"] for r in rows) == ["default", "peer:aim", "peer:marginals", "peer:mst"]
+    assert all(0 <= r["tvd2"] <= 1 and r["n_fit"] == 200 and r["auc"] is not None for r in rows)
+    assert next(r for r in rows if r.get("peer") == "aim")["rounds"] <= 1

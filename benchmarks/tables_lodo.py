@@ -1,0 +1,427 @@
+"""Leave-one-dataset-out (LODO) check of the table rules, beside AIM, MST and independent marginals.
+
+Each shared table (``tables/NAME/``: a CSV and its declared schema, ``NAME.schema.json``; diabetes-130
+without its two identifier columns, as its README says) is split once (seeded) into a fit half and a
+held-out half. For each fit size (a record count, skipped above the fit half, or ``full``: the whole fit
+half), epsilon and seed, every method is fitted on the same seeded sample of the fit half at the same
+(epsilon, delta = 1/(100 N)) and draws as many records as it was fitted on:
+
+- dpgm's table path, ``dpgm.Synthesizer(epsilon, schema=...).fit(frame)``, once per candidate: a patch of
+  ``dpgm.rules`` constants (or of another dpgm module's, by dotted path) as in rules_lodo.py; ``default``
+  is the rules as shipped;
+- ``marginals`` (always run: the reference of the score): the item frequencies of the table's
+  attribute=value items, one noisy release clipped at one item per column (public: the schema), sampled
+  column by column from each column's frequencies normalised (independent columns);
+- ``aim`` and ``mst`` (``--peers``; need mbi): dpgm's implementations take binary items, so they are
+  fitted on the same attribute=value items (``dpgm.tables.records.encode``: one item per value of the
+  schema's discretization, numbers binned by the schema's bins) and their records decoded back to the
+  table (``dpgm.tables.records.decode``). They model items, not the columns' joint values: not the
+  authors' AIM and MST on a categorical domain.
+
+Scores, on the held-out half (``dpgm.evaluation.table_metrics``): AIM's workload error (mean TVD of the
+1-, 2- and 3-way marginals of the schema's discretization; all triples up to ``--max-triples``, else a
+sample seeded per table, the same for every method), train-on-synthetic on the README's target (a
+classifier trained on the release, tested on the held-out half: AUC and accuracy, beside the same
+classifier trained on the fit sample), the numeric columns' Wasserstein distances, and seconds. A
+candidate's score on one setting (table, size, epsilon) is log(its workload error / the marginals'),
+averaged over seeds (below 0: better than independent columns); the LODO choice among the candidates
+is rules_lodo.py's summary of these scores.
+
+    python benchmarks/tables_lodo.py --sizes 3000 --epsilons 1 --seeds 1 --peers aim mst marginals \\
+        --peer-options aim.max_rounds=40 --json benchmarks/results/tables_lodo.json
+    python benchmarks/tables_lodo.py --summarize benchmarks/results/tables_lodo.json --plot DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from counting_queries import default_data_dir
+from provenance import write_json
+from rules_lodo import owner, patched, peer_options, row_size, size_order
+from rules_lodo import summarize as lodo_summary
+
+from dpgm.data.dataset import BinaryDataset
+from dpgm.data.table import table_dataset
+from dpgm.evaluation.baselines import baseline_options, fit_baseline
+from dpgm.evaluation.table_data import Table, table_of
+from dpgm.evaluation.table_metrics import wasserstein, workload_error
+from dpgm.evaluation.train_on_synthetic import train_on_synthetic
+from dpgm.privacy.calibrate import default_delta
+from dpgm.tables import TableSchema, table_schema
+from dpgm.tables.frame import frame_cells
+from dpgm.tables.records import Cells, decode
+
+TABLES = ("bank-marketing", "credit-default", "diabetes-130", "online-shoppers", "salary", "nist-taxi",
+          "temporal-match2")
+#: Columns left out of a table before synthesis (its README: identifiers).
+DROP = {"diabetes-130": ("encounter_id", "patient_nbr")}
+#: Candidates: patches of the rules as shipped ("default": none), keys as rules_lodo.py's.
+CANDIDATES: dict[str, dict[str, Any]] = {"default": {}}
+#: Peers fitted on the same records; ``marginals`` is always fitted (the score's reference).
+PEERS = ("marginals", "mst", "aim")
+#: The peers' generators are seeded with this integer plus the seed (marginals: MARGINALS_SEED).
+PEER_SEED, MARGINALS_SEED = 3_000, 2_000
+#: Display order and plot colours of the methods (dpgm is C0).
+COLOURS = {"dpgm": "C0", "marginals": "C7", "mst": "C1", "aim": "C3"}
+
+
+def candidate_patch(name: str) -> dict[str, Any]:
+    """Candidate ``name``'s patch; refuses a constant that does not exist."""
+    patch = CANDIDATES[name]
+    unknown = [key for key in patch if not hasattr(*owner(key))]
+    if unknown:
+        raise SystemExit(f"candidate {name}: no constant {', '.join(unknown)} (dpgm.rules, or a dotted path)")
+    return patch
+
+
+def read_frame(name: str, folder: Path) -> tuple[Any, TableSchema, str]:
+    """Table ``name``'s DataFrame (its schema's columns, DROP's left out), its schema and target column."""
+    import pandas as pd
+
+    spec = json.loads((folder / name / f"{name}.schema.json").read_text())
+    drop = DROP.get(name, ())
+    spec["columns"] = [c for c in spec["columns"] if c["name"] not in drop]
+    schema = table_schema(spec)
+    frame = pd.read_csv(folder / name / f"{name}.csv.gz", keep_default_na=False, na_values=[""])
+    return frame[schema.names], schema, spec["target"]
+
+
+class Split:
+    """One table split once (seed 0): the fit half (a permutation prefix) and the held-out half."""
+
+    def __init__(self, name: str, folder: Path) -> None:
+        self.name = name
+        self.frame, self.schema, self.target = read_frame(name, folder)
+        self.table = table_of(self.schema, frame_cells(self.schema, self.frame), name)
+        self.order = np.random.default_rng(0).permutation(self.table.n)
+        self.half = self.table.n // 2
+        self.held_out = self.table.rows(np.sort(self.order[self.half:]))
+
+    def fit_rows(self, size: int | None, seed: int) -> np.ndarray:
+        """The fit sample's rows: the whole fit half, or ``size`` of it drawn by the seed."""
+        pick = (self.order[:self.half] if size is None
+                else np.random.default_rng([seed, 11]).choice(self.order[:self.half], size, replace=False))
+        return np.sort(pick)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fit sample: its rows as a DataFrame, as a Table, and the run's seed and (epsilon, delta)."""
+
+    frame: Any
+    table: Table
+    seed: int
+    epsilon: float
+    delta: float
+
+
+def cells_of(values: list[np.ndarray]) -> list[Cells]:
+    """Decoded columns (None where missing) as cells."""
+    return [(v, np.array([x is None for x in v], dtype=bool)) for v in values]
+
+
+def decoded(split: Split, records: Any, rng: np.random.Generator) -> Table:
+    """Synthetic attribute=value records as a table (``decode``: post-processing)."""
+    return table_of(split.schema, cells_of(decode(split.schema, records, rng)), "synthetic")
+
+
+def column_draws(probabilities: np.ndarray, sizes: list[int], n: int, rng: np.random.Generator) -> sp.csr_matrix:
+    """``n`` records of one item per column, each column's value drawn from its items' frequencies
+    normalised (uniform where they are all 0): independent columns (post-processing)."""
+    codes, offset = np.empty((n, len(sizes)), dtype=np.int64), 0
+    for j, size in enumerate(sizes):
+        p = np.clip(probabilities[offset: offset + size], 0.0, None)
+        p = p / p.sum() if p.sum() > 0 else np.full(size, 1.0 / size)
+        codes[:, j] = offset + rng.choice(size, n, p=p)
+        offset += size
+    data = np.ones(codes.size, dtype=np.uint8)
+    return sp.csr_matrix((data, codes.ravel(), np.arange(0, codes.size + 1, len(sizes))), shape=(n, offset))
+
+
+def fit_peer(peer: str, split: Split, fit: Fit, args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
+    """Peer ``peer`` fitted on the fit sample's attribute=value items; its release as a table."""
+    items: BinaryDataset = table_dataset(split.schema, fit.table.cells, split.name)
+    seed = (MARGINALS_SEED if peer == "marginals" else PEER_SEED) + fit.seed
+    rng = np.random.default_rng(seed)
+    options = peer_options(args, peer)
+    if peer == "marginals":  # each record holds one item per column: clip at that (public) length
+        options = {"max_length": len(split.schema.names), **options}
+    fitted = fit_baseline(peer, items, epsilon=fit.epsilon, delta=fit.delta, rng=rng,
+                          options=baseline_options(peer, options))
+    n = fit.table.n
+    records = (column_draws(fitted.model.probabilities, split.schema.attribute_sizes, n, rng)
+               if peer == "marginals" else fitted.model.sample(n, rng).records)
+    report = {"options": options, "rounds": fitted.report.get("rounds"), "spent_epsilon": fitted.report.get("epsilon")}
+    return decoded(split, records, rng), report
+
+
+def fit_dpgm(candidate: str, fit: Fit, split: Split, args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
+    """dpgm's table path under ``candidate``'s patch; its release of as many records as it was fitted on."""
+    import dpgm
+
+    old = patched(candidate_patch(candidate))
+    try:
+        synth = dpgm.Synthesizer(epsilon=fit.epsilon, delta=fit.delta, schema=split.schema, seed=fit.seed,
+                                 options={"threads": args.threads}).fit(fit.frame)
+    finally:
+        patched(old)
+    out = synth.sample(fit.table.n, seed=fit.seed)
+    report = synth.privacy_report
+    return table_of(split.schema, frame_cells(split.schema, out), "synthetic"), {"spent_epsilon": report.get("epsilon")}
+
+
+def scores(split: Split, fit: Fit, synthetic: Table, max_triples: int) -> dict[str, Any]:
+    """The release's workload error, train-on-synthetic and Wasserstein distances on the held-out half."""
+    work = workload_error(split.held_out, synthetic, max_triples=max_triples, rng=np.random.default_rng(0))
+    tos = train_on_synthetic(fit.table, synthetic, split.target, holdout=split.held_out, seed=fit.seed)
+    dist = wasserstein(split.held_out, synthetic)
+    present = [v for v in dist.values() if v is not None]
+    return {"workload": {k: v for k, v in work.to_dict().items() if k != "columns"},
+            "tvd1": work.oneway, "tvd2": work.twoway, "tvd3": work.threeway, "workload_error": work.average,
+            "auc": tos.synthetic.auc, "accuracy": tos.synthetic.accuracy,
+            "real_auc": tos.real.auc, "real_accuracy": tos.real.accuracy,
+            "wasserstein": dist, "wasserstein_mean": float(np.mean(present)) if present else None}
+
+
+def item_peer_runs(split: Split, peer: str, args: argparse.Namespace) -> bool:
+    """Whether ``peer`` runs on this table: always, unless the table has more than ``--peer-max-values``
+    attribute=value items (public: its schema), where the binary-item peer would take too long."""
+    values = sum(split.schema.attribute_sizes)
+    if args.peer_max_values is None or values <= args.peer_max_values:
+        return True
+    note = f"{peer} on {split.name}: {values} attribute=value items, above --peer-max-values {args.peer_max_values}"
+    if note not in args.skipped:
+        args.skipped.append(note)
+        print(f"  skip {note}", flush=True)
+    return False
+
+
+def run_setting(split: Split, size: int | None, epsilon: float, args: argparse.Namespace,
+                rows: list[dict[str, Any]], done: dict[tuple[str, str, float, str, int], dict[str, Any]]) -> None:
+    """Every method and seed on one (table, size, epsilon); appends a row after each fit and saves."""
+    label = "full" if size is None else str(size)
+    peers = ["marginals", *(p for p in args.peers if p != "marginals" and item_peer_runs(split, p, args))]
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        methods = [f"peer:{p}" for p in peers] + list(args.candidates)
+        if all((split.name, label, epsilon, m, seed) in done for m in methods):
+            continue
+        index = split.fit_rows(size, seed)
+        table = split.table.rows(index)
+        fit = Fit(split.frame.iloc[index], table, seed, epsilon, default_delta(table.n))
+        common = {"dataset": split.name, "size": label, "n_fit": table.n, "epsilon": epsilon, "seed": seed,
+                  "delta": fit.delta, "n_columns": len(split.schema.names), "n_items": sum(split.schema.attribute_sizes)}
+        for method in methods:
+            key = (split.name, label, epsilon, method, seed)
+            if key in done:
+                continue
+            start = time.perf_counter()
+            peer = method.removeprefix("peer:") if method.startswith("peer:") else None
+            synthetic, extra = fit_peer(peer, split, fit, args) if peer else fit_dpgm(method, fit, split, args)
+            fit_seconds = time.perf_counter() - start
+            row = {**common, "candidate": method, **({"peer": peer} if peer else {}), **extra,
+                   **scores(split, fit, synthetic, args.max_triples), "fit_seconds": fit_seconds,
+                   "seconds": time.perf_counter() - start}
+            if not peer:
+                reference = done[(split.name, label, epsilon, "peer:marginals", seed)]
+                row["score"] = math.log(row["workload_error"] / reference["workload_error"])
+            rows.append(row)
+            done[key] = row
+            print(f"  {split.name}/{label} eps {epsilon:g} {method}#{seed}: workload {row['workload_error']:.4f} "
+                  f"2-way {row['tvd2']:.4f} 3-way {row['tvd3']:.4f} AUC {_num(row['auc'])} ({fit_seconds:.0f} s)",
+                  flush=True)
+            save(args, rows)
+
+
+def save(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    """The JSON so far (after every fit, so that a stopped run keeps what it measured)."""
+    if not args.json:
+        return
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    write_json(args.json, {"settings": settings, "candidates": CANDIDATES, "drop": DROP, "rows": rows})
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}g}"
+
+
+def method_of(row: dict[str, Any], candidate: str = "default") -> str | None:
+    """A row's method in the comparison: its peer, ``dpgm`` for ``candidate``, None for other candidates."""
+    return row.get("peer") or ("dpgm" if row["candidate"] == candidate else None)
+
+
+def comparison(rows: list[dict[str, Any]], candidate: str = "default") -> dict[float, dict[tuple[str, str], dict[str, dict[str, Any]]]]:
+    """Per epsilon, per (table, size), per method: the means over seeds of the scores that the tables show."""
+    cells: dict[float, dict[tuple[str, str], dict[str, list[dict[str, Any]]]]] = {}
+    for r in rows:
+        method = method_of(r, candidate)
+        if method:
+            cell = cells.setdefault(float(r["epsilon"]), {}).setdefault((r["dataset"], row_size(r)), {})
+            cell.setdefault(method, []).append(r)
+
+    def mean(rs: list[dict[str, Any]], key: str) -> float | None:
+        values = [r[key] for r in rs if r.get(key) is not None]
+        return float(np.mean(values)) if values else None
+
+    keys = ("tvd1", "tvd2", "tvd3", "workload_error", "auc", "accuracy", "real_auc", "wasserstein_mean", "seconds")
+    return {eps: {s: {m: {k: mean(rs, k) for k in keys} | {"seeds": len(rs)} for m, rs in by.items()}
+                  for s, by in at.items()} for eps, at in cells.items()}
+
+
+def methods_in(table: dict[tuple[str, str], dict[str, dict[str, Any]]]) -> list[str]:
+    """The methods a comparison holds, dpgm first, then the peers in COLOURS' order."""
+    found = {m for by in table.values() for m in by}
+    return [m for m in COLOURS if m in found] + sorted(found - set(COLOURS))
+
+
+def mean_seconds(table: dict[tuple[str, str], dict[str, dict[str, Any]]], method: str) -> float:
+    """A method's mean seconds per fit and draw over the settings of a comparison."""
+    return float(np.mean([by[method]["seconds"] for by in table.values() if method in by]))
+
+
+def setting_order(s: tuple[str, str]) -> tuple[int, tuple[float, int]]:
+    """Sort key of a (table, size) setting: TABLES' order, then the size."""
+    return (TABLES.index(s[0]) if s[0] in TABLES else len(TABLES), size_order(s[1]))
+
+
+def comparison_text(rows: list[dict[str, Any]], candidate: str = "default") -> str:
+    """Per epsilon: a row per table and size; per method its 2-way and 3-way workload error and AUC."""
+    lines = []
+    for eps, at in sorted(comparison(rows, candidate).items()):
+        methods = methods_in(at)
+        lines += [f"epsilon {eps:g}: 2-way / 3-way workload error (mean TVD, lower is better), train-on-synthetic AUC",
+                  f"{'table/size':<24}" + "".join(f"{m:>24}" for m in methods) + f"{'real AUC':>10}"]
+        for s in sorted(at, key=setting_order):
+            by = at[s]
+            cells = [f"{_num(by[m]['tvd2'])} / {_num(by[m]['tvd3'])} / {_num(by[m]['auc'])}" if m in by else "-"
+                     for m in methods]
+            real = next(iter(by.values()))["real_auc"]  # the same real classifier beside every method
+            lines.append(f"{s[0] + '/' + s[1]:<24}" + "".join(f"{c:>24}" for c in cells) + f"{_num(real):>10}")
+        lines.append("seconds per fit and draw: " + ", ".join(f"{m} {mean_seconds(at, m):.0f}" for m in methods))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def summarize(rows: list[dict[str, Any]]) -> str:
+    """The comparison per epsilon, then rules_lodo.py's LODO choice among the candidates (score: log of the
+    workload error over the marginals')."""
+    candidates = [r for r in rows if not r.get("peer") and "score" in r]
+    return (comparison_text(rows) + "\nLODO among the candidates (error: AIM's workload error)\n"
+            + lodo_summary(candidates, groups=False))
+
+
+def plot(rows: list[dict[str, Any]], folder: Path, candidate: str = "default") -> list[Path]:
+    """One PNG per table: the workload error against the fit size, a line per method, a panel per epsilon."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    points: dict[str, dict[float, dict[str, dict[int, list[float]]]]] = {}
+    for r in rows:
+        method = method_of(r, candidate)
+        if method:
+            by = points.setdefault(r["dataset"], {}).setdefault(float(r["epsilon"]), {}).setdefault(method, {})
+            by.setdefault(r["n_fit"], []).append(r["workload_error"])
+    written = []
+    for table, at in sorted(points.items(), key=lambda t: setting_order((t[0], "0"))):
+        fig, axes = plt.subplots(1, len(at), figsize=(4.2 * len(at), 3.2), squeeze=False, sharey=True)
+        for ax, (eps, by) in zip(axes[0], sorted(at.items())):
+            for method in [m for m in COLOURS if m in by] + sorted(set(by) - set(COLOURS)):
+                sizes = sorted(by[method])
+                ax.plot(sizes, [np.mean(by[method][n]) for n in sizes], "-" if method == "dpgm" else "--",
+                        marker="o", color=COLOURS.get(method), label=method)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{table}, epsilon {eps:g}", fontsize=9)
+            ax.set_xlabel("records fitted", fontsize=8)
+            ax.set_ylabel("workload error (mean TVD, 1-3 way)", fontsize=8)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / f"{table}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def read_rows(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of result files."""
+    return [r for path in paths for r in json.loads(Path(path).read_text())["rows"]]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
+    p.add_argument("--sizes", nargs="+", default=["3000", "30000", "full"],
+                   help="fit sizes: 'full' (the whole fit half) or a record count (skipped above the fit half)")
+    p.add_argument("--epsilons", nargs="+", type=float, default=[0.3, 1.0, 3.0])
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="run seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1 (split one setting's seeds over processes)")
+    p.add_argument("--candidates", nargs="+", default=["default"], choices=list(CANDIDATES))
+    p.add_argument("--peers", nargs="*", default=["marginals"], choices=PEERS,
+                   help="fit these beside dpgm (marginals always: the score's reference; aim and mst need mbi)")
+    p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
+                   help="a peer's options, e.g. aim.max_rounds=40 (a public cap on AIM's rounds)")
+    p.add_argument("--peer-max-values", type=int, default=None, metavar="M",
+                   help="fit aim and mst only on tables of at most M attribute=value items (default: all)")
+    p.add_argument("--max-triples", type=int, default=1000,
+                   help="all 3-way marginals up to this many, else a sample of this many (seeded, the same for all)")
+    p.add_argument("--threads", type=int, default=1, help="dpgm's torch and BLAS threads (config key threads)")
+    p.add_argument("--data-dir", type=Path, default=None, help="default: $DPGM_DATA_DIR or ../shared/data")
+    p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--resume", action="store_true", help="keep the rows already in --json and skip their runs")
+    p.add_argument("--summarize", nargs="+", default=None, metavar="JSON",
+                   help="only print the summary of these files")
+    p.add_argument("--plot", type=Path, default=None, metavar="DIR",
+                   help="with --summarize: one PNG per table in DIR (workload error against size)")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.summarize:
+        rows = read_rows(args.summarize)
+        print(summarize(rows))
+        for path in plot(rows, args.plot) if args.plot else []:
+            print(f"wrote {path}")
+        return 0
+    for name in args.candidates:
+        candidate_patch(name)
+    folder = (args.data_dir or default_data_dir()) / "tables"
+    rows = read_rows([args.json]) if args.resume and args.json and Path(args.json).exists() else []
+    done = {(r["dataset"], row_size(r), float(r["epsilon"]), r["candidate"], r["seed"]): r for r in rows}
+    args.skipped = []  # settings and peers not run, with the reason (saved with the settings)
+    splits: dict[str, Split] = {}
+    for size in [None if z == "full" else int(z) for z in args.sizes]:  # small sizes first
+        for name in args.tables:
+            if name not in splits:
+                splits[name] = Split(name, folder)
+                s = splits[name]
+                print(f"== {name}: {s.table.n} records, {len(s.schema.names)} columns, "
+                      f"{sum(s.schema.attribute_sizes)} values, fit half {s.half}", flush=True)
+            if size is not None and size > splits[name].half:
+                args.skipped.append(f"{name}/{size}: the fit half holds {splits[name].half} records")
+                print(f"  skip {args.skipped[-1]}", flush=True)
+                continue
+            for eps in args.epsilons:
+                run_setting(splits[name], size, eps, args, rows, done)
+    save(args, rows)
+    print(summarize(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
