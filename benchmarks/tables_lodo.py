@@ -401,9 +401,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in args.candidates:
         candidate_patch(name)
     folder = (args.data_dir or default_data_dir()) / "tables"
-    rows = read_rows([args.json]) if args.resume and args.json and Path(args.json).exists() else []
+    kept = json.loads(Path(args.json).read_text()) if args.resume and args.json and Path(args.json).exists() else {}
+    rows = kept.get("rows", [])
     done = {(r["dataset"], row_size(r), float(r["epsilon"]), r["candidate"], r["seed"]): r for r in rows}
-    args.skipped = []  # settings and peers not run, with the reason (saved with the settings)
+    args.skipped = list(kept.get("settings", {}).get("skipped", []))  # what was not run, and why
     splits: dict[str, Split] = {}
     for size in [None if z == "full" else int(z) for z in args.sizes]:  # small sizes first
         for name in args.tables:
