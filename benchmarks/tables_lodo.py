@@ -149,19 +149,32 @@ def column_draws(probabilities: np.ndarray, sizes: list[int], n: int, rng: np.ra
     return sp.csr_matrix((data, codes.ravel(), np.arange(0, codes.size + 1, len(sizes))), shape=(n, offset))
 
 
+def marginals_draws(model: Any, schema: TableSchema, n: int, rng: np.random.Generator) -> sp.csr_matrix:
+    """The marginals' records on a table: one value per column, drawn independently (``column_draws``)."""
+    return column_draws(model.probabilities, schema.attribute_sizes, n, rng)
+
+
+def own_draws(model: Any, schema: TableSchema, n: int, rng: np.random.Generator) -> sp.csr_matrix:
+    """A peer's own draws of attribute=value records (decoded afterwards)."""
+    return model.sample(n, rng).records
+
+
+#: Per peer, where not the defaults: its options on a table, from the public schema (the marginals: each
+#: record holds one item per column, so the clip at that length changes nothing and bounds the sensitivity),
+#: its generator's seed base and how its records are drawn.
+TABLE_OPTIONS = {"marginals": lambda schema: {"max_length": len(schema.names)}}
+SEED_BASE = {"marginals": MARGINALS_SEED}
+DRAWS = {"marginals": marginals_draws}
+
+
 def fit_peer(peer: str, split: Split, fit: Fit, args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
     """Peer ``peer`` fitted on the fit sample's attribute=value items; its release as a table."""
     items: BinaryDataset = table_dataset(split.schema, fit.table.cells, split.name)
-    seed = (MARGINALS_SEED if peer == "marginals" else PEER_SEED) + fit.seed
-    rng = np.random.default_rng(seed)
-    options = peer_options(args, peer)
-    if peer == "marginals":  # each record holds one item per column: clip at that (public) length
-        options = {"max_length": len(split.schema.names), **options}
+    rng = np.random.default_rng(SEED_BASE.get(peer, PEER_SEED) + fit.seed)
+    options = {**TABLE_OPTIONS.get(peer, lambda schema: {})(split.schema), **peer_options(args, peer)}
     fitted = fit_baseline(peer, items, epsilon=fit.epsilon, delta=fit.delta, rng=rng,
                           options=baseline_options(peer, options))
-    n = fit.table.n
-    records = (column_draws(fitted.model.probabilities, split.schema.attribute_sizes, n, rng)
-               if peer == "marginals" else fitted.model.sample(n, rng).records)
+    records = DRAWS.get(peer, own_draws)(fitted.model, split.schema, fit.table.n, rng)
     report = {"options": options, "rounds": fitted.report.get("rounds"), "spent_epsilon": fitted.report.get("epsilon")}
     return decoded(split, records, rng), report
 
@@ -273,7 +286,8 @@ def comparison(rows: list[dict[str, Any]], candidate: str = "default") -> dict[f
         values = [r[key] for r in rs if r.get(key) is not None]
         return float(np.mean(values)) if values else None
 
-    keys = ("tvd1", "tvd2", "tvd3", "workload_error", "auc", "accuracy", "real_auc", "wasserstein_mean", "seconds")
+    keys = ("tvd1", "tvd2", "tvd3", "workload_error", "auc", "accuracy", "real_auc", "wasserstein_mean",
+            "fit_seconds")
     return {eps: {s: {m: {k: mean(rs, k) for k in keys} | {"seeds": len(rs)} for m, rs in by.items()}
                   for s, by in at.items()} for eps, at in cells.items()}
 
@@ -286,7 +300,7 @@ def methods_in(table: dict[tuple[str, str], dict[str, dict[str, Any]]]) -> list[
 
 def mean_seconds(table: dict[tuple[str, str], dict[str, dict[str, Any]]], method: str) -> float:
     """A method's mean seconds per fit and draw over the settings of a comparison."""
-    return float(np.mean([by[method]["seconds"] for by in table.values() if method in by]))
+    return float(np.mean([by[method]["fit_seconds"] for by in table.values() if method in by]))
 
 
 def setting_order(s: tuple[str, str]) -> tuple[int, tuple[float, int]]:
