@@ -21,7 +21,8 @@ WHAT = (
     "item per value) and its records are decoded back, so it models items, not the columns' joint values as "
     "its authors' version on a categorical domain does; it ran on the tables of at most 400 such items. AIM "
     "(dpgm's, on the same items, 40 rounds at most) did not finish on the smallest table, bank-marketing's 269 "
-    "items, in 17 minutes on this shared 2-core machine, and was not run.")
+    "items, in 17 minutes on this 2-core machine, and was not run. Every method ran on one thread while other "
+    "jobs ran on the machine: the seconds are upper bounds.")
 
 
 def cell(by: dict[str, dict[str, float | None]], method: str) -> str:
