@@ -187,6 +187,11 @@ PLOT_COLOURS = {"marginals": "C7", "mst": "C1", "aim": "C3", "mwem_pgm": "C2"}
 PEER_SEED = 3_000
 
 
+def dataset_order(name: str) -> tuple[int, str]:
+    """Sort key of a dataset: DATASETS' order, then any other by name (a set's order varies between runs)."""
+    return (DATASETS.index(name) if name in DATASETS else len(DATASETS), name)
+
+
 def owner(key: str) -> tuple[Any, str]:
     """The module and name a candidate's key patches: a constant of dpgm.rules, or of another dpgm module by its
     dotted path (``dpgm.models.tilt.RIDGE``)."""
@@ -368,7 +373,7 @@ def one_rule_lines(mean: dict[tuple[str, str, float], dict[str, float]], cands: 
     dataset the candidate best on the other datasets' settings at every epsilon, scored on the held-out dataset at
     each epsilon; the mean and worst held-out score per epsilon."""
     epsilons = sorted({s[2] for s in mean})
-    datasets = sorted({s[0] for s in mean}, key=lambda d: DATASETS.index(d) if d in DATASETS else len(DATASETS))
+    datasets = sorted({s[0] for s in mean}, key=dataset_order)
     lines = ["\nLODO with one rule for every epsilon (chosen on the other datasets' settings at every epsilon):",
              f"  {'held out':<12}{'LODO choice':<20}" + "".join(f"{'eps ' + format(e, 'g'):>18}" for e in epsilons)]
     held: dict[float, dict[str, tuple[float, float]]] = {e: {} for e in epsilons}
@@ -423,7 +428,7 @@ def summarize(rows: list[dict[str, Any]], score_name: str = "queries", groups: b
                      + "".join(f"{mean[s].get(c, float('nan')):>+{width}.3f}" for c in cands))
     for eps in sorted({s[2] for s in mean}):
         at = {s: by for s, by in mean.items() if s[2] == eps}
-        datasets = sorted({s[0] for s in at}, key=lambda d: DATASETS.index(d) if d in DATASETS else len(DATASETS))
+        datasets = sorted({s[0] for s in at}, key=dataset_order)
         lines.append(f"\nLODO at epsilon {eps:g} (held-out score: mean over the held-out dataset's sizes):")
         lines.append(f"  {'held out':<12}{'sizes':<22}{'LODO choice':<20}{'chosen':>8}{'default':>9}  best on it")
         held: dict[str, dict[str, float]] = {}
