@@ -287,7 +287,7 @@ def test_report_of_a_declared_table_takes_the_table_view(table_files, capsys) ->
     page = out.read_text()
     assert page.index('<section id="verdict"') < page.index('<section id="summary"')
     assert "epsilon = 0.5" in page and 'id="train-on-synthetic"' in page and 'id="cooccurrence"' not in page
-    assert page.count('src="data:image/png;base64,') == 3 and "not private" in stdout
+    assert page.count('src="data:image/png;base64,') == 4 and "not private" in stdout  # heat map, 3 columns
     code, _, err = run([*argv, "--privacy", "nowhere.json"], capsys)
     assert code == 2 and err.count("\n") == 1 and "--privacy nowhere.json: file not found" in err
     code, _, err = run([*argv, "--holdout", "nowhere.csv"], capsys)

@@ -4,7 +4,8 @@
 frequencies, record lengths, pair co-occurrence and correlation, counting-query errors,
 image samples, label counts), ``plots`` draws each as a PNG, ``page`` writes the HTML with
 a plain-language summary. A declared table has its own view: ``table_compare`` (each column's
-shares beside the table metrics), ``table_plots`` (a figure per column), ``table_page`` (the
+shares beside the table metrics), ``association`` (Cramér's V of every pair of columns), ``table_plots`` (a
+figure per column, the association heat map), ``table_page`` (the
 release's privacy verdict first, the workload error, train-on-synthetic), with the release's
 privacy report read by ``release_privacy``. Looking at the real data is not differentially
 private: the page is for the data custodian, not for publication.

@@ -1,6 +1,7 @@
 """What the quality report of a declared table shows, as numbers: each column's share of records per value
-(a category, a bin of a number, missing values last) in the real data and the release, beside the table
-metrics (``dpgm.evaluation.table_metrics``) and the release's own privacy. Not private: it reads the real data.
+(a category, a bin of a number, missing values last) in the real data and the release, the association of every
+pair of columns (``dpgm.quality.association``), beside the table metrics (``dpgm.evaluation.table_metrics``) and
+the release's own privacy. Not private: it reads the real data.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 
 from dpgm.evaluation.table_data import Table
 from dpgm.evaluation.table_metrics import TableMetrics
+from dpgm.quality.association import Associations, associations
 from dpgm.quality.release_privacy import ReleasePrivacy
 from dpgm.tables import Codec
 
@@ -45,6 +47,7 @@ class TableComparison:
     columns: list[ColumnShares]
     metrics: TableMetrics
     privacy: ReleasePrivacy
+    associations: Associations
 
     @property
     def n_real(self) -> int:
@@ -61,10 +64,10 @@ def value_shares(table: Table, j: int) -> np.ndarray:
 
 
 def compare_tables(real: Table, synthetic: Table, metrics: TableMetrics, privacy: ReleasePrivacy) -> TableComparison:
-    """Every column's shares beside the metrics computed on the same tables."""
+    """Every column's shares and every pair's association beside the metrics computed on the same tables."""
     columns = [ColumnShares(codec=codec, labels=real.schema.values[j], real=value_shares(real, j),
                             synthetic=value_shares(synthetic, j), tvd=metrics.workload.columns[codec.column.name],
                             wasserstein=metrics.wasserstein.get(codec.column.name))
                for j, codec in enumerate(real.schema.codecs)]
     return TableComparison(real_name=real.name, synthetic_name=synthetic.name, columns=columns, metrics=metrics,
-                           privacy=privacy)
+                           privacy=privacy, associations=associations(real, synthetic))

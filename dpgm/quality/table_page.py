@@ -2,8 +2,9 @@
 
 Under the page's own not-private warning: the release's privacy (its report's verdict, epsilon and delta),
 the facts, a plain-language summary, the workload error (1-, 2- and 3-way marginals), train-on-synthetic,
-a table of the columns' distances, then one figure per column. Built like the item report
-(``dpgm.quality.page``): figures embedded, style inline, nothing external.
+a table of the columns' distances and missing shares, the association heat map of every pair of columns, then one
+figure per column. Built like the item report (``dpgm.quality.page``): figures embedded, style inline, nothing
+external.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from dpgm.progress import progress_scope, stage_bar
 from dpgm.quality.page import STYLE, data_uri, facts_html, page_html
-from dpgm.quality.table_compare import TableComparison
-from dpgm.quality.table_plots import column_plot
+from dpgm.quality.table_compare import ColumnShares, TableComparison
+from dpgm.quality.table_plots import association_heatmap, column_plot
 
 TABLE_STYLE = STYLE + """
 section.verdict { padding: .6em 1em; border: 2px solid; }
@@ -67,6 +68,9 @@ def summary(cmp: TableComparison) -> str:
             (f"Single columns differ by a total variation distance of {w.oneway:.3f} on average (the furthest, "
              f"{worst.name!r}, by {worst.tvd:.3f}); pairs of columns by {w.twoway:.3f}, triples by "
              f"{w.threeway:.3f}.")]
+    gap = cmp.associations.mean_difference()
+    if gap is not None:
+        text.append(f"The association of a pair of columns (Cramér's V) differs by {gap:.3f} on average.")
     numeric = {n: d for n, d in cmp.metrics.wasserstein.items() if d is not None}
     if numeric:
         far = max(numeric, key=numeric.__getitem__)
@@ -110,13 +114,30 @@ def train_html(cmp: TableComparison) -> str:
         "</p>"), table_html(["trained on", "records", "AUC", "accuracy"], rows))
 
 
+def _rates(column: ColumnShares) -> list[str]:
+    """The column's missing shares (real, synthetic) as percentages; blank where it may not hold missing values."""
+    return ["", ""] if column.missing is None else [format(share, ".2%") for share in column.missing]
+
+
 def columns_html(cmp: TableComparison) -> str:
-    rows = [[c.name, c.codec.column.kind, _num(c.tvd), "" if c.wasserstein is None else _num(c.wasserstein)]
+    rows = [[c.name, c.codec.column.kind, _num(c.tvd), "" if c.wasserstein is None else _num(c.wasserstein),
+             *_rates(c)]
             for c in cmp.columns]
     return section("columns", "Columns", (
-        "<p>Each column's 1-way total variation distance on its categories and bins, and for numbers the "
-        "Wasserstein distance between the values within the bounds, divided by their width.</p>"),
-        table_html(["column", "kind", "TVD", "Wasserstein / width"], rows))
+        "<p>Each column's 1-way total variation distance on its categories and bins, for numbers the "
+        "Wasserstein distance between the values within the bounds, divided by their width, and for a column "
+        "that may hold missing values the share of records where it is missing, real and synthetic.</p>"),
+        table_html(["column", "kind", "TVD", "Wasserstein / width", "missing (real)", "missing (synthetic)"], rows))
+
+
+def associations_html(cmp: TableComparison) -> str:
+    """Every pair of columns' Cramér's V, real and synthetic, and how far apart the two matrices are."""
+    gap = cmp.associations.mean_difference()
+    return section("associations", "Pairs of columns", (
+        "<p>How strongly each pair of columns goes together: Cramér's V on the schema's categories and bins "
+        "(missing values a value of their own), 0 for independent columns, 1 when one fixes the other. "
+        f"Mean absolute difference between the real and the synthetic matrix, over the pairs: {_num(gap)}.</p>"),
+        f'<img alt="associations" src="{data_uri(association_heatmap(cmp.associations))}">')
 
 
 def figures_html(cmp: TableComparison, *, progress: bool) -> str:
@@ -139,5 +160,5 @@ def build_table_report(cmp: TableComparison, *, created: str, progress: bool = F
              ("columns", f"{len(cmp.columns)}"), ("created", created)]
     blocks = [verdict_html(cmp), facts_html(facts),
               section("summary", "Summary", f"<p>{html.escape(summary(cmp))}</p>"), workload_html(cmp),
-              train_html(cmp), columns_html(cmp), figures_html(cmp, progress=progress)]
+              train_html(cmp), columns_html(cmp), associations_html(cmp), figures_html(cmp, progress=progress)]
     return page_html(f"Quality report: {Path(cmp.synthetic_name).name}", blocks, style=TABLE_STYLE)

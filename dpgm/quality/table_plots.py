@@ -2,14 +2,16 @@
 
 A number's column is a histogram over its declared bins between its bounds (the bins the synthesizer models);
 any other column is bars, one per category (the most frequent in the real data when there are many). Colours
-as in ``dpgm.quality.plots``: real blue, release orange.
+as in ``dpgm.quality.plots``: real blue, release orange. One more figure shows every pair of columns' association,
+real and release side by side on one colour scale.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dpgm.quality.plots import REAL, SYNTHETIC, paired_bars, pyplot, short, to_png
+from dpgm.quality.association import Associations
+from dpgm.quality.plots import NAMED_TICKS, REAL, SYNTHETIC, paired_bars, pyplot, short, to_png
 from dpgm.quality.table_compare import ColumnShares
 from dpgm.tables.codecs import Numeric
 
@@ -68,3 +70,25 @@ def bin_histogram(column: ColumnShares) -> bytes:
 def column_plot(column: ColumnShares) -> bytes:
     """The column's figure: a histogram over its bins for a number, bars per category otherwise."""
     return bin_histogram(column) if isinstance(column.codec, Numeric) else category_bars(column)
+
+
+def association_heatmap(pairs: Associations) -> bytes:
+    """Cramér's V of every pair of columns, real and synthetic side by side on one scale from 0 to 1 (a pair
+    that cannot be measured, a column holding one value, grey)."""
+    plt = pyplot()
+    colours = plt.get_cmap("viridis").with_extremes(bad="0.85")
+    k = len(pairs.names)
+    side = min(max(3.0, 0.32 * k + 1.5), 9.0)
+    fig, axes = plt.subplots(1, 2, figsize=(2 * side + 1.2, side + 0.4), layout="constrained")
+    names = [short(n, 14) for n in pairs.names]
+    for ax, matrix, label in zip(axes, (pairs.real, pairs.synthetic), ("real", "synthetic")):
+        image = ax.imshow(np.ma.masked_invalid(matrix), cmap=colours, vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_title(label)
+        if k <= NAMED_TICKS:
+            ax.set_xticks(range(k), names, rotation=90, fontsize=7)
+            ax.set_yticks(range(k), names, fontsize=7)
+        else:
+            ax.set_xlabel("columns, in the schema's order")
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="Cramér's V")
+    fig.suptitle(f"Association of every pair of columns (Cramér's V), {k} columns")
+    return to_png(fig)

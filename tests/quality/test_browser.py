@@ -59,5 +59,5 @@ def test_every_plot_renders_in_chromium(pages, tmp_path: Path) -> None:
     assert pixels[..., :3].std() > 0.05  # plots, not a blank page
 
 
-def test_every_column_of_a_table_renders_in_chromium(table_page, tmp_path: Path) -> None:
-    assert rendered_images(browser(), table_page, tmp_path) == ("4", "4")
+def test_every_figure_of_a_table_renders_in_chromium(table_page, tmp_path: Path) -> None:
+    assert rendered_images(browser(), table_page, tmp_path) == ("5", "5")  # the heat map and one per column

@@ -15,7 +15,7 @@ from dpgm.quality.table_plots import MAX_BARS, shown_values
 from tests.quality.conftest import table_report
 from tests.quality.test_page import embedded_pngs
 
-SECTIONS = ("verdict", "summary", "workload", "train-on-synthetic", "columns", "distributions")
+SECTIONS = ("verdict", "summary", "workload", "train-on-synthetic", "columns", "associations", "distributions")
 
 
 def section_order(page: str) -> list[str]:
@@ -31,14 +31,15 @@ def test_the_verdict_comes_first_then_every_section(table_page: str) -> None:
     assert "syn.csv.privacy.json" in verdict
 
 
-def test_one_decodable_figure_per_column_and_nothing_external(table_page: str) -> None:
+def test_the_heat_map_then_one_decodable_figure_per_column_and_nothing_external(table_page: str) -> None:
     import io
 
     import matplotlib.image
 
     pngs = embedded_pngs(table_page)
-    assert len(pngs) == 4
-    assert [alt for alt in re.findall(r'<img alt="([^"]*)"', table_page)] == ["age", "when", "city", "y"]
+    assert len(pngs) == 5
+    alts = re.findall(r'<img alt="([^"]*)"', table_page)
+    assert alts == ["associations", "age", "when", "city", "y"]
     for png in pngs:
         pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
         assert pixels.shape[0] > 100 and pixels.shape[1] > 200
@@ -51,11 +52,42 @@ def test_the_page_shows_the_metrics(table_files, table_page: str) -> None:
                       table_page)
     assert rows == [("1-way (single columns)", "4"), ("2-way (pairs)", "6"), ("3-way (triples)", "4"), ("all", "14")]
     assert "tested on 120 real records: the hold-out file" in table_page
-    assert re.search(r"<tr><td>when</td><td>datetime</td><td>0\.\d{4}</td><td>0\.\d{4}</td></tr>", table_page)
-    assert re.search(r"<tr><td>city</td><td>categorical</td><td>0\.\d{4}</td><td></td></tr>", table_page)
+    assert re.search(r"<tr><td>when</td><td>datetime</td><td>0\.\d{4}</td><td>0\.\d{4}</td><td>\d+\.\d\d%</td>"
+                     r"<td>\d+\.\d\d%</td></tr>", table_page)
+    assert re.search(r"<tr><td>city</td><td>categorical</td><td>0\.\d{4}</td><td></td><td></td><td></td></tr>",
+                     table_page)
     summary = re.search(r'<section id="summary"><h2>Summary</h2>\n<p>([^<]*)</p>', table_page).group(1)
     assert "The release has 200 records; the real table 240, over 4 columns." in summary
     assert "A classifier of &#x27;y&#x27; trained on the release scores AUC" in summary
+    assert re.search(r"The association of a pair of columns \(Cramér&#x27;s V\) differs by 0\.\d{3} on average",
+                     summary)
+
+
+def test_a_column_with_missing_values_shows_its_rate(table_files, table_page: str) -> None:
+    from dpgm.evaluation import read_table
+    from dpgm.tables import table_schema
+
+    schema = table_schema(table_files["schema"])
+    rates = [100 * float(np.mean(read_table(table_files[side], schema).cells[1][1])) for side in ("real", "synthetic")]
+    assert 0 < rates[0] < 100 and 0 < rates[1] < 100
+    row = re.search(r"<tr><td>when</td>.*?</tr>", table_page).group(0)
+    assert row.endswith(f"<td>{rates[0]:.2f}%</td><td>{rates[1]:.2f}%</td></tr>")
+    assert f"missing {rates[0] / 100:.0%} real, {rates[1] / 100:.0%} synth." in _column_title(table_files)
+
+
+def test_the_heat_map_section_gives_the_mean_difference_of_the_two_matrices(table_files, table_page: str) -> None:
+    from dpgm.evaluation import read_table
+    from dpgm.quality.association import association_matrix
+    from dpgm.tables import table_schema
+
+    schema = table_schema(table_files["schema"])
+    real, synthetic = (association_matrix(read_table(table_files[s], schema)) for s in ("real", "synthetic"))
+    pairs = np.triu_indices(4, k=1)
+    gap = float(np.mean(np.abs(real[pairs] - synthetic[pairs])))
+    assert gap > 0
+    block = table_page[table_page.index('<section id="associations"'):]
+    block = block[:block.index("</section>")]
+    assert f"over the pairs: {gap:.4f}.</p>" in block and '<img alt="associations" src="data:image/png;base64,' in block
 
 
 def test_notes_without_a_privacy_report_or_a_target(table_files, tmp_path) -> None:
@@ -110,6 +142,19 @@ def test_many_categories_show_the_most_frequent_in_the_real_data(table_files) ->
     assert city.real[shown].min() >= np.delete(city.real, shown).max()
     when = cmp.columns[1]
     assert when.missing == (pytest.approx(when.real[-1]), pytest.approx(when.real[-1])) and when.real[-1] > 0
+
+
+def _column_title(files) -> str:
+    """The figure title of the column ``when`` (which may hold missing values)."""
+    from dpgm.evaluation import evaluate_table, read_table
+    from dpgm.quality.table_compare import compare_tables
+    from dpgm.quality.table_plots import title
+    from dpgm.tables import table_schema
+
+    schema = table_schema(files["schema"])
+    real, synthetic = read_table(files["real"], schema), read_table(files["synthetic"], schema)
+    cmp = compare_tables(real, synthetic, evaluate_table(real, synthetic), release_privacy(None, files["synthetic"]))
+    return title(cmp.columns[1])
 
 
 def _copy(path, folder):
