@@ -56,7 +56,8 @@ def _private(args: argparse.Namespace) -> int:
     check_output(report_path(out), mkdir=False, what="the privacy report")
     spec = read_declaration(Path(args.private))
     header, cells = read_cells(resolve_data_path(args.data))
-    schema, report = release_schema(spec, header, cells, epsilon=args.epsilon, delta=args.delta)
+    schema, report = release_schema(spec, header, cells, epsilon=args.epsilon, delta=args.delta,
+                                    report=report_path(out).name)
     atomic_write_text(report_path(out), json.dumps(report, indent=2) + "\n")
     atomic_write_text(out, json.dumps(schema, indent=2) + "\n")
     headline = judge(report).headline

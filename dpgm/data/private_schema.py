@@ -5,7 +5,9 @@ private categories a thresholded histogram of its values (and an ``other`` value
 ``tables.private.other_value``), a private ``missing`` a thresholded count of its empty cells
 (``dpgm.privacy.mechanisms``). One budget (epsilon, delta) covers them all: every release gets an
 equal share of zCDP, the thresholds together spend THRESHOLD_SHARE of delta, and the ledger's epsilon at delta
-stays within the budget (docs/guide/tables.md, "The private route").
+stays within the budget (docs/guide/tables.md, "The private route"). The schema records that release (top-level
+``released``: its epsilon and delta, the parts measured, its report's file name), so that a run declaring it lists
+where its measured parts came from.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dpgm.privacy.verdict import stamped
 from dpgm.tables import MISSING, table_schema
 from dpgm.tables.codecs import category_key
 from dpgm.tables.private import GRID_POINTS, LEVELS, Unknown, ordered_bounds, resolved, unknowns
+from dpgm.tables.released import RELEASED, Released
 
 #: The ledger stage of every release of the schema.
 STAGE = "schema"
@@ -99,10 +102,11 @@ def _measure(unknown: Unknown, cells: np.ndarray, chosen: Plan, accountant: Acco
     return out
 
 
-def release_schema(spec: Any, header: list[str], cells: np.ndarray, *, epsilon: float,
-                   delta: float) -> tuple[dict[str, Any], dict[str, Any]]:
+def release_schema(spec: Any, header: list[str], cells: np.ndarray, *, epsilon: float, delta: float,
+                   report: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The schema ``spec`` declares, its private parts measured on ``cells`` (text, [rows, columns] under
-    ``header``) within (epsilon, delta); and the release's privacy report (its ledger, its public inputs)."""
+    ``header``) within (epsilon, delta) and the release recorded (``report``: its privacy report's file name);
+    and the release's privacy report (its ledger, its public inputs)."""
     if not (math.isfinite(epsilon) and epsilon > 0 and 0 < delta < 1):
         raise ConfigError(f"schema: epsilon must be > 0 and delta in (0, 1), got {epsilon:g} and {delta:g}")
     todo = unknowns(spec)
@@ -117,9 +121,11 @@ def release_schema(spec: Any, header: list[str], cells: np.ndarray, *, epsilon: 
     chosen = plan(quantiles, histograms, epsilon, delta)
     accountant = Accountant(delta=delta, budget_epsilon=epsilon)
     measured = {u.name: _measure(u, cells[:, u.position], chosen, accountant) for u in todo}
-    schema = resolved(spec, measured)
+    privacy = _report(accountant, todo, chosen)
+    released = Released(privacy["epsilon"], privacy["delta"], tuple(privacy["measured"]), report)
+    schema = {**resolved(spec, measured), RELEASED: released.to_dict()}
     table_schema(schema)  # a bad declaration is refused here, after the release (its report is still written)
-    return schema, _report(accountant, todo, chosen)
+    return schema, privacy
 
 
 def _report(accountant: Accountant, todo: list[Unknown], chosen: Plan) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A table's declared schema: its columns in order, each with its kind and public domain.
 
-Given as a path to a JSON or YAML file, as the dict ``json.load`` gives (top-level ``columns``, and an
-optional ``target``: the column a classifier is meant to predict, which the table metrics default to; other
+Given as a path to a JSON or YAML file, as the dict ``json.load`` gives (top-level ``columns``, an
+optional ``target``: the column a classifier is meant to predict, which the table metrics default to, and an
+optional ``released``: the DP release its measured parts came from, ``dpgm.tables.released``; other
 top-level keys and other keys of a column are ignored, as the shared tables' ``NAME.schema.json`` carry
 them), as a list of column declarations, or built in code (``TableSchema([Column(...), ...])``). The
 schema is public: it sets ``data.attribute_sizes`` and the item names (``column=value``), and the release
@@ -20,8 +21,9 @@ import yaml
 
 from dpgm.errors import ConfigError
 from dpgm.locations import resolve_data_path
-from dpgm.tables.codecs import CODECS, MISSING, Codec
+from dpgm.tables.codecs import CODECS, MISSING, Codec, Numeric
 from dpgm.tables.column import Column
+from dpgm.tables.released import RELEASED, Released, released_from
 
 #: The release's copy of the schema its records are decoded with (release/schema.json).
 SCHEMA_FILE = "schema.json"
@@ -29,11 +31,12 @@ SCHEMA_FILE = "schema.json"
 
 @dataclass(frozen=True)
 class TableSchema:
-    """The declared columns, in the order the table holds them, and the prediction target (a column's name,
-    or None); checked when built."""
+    """The declared columns, in the order the table holds them, the prediction target (a column's name,
+    or None) and the DP release of its measured parts (None: all declared); checked when built."""
 
     columns: tuple[Column, ...]
     target: str | None = None
+    released: Released | None = None
     codecs: tuple[Codec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -72,7 +75,8 @@ class TableSchema:
     def to_dict(self) -> dict[str, Any]:
         """The schema as JSON declares it, every default spelled out (the release's schema.json)."""
         target = {} if self.target is None else {"target": self.target}
-        return {"columns": [codec.declaration() for codec in self.codecs], **target}
+        released = {} if self.released is None else {RELEASED: self.released.to_dict()}
+        return {"columns": [codec.declaration() for codec in self.codecs], **target, **released}
 
 
 def _codec(column: Column) -> Codec:
@@ -88,26 +92,32 @@ def table_schema(spec: Any) -> TableSchema:
         return spec
     if isinstance(spec, (str, Path)):
         spec = read_declaration(Path(spec))
-    target = None
+    target, released = None, None
     if isinstance(spec, dict):
         if "columns" not in spec:
             raise ConfigError("schema: no top-level 'columns' list")
         target = spec.get("target")
         if target is not None and not isinstance(target, str):
             raise ConfigError(f"schema: target must be a column's name, got {type(target).__name__}")
+        released = released_from(spec.get(RELEASED))
         spec = spec["columns"]
     if not isinstance(spec, (list, tuple)):
         raise ConfigError(f"schema: expected a path, a mapping with 'columns' or a list of columns, got "
                           f"{type(spec).__name__}")
     columns = tuple(c if isinstance(c, Column) else Column.from_dict(c, j) for j, c in enumerate(spec))
-    return TableSchema(columns, target)
+    return TableSchema(columns, target, released)
 
 
 def read_declaration(path: Path) -> Any:
-    """A schema file's content (JSON, or YAML, of which JSON is a part); a one-line error otherwise."""
+    """A schema file's content: JSON, read as JSON (YAML reads ``1e-06`` as text), else YAML; a one-line error
+    otherwise."""
     found = resolve_data_path(path)
     try:
-        return yaml.safe_load(found.read_bytes())
+        content = found.read_bytes()
+        try:
+            return json.loads(content)
+        except ValueError:
+            return yaml.safe_load(content)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the schema ({exc.strerror or type(exc).__name__})") from None
     except yaml.YAMLError as exc:
@@ -127,8 +137,22 @@ def released_schema(folder: Path) -> TableSchema | None:
     return table_schema(path) if path.is_file() else None
 
 
+def outside_domain(schema: TableSchema) -> str:
+    """What becomes of a value outside its column's declared domain, and that no such value is counted."""
+    numeric = [isinstance(codec, Numeric) for codec in schema.codecs]
+    fates = ["a number or time outside its column's bounds is clipped into them"] if any(numeric) else []
+    if any(c.other for c in schema.columns):
+        fates.append("a value outside a column's categories trains as its other value where the column declares "
+                     "other: true (and is refused before anything is written where it does not)")
+    elif not all(numeric):
+        fates.append("a value outside a column's categories is refused before anything is written")
+    return (f"{', '.join(fates)}: such values are neither counted nor reported (not counted: the number of such "
+            "values is not released)")
+
+
 def public_input(schema: TableSchema) -> dict[str, Any]:
-    """The schema as the privacy report lists it among the public inputs: each column's kind and domain."""
+    """The schema as the privacy report lists it among the public inputs: each column's kind and domain, what
+    becomes of a value outside it, and the DP release its measured parts came from where it has one."""
     def domain(codec: Codec) -> str:
         declared = codec.declaration()
         if "categories" in declared:
@@ -139,7 +163,10 @@ def public_input(schema: TableSchema) -> dict[str, Any]:
 
     columns = [f"{c.name}: {c.kind}, {domain(codec)}{', may be missing' if c.missing else ''}"
                for c, codec in zip(schema.columns, schema.codecs)]
-    return {"quantity": "table schema", "value": columns,
-            "why": "declared as data.schema: the columns, their kinds and domains (categories, bounds and bins, "
-                   "missing values); it sets the item universe and data.attribute_sizes, and the release carries it "
-                   f"({SCHEMA_FILE}) to decode its records"}
+    why = ("declared as data.schema: the columns, their kinds and domains (categories, bounds and bins, missing "
+           "values); it sets the item universe and data.attribute_sizes, and the release carries it "
+           f"({SCHEMA_FILE}) to decode its records; {outside_domain(schema)}")
+    if schema.released is None:
+        return {"quantity": "table schema", "value": columns, "why": why}
+    return {"quantity": "table schema", "value": columns, "why": f"{why}; {schema.released.sentence()}",
+            RELEASED: schema.released.to_dict()}

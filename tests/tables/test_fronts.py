@@ -137,3 +137,17 @@ def test_with_other_true_an_undeclared_value_trains_and_comes_back_as_other(tmp_
     assert set(out.region) <= {"north", "south", "east", "other"} and (out.region == "other").any()
     files = b"".join(p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
     assert b"ZZCANARY" not in files and "ZZCANARY" not in out.to_csv()
+
+
+def test_a_run_on_a_released_schema_lists_its_release_and_what_becomes_of_values_outside(tmp_path) -> None:
+    released = {"epsilon": 0.5, "delta": 1e-7, "parts": ["age: bounds"], "report": "x.schema.privacy.json"}
+    synth = dpgm.Synthesizer(epsilon=1.0, schema={**SCHEMA, "released": released}).fit(frame(),
+                                                                                       run_dir=tmp_path / "run")
+    listed = {p["quantity"]: p for p in synth.privacy_report["public_inputs"]}["table schema"]
+    assert listed["released"] == released
+    assert "a DP release of their own at epsilon = 0.5, delta = 1e-07, not on this run's ledger" in listed["why"]
+    assert "not counted: the number of such values is not released" in listed["why"]
+    release = tmp_path / "run" / "release"
+    assert json.loads((release / "schema.json").read_text())["released"] == released
+    words = (release / "privacy_report.md").read_text()
+    assert "(epsilon + 0.5, delta + 1e-07)-DP" in words and "clipped into them" in words

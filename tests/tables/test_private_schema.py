@@ -71,6 +71,21 @@ def test_the_private_parts_are_released_within_the_budget_and_no_canary_shows(tm
     assert out.startswith("wrote the schema of 3 columns") and f"epsilon = {report['epsilon']:.4g}" in out
 
 
+def test_the_schema_records_its_release_and_a_run_lists_it(tmp_path: Path, capsys) -> None:
+    from dpgm.tables import public_input
+
+    code, _, err = _run(tmp_path, capsys, DECLARED, "--epsilon", "2", "--delta", "1e-6")
+    assert code == 0, err
+    report = json.loads(report_path(tmp_path / "s.json").read_text())
+    released = json.loads((tmp_path / "s.json").read_text())["released"]
+    assert released == {"epsilon": report["epsilon"], "delta": 1e-6, "parts": ["age: bounds",
+                         "region: categories, missing"], "report": "s.privacy.json"}
+    assert report["measured"] == released["parts"]
+    listed = public_input(table_schema(tmp_path / "s.json"))
+    assert listed["released"] == released and f"epsilon = {report['epsilon']:.4g}, delta = 1e-06" in listed["why"]
+    assert "its privacy report: s.privacy.json" in listed["why"]
+
+
 def test_the_ledger_epsilon_is_opendps_for_the_same_releases() -> None:
     """Two quantiles and one thresholded histogram at epsilon 1, delta 1e-6: the plan's ledger composed by OpenDP
     (zCDP: rho = epsilon_q^2 / 8 per quantile, 1 / (2 sigma^2) per histogram; converted at delta - delta_0)."""

@@ -86,6 +86,14 @@ BAD = [
     (one(kind="integer", lower=0, upper=9, other=True), "other is for categorical columns"),
     ({"columns": [{"name": "c", "kind": "binary"}], "target": "y"}, "schema: target 'y' is not a declared column (c)"),
     ({"columns": [{"name": "c", "kind": "binary"}], "target": ["c"]}, "schema: target must be a column's name"),
+    ({**one(kind="binary"), "released": "yes"}, "schema: released must be a mapping with epsilon, delta and parts"),
+    ({**one(kind="binary"), "released": {"delta": 1e-6, "parts": ["c: missing"]}}, "released.epsilon must be a number"),
+    ({**one(kind="binary"), "released": {"epsilon": True, "delta": 0, "parts": ["c"]}}, "released.epsilon must be a"),
+    ({**one(kind="binary"), "released": {"epsilon": 1, "delta": "1e-6", "parts": ["c"]}}, "released.delta must be a"),
+    ({**one(kind="binary"), "released": {"epsilon": -1, "delta": 0, "parts": ["c"]}}, "released.epsilon must be > 0"),
+    ({**one(kind="binary"), "released": {"epsilon": 1, "delta": 1, "parts": ["c"]}}, "released.delta in [0, 1)"),
+    ({**one(kind="binary"), "released": {"epsilon": 1, "delta": 0, "parts": []}}, "released.parts must be a non-empty"),
+    ({**one(kind="binary"), "released": {"epsilon": 1, "delta": 0, "parts": ["c"], "report": 3}}, "released.report"),
 ]
 
 
@@ -125,3 +133,41 @@ def test_every_shared_tables_target_is_one_of_its_columns() -> None:
     for path in found:
         schema = table_schema(path)
         assert schema.target in schema.names, path.name
+
+
+RELEASED = {"epsilon": 0.5, "delta": 1e-7, "parts": ["age: bounds", "region: categories, missing"],
+            "report": "data.schema.privacy.json"}
+
+
+def test_a_released_schema_is_kept_written_back_and_listed_as_public(tmp_path: Path) -> None:
+    from dpgm.tables import public_input, schema_text
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**EVERY_KIND, "released": RELEASED}))  # JSON writes the delta as 1e-07
+    schema = table_schema(path)
+    assert schema.released is not None and schema.released.delta == 1e-7 and schema.released.epsilon == 0.5
+    assert json.loads(schema_text(schema))["released"] == RELEASED
+    assert table_schema(schema.to_dict()).released == schema.released
+    assert table_schema(EVERY_KIND).released is None and "released" not in table_schema(EVERY_KIND).to_dict()
+    listed = public_input(schema)
+    assert listed["released"] == RELEASED
+    assert listed["why"].endswith(
+        "its measured parts (age: bounds; region: categories, missing) came from a DP release of their own at "
+        "epsilon = 0.5, delta = 1e-07, not on this run's ledger: the two together are (epsilon + 0.5, delta + 1e-07)-DP; "
+        "its privacy report: data.schema.privacy.json")
+    assert "released" not in public_input(table_schema(EVERY_KIND))
+
+
+def test_the_public_input_says_what_becomes_of_a_value_outside_the_domain() -> None:
+    from dpgm.tables import public_input
+
+    not_counted = "such values are neither counted nor reported (not counted: the number of such values is not released)"
+    why = public_input(table_schema(EVERY_KIND))["why"]
+    assert "a number or time outside its column's bounds is clipped into them" in why and not_counted in why
+    assert "a value outside a column's categories is refused before anything is written" in why
+    numbers = public_input(table_schema(one(kind="integer", lower=0, upper=9)))["why"]
+    assert "clipped into them: such values" in numbers and "categories" not in numbers.split("decode its records")[1]
+    other = {"columns": [{"name": "c", "kind": "categorical", "categories": ["a"], "other": True}]}
+    why = public_input(table_schema(other))["why"]
+    assert "trains as its other value where the column declares other: true" in why and "clipped" not in why
+    assert why.endswith(not_counted)
