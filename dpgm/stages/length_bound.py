@@ -6,7 +6,8 @@ and biases every mean down (a table written as attribute=value items holds one i
 attribute in every record), while a bound far above it buys noise for nothing. Here the bound
 follows the data through one Gaussian release: the histogram of record lengths (sensitivity 1,
 ``record_lengths.noisy_length_shares``), and C = sqrt(L) for the smallest L whose noisy share of
-records with at most L items reaches the quantile q, raised (``model.mean_clip_balance``) to the
+records with at most L items reaches the quantile q (lengths whose noisy count is within TAIL_NOISE
+noise stds of zero read as empty, ``cut_shares``), raised (``model.mean_clip_balance``) to the
 length that balances what the clip takes from the means against the noise it saves
 (``balanced_length``) when that is longer: with little noise, a clip at the quantile would cost
 more in bias than it saves. Post-processing of the released histogram; ``model.mean_clip``, when
@@ -30,7 +31,7 @@ from dpgm.stages.record_lengths import noisy_length_shares
 
 #: Ledger stage of this release.
 STAGE = "length_bound"
-#: The balanced length reads a length's noisy count as zero below this many noise stds.
+#: The quantile and the balanced length read a length's noisy count as zero below this many noise stds.
 TAIL_NOISE = 2.0
 
 
@@ -53,6 +54,14 @@ def tail_cut(shares: np.ndarray, *, records: float, count_noise: float) -> np.nd
     """The noisy length shares with every length whose noisy count is below TAIL_NOISE x ``count_noise``
     (the histogram's noise std) read as empty."""
     return np.where(shares * records >= TAIL_NOISE * count_noise, shares, 0.0)
+
+
+def cut_shares(shares: np.ndarray, *, records: float, count_noise: float) -> np.ndarray:
+    """The noisy length shares after ``tail_cut``, renormalised (post-processing): the quantile then reads the
+    lengths the records hold, not the noise that the projection leaves on a small histogram's empty lengths
+    (docs/results-rules.md, "The length bound's quantile after the tail cut")."""
+    h = tail_cut(shares, records=records, count_noise=count_noise)
+    return h / h.sum() if h.sum() > 0 else shares
 
 
 def clip_scale(clip_length: np.ndarray | int, lengths: np.ndarray) -> np.ndarray:
@@ -112,7 +121,8 @@ class LengthBoundStage(Stage):
         noise = self.cfg.model.length_bound_noise_multiplier
         shares, records = noisy_length_shares(ctx.data, noise_multiplier=noise, accountant=ctx.accountant,
                                               rng=ctx.rng, stage=STAGE, with_total=True)
-        length = quantile_length(shares, self.cfg.model.mean_clip_quantile)
+        length = quantile_length(cut_shares(shares, records=records, count_noise=noise),
+                                 self.cfg.model.mean_clip_quantile)
         if self.cfg.model.mean_clip_balance is not None:
             length = max(length, balanced_length(shares, records=records,
                                                  noise_multiplier=mean_noise(self.cfg, ctx),

@@ -10,7 +10,8 @@ from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
 from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.events import DiscreteGaussianEvent
-from dpgm.stages.length_bound import STAGE, balanced_length, kept_share, quantile_length
+from dpgm.privacy.postprocess import project_to_total
+from dpgm.stages.length_bound import STAGE, balanced_length, cut_shares, kept_share, quantile_length
 
 
 def test_quantile_length_is_the_smallest_length_reaching_the_share() -> None:
@@ -159,3 +160,23 @@ def test_the_release_can_follow_the_bounds_histogram_without_a_second_release(tm
     with pytest.raises(ConfigError, match="lengths_from_bound"):
         config_from_dict({"model": {"lengths_from_bound": True, "mean_clip_quantile": 0.9,
                                     "length_noise_multiplier": 5.0}})
+
+
+def test_the_quantile_reads_the_lengths_the_records_hold_not_the_noise_of_empty_lengths() -> None:
+    """1,000 records of at most 8 items over 101 possible lengths, each count with noise std 35, projected onto the
+    simplex as the release does: the noise the projection leaves on ninety empty lengths puts the 90% quantile near
+    50; read after the tail cut, it stays at the lengths the records hold (6; the projection and the cut shave the
+    real tail too, and the balanced rule raises the clip where that costs)."""
+    rng = np.random.default_rng(0)
+    true = np.zeros(101)
+    true[1:9] = [300, 250, 150, 100, 80, 60, 40, 20]
+    raw, cut = [], []
+    for _ in range(50):
+        noisy = true + rng.normal(0, 35, true.size)
+        total = max(float(noisy.sum()), 1.0)
+        shares = project_to_total(noisy, total) / total
+        raw.append(quantile_length(shares, 0.9))
+        cut.append(quantile_length(cut_shares(shares, records=total, count_noise=35.0), 0.9))
+    assert np.median(raw) > 20 and 2 <= np.median(cut) <= 6 and np.mean(np.array(cut) <= 8) >= 0.9
+    flat = np.full(5, 0.2)  # nothing above the cut: the shares as they are (no division by zero)
+    assert np.array_equal(cut_shares(flat, records=10.0, count_noise=35.0), flat)
