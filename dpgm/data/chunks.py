@@ -215,20 +215,25 @@ class _Csv:
             piece = following
 
 
+def open_parquet(path: Path) -> Any:
+    """A Parquet file opened by pyarrow (an optional dependency); one-line errors that quote none of its bytes."""
+    try:
+        import pyarrow
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError("Parquet files need pyarrow: pip install 'dpgm[parquet]'") from None
+    try:
+        return pq.ParquetFile(path)
+    except (pyarrow.ArrowException, OSError):  # pyarrow's messages may quote the file's bytes
+        raise DataError(f"{path}: not a readable Parquet file") from None
+
+
 class _Parquet:
     """A Parquet file of 0/1 (or boolean) columns, one record per row, read a batch of rows at a time
     (pyarrow); a rank reads every world-th row group."""
 
     def _file(self, path: Path) -> Any:
-        try:
-            import pyarrow
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ConfigError("Parquet files need pyarrow: pip install 'dpgm[parquet]'") from None
-        try:
-            return pq.ParquetFile(path)
-        except (pyarrow.ArrowException, OSError):  # pyarrow's messages may quote the file's bytes
-            raise DataError(f"{path}: not a readable Parquet file") from None
+        return open_parquet(path)
 
     def universe(self, path: Path, n_items: int | None, label_column: str | None) -> tuple[list[str], dict]:
         names = list(self._file(path).schema_arrow.names)

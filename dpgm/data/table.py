@@ -1,20 +1,24 @@
-"""A declared table's records (``data.schema``): read from a CSV file or a DataFrame, and made a table again.
+"""A declared table's records (``data.schema``): read from a CSV or Parquet file or a DataFrame, and made a table
+again.
 
 The table becomes a BinaryDataset of attribute=value items (``dpgm.tables.records``), its item universe the
 schema's values (public); the release's records are decoded back to the table's columns (post-processing).
-A CSV table has a header of the schema's column names, in its order; missing values are empty fields.
+A CSV table has a header of the schema's column names, in its order; missing values are empty fields (a Parquet
+file: its columns in that order, missing values null).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpgm.data.chunks import open_parquet
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.paths import check_limit, file_stem, read_bytes, record_error
 from dpgm.errors import DataError
@@ -35,8 +39,8 @@ def table_dataset(schema: TableSchema, cells: list[Cells], name: str, source: st
 
 
 def load_table(path: Path, schema: TableSchema, *, limit: int | None = None) -> BinaryDataset:
-    """A CSV table (plain or .gz) whose header lists the schema's columns in its order."""
-    header, cells = read_cells(path, limit=limit)
+    """A CSV table (plain or .gz) or a Parquet file whose header lists the schema's columns in its order."""
+    header, cells = (read_parquet_cells if path.suffix == ".parquet" else read_cells)(path, limit=limit)
     if header != schema.names:
         raise DataError(f"{path}: the header does not list the schema's columns in its order "
                         f"(schema: {', '.join(schema.names)})")
@@ -63,6 +67,28 @@ def read_cells(path: Path, *, limit: int | None = None) -> tuple[list[str], np.n
         raise record_error(path, f"a data line does not have the header's {len(header)} fields",
                            "every line needs one value per column, an empty field where a value is missing")
     return header, np.array(lines, dtype=object).reshape(len(lines), len(header))
+
+
+def read_parquet_cells(path: Path, *, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """A Parquet file's column names and its cells as the text a CSV would hold (a null: a missing value; a date
+    or time in ISO form), so that one reader of cells serves both."""
+    check_limit(limit)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    table = open_parquet(path).read()
+    rows = table.num_rows if limit is None else min(limit, table.num_rows)
+    header = [str(name) for name in table.schema.names]
+    cells = np.empty((rows, len(header)), dtype=object)
+    for j in range(len(header)):
+        cells[:, j] = [_text(value) for value in table.column(j).slice(0, rows).to_pylist()]
+    return header, cells
+
+
+def _text(value: Any) -> str:
+    """One Parquet value as CSV text: null (or NaN) empty, dates and times in ISO form, the rest as str."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 @dataclass(frozen=True)
