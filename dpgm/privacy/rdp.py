@@ -16,6 +16,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpgm.privacy import sampled_gaussian as SG
+from dpgm.privacy.sampled_gaussian import sampled_gaussian_rdp_integrated  # noqa: F401 (the check lives beside its formula)
+
 #: Fractional orders 1.1 .. 10.9, every integer 11 .. 256, then a few large orders for
 #: very small epsilons. The accountant minimises over this grid.
 DEFAULT_ORDERS: tuple[float, ...] = tuple(
@@ -23,10 +26,6 @@ DEFAULT_ORDERS: tuple[float, ...] = tuple(
     + [float(a) for a in range(11, 257)]
     + [320.0, 384.0, 512.0, 768.0, 1024.0, 2048.0, 4096.0]
 )
-
-#: Orders above this use the integer formula at ceil(order): RDP is non-decreasing in the
-#: order, so this is a valid (never smaller) upper bound and keeps huge orders cheap.
-_FRACTIONAL_SERIES_MAX_ORDER = 64.0
 
 
 def _as_orders(orders: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -118,127 +117,13 @@ def matched_discrete_laplace_epsilon(epsilon: float) -> float:
     return lo
 
 
-def _log_a_int(q: float, sigma: float, alpha: int) -> float:
-    """log E_{mu0}[(mu1/mu0)^alpha] for integer alpha (Mironov, Talwar, Zhang 2019, eq. 3)."""
-    k = np.arange(alpha + 1, dtype=float)
-    # log C(alpha, k) as a running sum of log((alpha - i + 1) / i): no scipy import on the CLI path
-    log_binom = np.concatenate(([0.0], np.cumsum(np.log(alpha - k[1:] + 1.0) - np.log(k[1:]))))
-    log_terms = log_binom + k * math.log(q) + (alpha - k) * math.log1p(-q) + (k * k - k) / (2 * sigma**2)
-    top = float(log_terms.max())
-    return top + math.log(float(np.exp(log_terms - top).sum()))  # scipy's logsumexp is 10x slower
-
-
-def _log_erfc(x: float) -> float:
-    """log(erfc(x)); beyond x = 25 (erfc < 1e-273) the asymptotic series, error < 1e-10."""
-    if x < 25.0:
-        return math.log(math.erfc(x))
-    u = 1.0 / (2.0 * x * x)
-    series = 1.0 - u + 3.0 * u * u - 15.0 * u**3 + 105.0 * u**4
-    return -x * x - math.log(x) - 0.5 * math.log(math.pi) + math.log(series)
-
-
-def _log_add(a: float, b: float) -> float:
-    return float(np.logaddexp(a, b))
-
-
-def _log_sub(a: float, b: float) -> float:
-    """log(exp(a) - exp(b)) for a >= b."""
-    if b == -np.inf:
-        return a
-    if a <= b:
-        return -np.inf if a == b else float("nan")
-    return a + math.log(-math.expm1(b - a))
-
-
-def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha: the series of Mironov, Talwar, Zhang (2019), section 3.3.
-
-    The same series Opacus and TF-Privacy use; checked against numerical integration.
-    """
-    log_a0, log_a1 = -np.inf, -np.inf
-    z0 = sigma**2 * math.log(1.0 / q - 1.0) + 0.5
-    i, log_coef, positive = 0, 0.0, True  # log |C(alpha, i)| and its sign, updated in the loop
-    while True:
-        j = alpha - i
-        log_t0 = log_coef + i * math.log(q) + j * math.log1p(-q)
-        log_t1 = log_coef + j * math.log(q) + i * math.log1p(-q)
-        log_e0 = math.log(0.5) + _log_erfc((i - z0) / (math.sqrt(2) * sigma))
-        log_e1 = math.log(0.5) + _log_erfc((z0 - j) / (math.sqrt(2) * sigma))
-        log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + log_e0
-        log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + log_e1
-        if positive:
-            log_a0, log_a1 = _log_add(log_a0, log_s0), _log_add(log_a1, log_s1)
-        else:
-            log_a0, log_a1 = _log_sub(log_a0, log_s0), _log_sub(log_a1, log_s1)
-        # C(alpha, i + 1) = C(alpha, i) (alpha - i) / (i + 1); alpha is not an integer here
-        log_coef += math.log(abs(alpha - i)) - math.log(i + 1)
-        positive = positive == (alpha - i > 0)
-        i += 1
-        if max(log_s0, log_s1) < -30:
-            break
-    return _log_add(log_a0, log_a1)
-
-
-@lru_cache(maxsize=100_000)
-def _sampled_gaussian_rdp_one(q: float, sigma: float, order: float) -> float:
-    if q == 1.0:
-        return order / (2.0 * sigma**2)
-    if abs(order - round(order)) < 1e-9:
-        return _log_a_int(q, sigma, round(order)) / (round(order) - 1.0)
-    if order > _FRACTIONAL_SERIES_MAX_ORDER:
-        up = math.ceil(order)
-        return _log_a_int(q, sigma, up) / (up - 1.0)
-    return _log_a_frac(q, sigma, order) / (order - 1.0)
-
-
 def sampled_gaussian_rdp(orders: Sequence[float], sampling_rate: float, noise_multiplier: float) -> np.ndarray:
     """Poisson-sampled Gaussian mechanism (rate q, multiplier sigma), add/remove neighbours.
 
     Integer orders: the exact binomial formula. Fractional orders: the Mironov-Talwar-Zhang
     series (large fractional orders are rounded up, a valid upper bound).
     """
-    a = _as_orders(orders)
-    return np.array([_sampled_gaussian_rdp_one(float(sampling_rate), float(noise_multiplier), float(o)) for o in a])
-
-
-def _log_integral(log_f) -> float:
-    """log of the integral over the real line of exp(log_f(x)), stabilised around the peak."""
-    from scipy import integrate, optimize  # slow to import; only the cross-checks need them
-
-    res = optimize.minimize_scalar(lambda x: -log_f(x))
-    x_max = float(res.x)
-    f_max = float(log_f(x_max))
-
-    def f(x: float) -> float:
-        return math.exp(min(log_f(x) - f_max, 700.0))
-
-    left, _ = integrate.quad(f, -np.inf, x_max, limit=200, epsabs=0, epsrel=1e-10)
-    right, _ = integrate.quad(f, x_max, np.inf, limit=200, epsabs=0, epsrel=1e-10)
-    return f_max + math.log(left + right)
-
-
-def sampled_gaussian_rdp_integrated(order: float, sampling_rate: float, noise_multiplier: float) -> float:
-    """The same RDP by numerical integration of the DPGM paper's E1 and E2 (section 5).
-
-    With mu0 = N(0, sigma^2), mu1 = (1-q) mu0 + q N(1, sigma^2) and lambda = order - 1:
-    E1 = int mu0 (mu0/mu1)^lambda, E2 = int mu1 (mu1/mu0)^lambda, and
-    rdp(order) = log max(E1, E2) / lambda. Valid for any real order > 1; slow, used to check.
-    """
-    q, s, lam = float(sampling_rate), float(noise_multiplier), float(order) - 1.0
-    if lam <= 0:
-        raise ValueError("order must be > 1")
-    log_norm = -0.5 * math.log(2 * math.pi * s * s)
-
-    def log_ratio(x: float) -> float:  # log(mu1(x) / mu0(x))
-        return float(np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / (2 * s * s)))
-
-    def log_e2(x: float) -> float:  # mu0 * (mu1/mu0)^(lam+1)
-        return log_norm - x * x / (2 * s * s) + (lam + 1) * log_ratio(x)
-
-    def log_e1(x: float) -> float:  # mu1 * (mu0/mu1)^(lam+1) = mu0 * (mu0/mu1)^lam
-        return log_norm - x * x / (2 * s * s) - lam * log_ratio(x)
-
-    return max(_log_integral(log_e1), _log_integral(log_e2)) / lam
+    return np.array(SG.cached_rdp(float(sampling_rate), float(noise_multiplier), _as_orders(orders).tolist()))
 
 
 def laplace_rdp(orders: Sequence[float], epsilon: float) -> np.ndarray:
@@ -308,14 +193,11 @@ def holder_split_rdp(
     if len(sigmas) == 1:
         return sampled_gaussian_rdp(a, sampling_rate, sigmas[0])
     splits = _simplex_grid(len(sigmas), grid_steps)
-    out = np.empty_like(a)
-    for idx, order in enumerate(a):
-        totals = np.zeros(len(splits))
-        for i, s in enumerate(sigmas):
-            inner = 1.0 + (order - 1.0) / splits[:, i]
-            totals += sampled_gaussian_rdp(inner, sampling_rate, s)
-        out[idx] = totals.min()
-    return out
+    totals = np.zeros((len(a), len(splits)))
+    for i, s in enumerate(sigmas):
+        inner = 1.0 + (a[:, None] - 1.0) / splits[None, :, i]
+        totals += sampled_gaussian_rdp(inner.ravel(), sampling_rate, s).reshape(inner.shape)
+    return totals.min(axis=1)
 
 
 def joint_sampled_rdp(orders: Sequence[float], sampling_rate: float, noise_multipliers: Sequence[float]) -> np.ndarray:

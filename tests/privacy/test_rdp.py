@@ -9,6 +9,7 @@ import pytest
 from scipy import integrate
 
 from dpgm.privacy import rdp as R
+from dpgm.privacy import sampled_gaussian as SG
 
 
 def _gaussian_log_moment_by_integration(lam: float, sigma: float) -> float:
@@ -58,6 +59,16 @@ def test_sampled_gaussian_matches_numerical_integration_of_e1_e2(q: float, sigma
     exact = R.sampled_gaussian_rdp([order], q, sigma)[0]
     numeric = R.sampled_gaussian_rdp_integrated(order, q, sigma)
     assert exact == pytest.approx(numeric, rel=1e-6)
+
+
+def test_fractional_orders_at_once_equal_each_on_its_own() -> None:
+    """The series runs every fractional order of a call together, each stopping at its own last term: a
+    batch's values are those of the orders asked one by one (fresh parameters, nothing cached)."""
+    orders = [1.05, 1.5, 2.25, 7.7, 33.3, 63.9, 3.0]
+    batch = R.sampled_gaussian_rdp(orders, 0.0123, 1.37)
+    SG.SAMPLED_CACHE.clear()
+    single = [R.sampled_gaussian_rdp([o], 0.0123, 1.37)[0] for o in orders]
+    np.testing.assert_allclose(batch, single, rtol=1e-13)
 
 
 def test_sampled_gaussian_limits() -> None:
