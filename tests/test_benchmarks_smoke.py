@@ -2,7 +2,7 @@
 starts, or that breaks on a change to dpgm, fails here, not on the day its figure is remade.
 
 Each script runs as it is run by hand (``python benchmarks/NAME.py``, in a process of its own, on
-this checkout's dpgm), with sizes that keep it to a few seconds; a script that reads the shared
+this checkout's dpgm; forked from a server that imported the heavy libraries once, tests/_forked.py), with sizes that keep it to a few seconds; a script that reads the shared
 data sets skips when they are absent, and one that needs the optional ``peers`` extra skips
 without mbi.
 """
@@ -12,13 +12,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests._benchmarks import BENCHMARKS
+from tests._forked import run_script
 
 RESULTS = BENCHMARKS / "results"
 #: Seconds one smoke run may take (they take a few; a hang fails instead of blocking the suite).
@@ -108,8 +107,7 @@ def test_benchmark_runs_end_to_end_on_tiny_data(name: str, tmp_path: Path) -> No
         argv = [a.replace(place, path) for a in argv]
     argv += [] if name in NO_JSON else ["--json", str(tmp_path / "out.json")]
     env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), *argv], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    done = run_script(BENCHMARKS / f"{name}.py", argv, cwd=root, env=env, timeout=TIMEOUT, folder=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert name in NO_JSON or json.loads((tmp_path / "out.json").read_text())
 
@@ -137,8 +135,7 @@ def test_tables_lodo_runs_aim_and_mst_on_a_tiny_table(tmp_path: Path) -> None:
     argv = ["--tables", "salary", "--sizes", "full", "--epsilons", "1", "--peers", "mst", "aim", "--peer-options",
             "aim.max_rounds=1", "aim.max_iters=50", "--data-dir", str(tmp_path), "--json", str(tmp_path / "out.json")]
     env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "tables_lodo.py"), *argv], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    done = run_script(BENCHMARKS / "tables_lodo.py", argv, cwd=root, env=env, timeout=TIMEOUT, folder=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads((tmp_path / "out.json").read_text())["rows"]
     assert sorted(r["candidate"] for r in rows) == ["default", "peer:aim", "peer:marginals", "peer:mst"]
