@@ -11,11 +11,11 @@ the interpreter's own behaviour keeps a real subprocess.
 from __future__ import annotations
 
 import multiprocessing
-from multiprocessing import forkserver
 import os
 import runpy
 import sys
 from dataclasses import dataclass
+from multiprocessing import forkserver
 from pathlib import Path
 
 #: The modules every script imports; the server imports them once (torch._dynamo: the first optimizer).
