@@ -14,9 +14,11 @@ import multiprocessing
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import forkserver
 from pathlib import Path
+from typing import Any
 
 #: The modules every script imports; the server imports them once (torch._dynamo: the first optimizer).
 PRELOAD = ["numpy", "scipy.sparse", "scipy.stats", "sklearn.base", "pandas", "torch", "torch._dynamo",
@@ -84,3 +86,16 @@ def run_script(script: Path, argv: list[str], *, cwd: Path, env: dict[str, str],
         child.join()
     return Done(child.exitcode if child.exitcode is not None else -9, out.read_text(errors="replace"),
                 err.read_text(errors="replace"))
+
+
+def spawn(fn: Callable[..., None], args: tuple[Any, ...], nprocs: int) -> None:
+    """``torch.multiprocessing.spawn(fn, args, nprocs)`` with its processes forked from the preloaded server."""
+    import torch.multiprocessing
+
+    _forkserver()
+    torch.multiprocessing.start_processes(fn, args=args, nprocs=nprocs, join=True, start_method="forkserver")
+
+
+def queue() -> Any:
+    """A queue the processes of ``spawn`` can put their results on."""
+    return _forkserver().SimpleQueue()

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch.multiprocessing as mp
 
+from tests._forked import queue, spawn
 from tests.data.test_shards import transaction_file
 
 WORLD = 2
@@ -101,8 +101,8 @@ def rank_main(rank: int, init: str, path: Path, runs: Path, out: Any) -> None:
 
 def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = transaction_file(tmp_path, n=600)
-    out = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(rank_main, args=(f"file://{tmp_path / 'init'}", path, tmp_path / "ranks", out), nprocs=WORLD, join=True)
+    out = queue()
+    spawn(rank_main, (f"file://{tmp_path / 'init'}", path, tmp_path / "ranks", out), WORLD)
     results = {rank: rest for rank, *rest in (out.get() for _ in range(WORLD))}
     report_alone = trained(path, tmp_path / "trained")
     for rank in range(WORLD):  # DP-SGD over ranks: the one-process plan and epsilon, rank 0's release
@@ -182,7 +182,7 @@ def test_a_run_on_two_ranks_resumes_bit_identically(tmp_path: Path) -> None:
     from tests.training.test_run_privacy import assert_same_release
 
     path = transaction_file(tmp_path, n=600)
-    mp.spawn(resumed_main, args=(f"file://{tmp_path / 'init'}", path, tmp_path / "runs"), nprocs=WORLD, join=True)
+    spawn(resumed_main, (f"file://{tmp_path / 'init'}", path, tmp_path / "runs"), WORLD)
     assert_same_release(tmp_path / "runs" / "whole", tmp_path / "runs" / "cut")
 
 

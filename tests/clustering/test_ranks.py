@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import torch.multiprocessing as mp
+from tests._forked import queue, spawn
 
 WORLD = 2
 ACCEPTED = [("subspace", {"solver": "sulq"}), ("label", {}), ("none", {}), ("lloyd", {}), ("lsh_tree", {})]
@@ -42,8 +42,8 @@ def rank_main(rank: int, init: str, out: Any) -> None:
 
 
 def test_a_partitioner_that_needs_every_record_is_refused_on_two_ranks(tmp_path: Path) -> None:
-    out = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(rank_main, args=(f"file://{tmp_path / 'init'}", out), nprocs=WORLD, join=True)
+    out = queue()
+    spawn(rank_main, (f"file://{tmp_path / 'init'}", out), WORLD)
     for _ in range(WORLD):
         _, results = out.get()
         assert results[:len(ACCEPTED)] == ["ok"] * len(ACCEPTED)

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-import torch.multiprocessing as mp
+
+from tests._forked import queue, spawn
 
 WORLD = 2
 
@@ -74,8 +75,8 @@ def rank_main(rank: int, init: str, out: Any) -> None:
 
 def test_two_ranks_sum_their_clipped_gradients_and_add_the_noise_once(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    out = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(rank_main, args=(f"file://{tmp_path / 'init'}", out), nprocs=WORLD, join=True)
+    out = queue()
+    spawn(rank_main, (f"file://{tmp_path / 'init'}", out), WORLD)
     results = {rank: rest for rank, *rest in (out.get() for _ in range(WORLD))}
     (noisy0, exact0, draws0), (noisy1, _, draws1) = results[0], results[1]
     for clipping in ("fixed", "adaptive"):
