@@ -36,6 +36,7 @@ import numpy as np
 from provenance import write_json
 
 from dpgm.data.dataset import BinaryDataset
+from dpgm.data.mnist import load_mnist
 from dpgm.data.transactions import load_transactions
 from dpgm.evaluation.counting import options_among, run_baseline, start_evaluation
 from dpgm.evaluation.marginal_tvd import marginal_tvd
@@ -45,7 +46,7 @@ DATASETS = ("msnbc", "retail", "gowalla")
 #: Items kept per dataset (its most frequent ones; None: all). Also read by rules_lodo.py, which runs
 #: on every dataset below (chess has 75 items: all kept).
 TOP_ITEMS = {"msnbc": None, "retail": 100, "gowalla": 100, "foodmart": 100, "t10i4d100k": 100, "mushroom": 100,
-             "chess": None}
+             "chess": None, "mnist": None}
 EPSILONS = (1.0, 2.0)
 METHODS = ("dpgm", "aim", "mst", "mwem_pgm", "mwem", "marginals")
 
@@ -135,10 +136,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def transactions(folder: Path, name: str, top: int | None, limit: int | None) -> BinaryDataset:
+    return load_transactions(folder / name / f"{name}.txt.gz", top_items=top, limit=limit)
+
+
+def mnist_pixels(folder: Path, name: str, top: int | None, limit: int | None) -> BinaryDataset:
+    """MNIST's training images as a dense binary table of 784 pixels (at 0.5, as the paper), labels dropped."""
+    data = load_mnist("train", directory=folder / name, limit=limit)
+    return BinaryDataset(records=data.records, item_names=data.item_names, name=name)
+
+
+#: How a data set is read (default: a transaction file).
+LOADERS = {"mnist": mnist_pixels}
+
+
 def load(name: str, args: argparse.Namespace) -> BinaryDataset:
     top = TOP_ITEMS[name] if args.top_items is None or TOP_ITEMS[name] is None else args.top_items
     folder = args.data_dir or default_data_dir()
-    data = load_transactions(folder / name / f"{name}.txt.gz", top_items=top, limit=args.limit)
+    data = LOADERS.get(name, transactions)(folder, name, top, args.limit)
     if getattr(args, "subsample", None) and args.subsample < data.n_records:
         pick = np.random.default_rng([args.seed, 7]).choice(data.n_records, args.subsample, replace=False)
         data = data.subset(np.sort(pick))

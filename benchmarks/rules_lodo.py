@@ -59,7 +59,7 @@ from dpgm.pipeline.run import train
 from dpgm.privacy.calibrate import default_delta
 from dpgm.release import sample_dataset
 
-DATASETS = ("msnbc", "retail", "gowalla", "foodmart", "t10i4d100k", "mushroom", "chess")
+DATASETS = ("msnbc", "retail", "gowalla", "foodmart", "t10i4d100k", "mushroom", "chess", "mnist")
 #: The rules every candidate patches: dpgm.rules as shipped (no patch).
 BASE: dict[str, Any] = {}
 #: Candidates: patches of BASE ("default" is BASE itself).
