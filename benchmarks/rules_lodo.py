@@ -156,6 +156,15 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tparts1e4": {"PARTITION_SCALE": 10_000},
     # eight groups from N epsilon = 10,000 (one per 1,250 records at epsilon 1): what exact trees on msnbc ask for
     "tparts8": {"PARTITION_SCALE": 10_000, "RECORDS_PER_PART": 1_250},
+    # small budgets: no empty part below N eps = 1,000 or 2,000 (its count's noise outweighs the empty records), a
+    # length histogram's noise read as empty below 3 noise stds (2 let a hundred lengths' noise through), the one
+    # group's noisy size with a larger share (rules_lodo_small_mode.json names them mode_*, beside the length bound's
+    # quantile on the raw shares where no length survives the cut, rawfall)
+    "empty1e3": {"EMPTY_SCALE": 1_000},
+    "empty2e3": {"EMPTY_SCALE": 2_000},
+    "tail3": {"dpgm.stages.length_bound.TAIL_NOISE": 3.0},
+    "tail3_empty2e3": {"dpgm.stages.length_bound.TAIL_NOISE": 3.0, "EMPTY_SCALE": 2_000},
+    "single5": {"SINGLE_PART_SHARE": 0.05},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

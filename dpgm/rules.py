@@ -35,8 +35,9 @@ LENGTHS_SHARE, LENGTHS_SCALE = 0.05, 2_000
 #: release's).
 LENGTHS_FROM_BOUND = True
 #: Share of the noisy count of empty records, which then form a part of their own
-#: (``partition.empty_part_noise_multiplier``; 0: off). Not used when data.min_items >= 1 (none is empty).
-EMPTY_SHARE = 0.01
+#: (``partition.empty_part_noise_multiplier``; 0: off), from N * epsilon = EMPTY_SCALE up (0: at every scale; the
+#: count's noise std is 340 records at epsilon 0.1). Not used when data.min_items >= 1 (none is empty).
+EMPTY_SHARE, EMPTY_SCALE = 0.01, 0
 #: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
 #: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items). A
 #: fixed clip fits one kind of data: nine items shrink every record of a table written as
@@ -263,7 +264,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured
     lengths_share = LENGTHS_SHARE if follows_lengths(facts) else 0.0  # its first bin holds the empty records
-    empty_part = facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and lengths_share == 0
+    empty_part = (facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and lengths_share == 0
+                  and facts.scale >= EMPTY_SCALE)
     empty_share = EMPTY_SHARE if empty_part else 0.0
     tree_share = TREE_SELECT_SHARE + TREE_PAIRS_SHARE if kind == "tree" else 0.0
     bound_share = LENGTH_BOUND_SHARE if bound and not table else 0.0

@@ -165,6 +165,19 @@ def test_empty_records_are_a_part_unless_the_user_declares_none_can_be() -> None
     assert public_defaults(declared, top_items=None)["partition.empty_part_noise_multiplier"] is None
 
 
+def test_below_the_empty_scale_no_empty_part_and_the_means_take_its_share(monkeypatch) -> None:
+    """EMPTY_SCALE (0 as shipped: an empty part at every scale): below it no noisy empty count, and the means of the
+    independent items take its share; from it up, the count as before."""
+    from dpgm import rules
+
+    monkeypatch.setattr(rules, "EMPTY_SCALE", 1_000)
+    below, at = public_defaults(facts(999), top_items=None), public_defaults(facts(1_000), top_items=None)
+    assert below["partition.empty_part_noise_multiplier"] is None and at["partition.empty_part_noise_multiplier"]
+    rho = zcdp_rho(1.0, 1e-6)
+    gained = 1 / (2 * below["model.mean_noise_multiplier"] ** 2) - 1 / (2 * at["model.mean_noise_multiplier"] ** 2)
+    assert gained == pytest.approx(rules.EMPTY_SHARE * rho)
+
+
 def test_a_generic_run_with_min_items_spends_nothing_on_empty_records(tmp_path) -> None:
     for min_items, expected in ((0, 1), (1, 0)):
         cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},

@@ -59,9 +59,13 @@ def tail_cut(shares: np.ndarray, *, records: float, count_noise: float) -> np.nd
 def cut_shares(shares: np.ndarray, *, records: float, count_noise: float) -> np.ndarray:
     """The noisy length shares after ``tail_cut``, renormalised (post-processing): the quantile then reads the
     lengths the records hold, not the noise that the projection leaves on a small histogram's empty lengths
-    (docs/results-rules.md, "The length bound's quantile after the tail cut")."""
+    (docs/results-rules.md, "The length bound's quantile after the tail cut"). Where no length survives the cut
+    (a few hundred records under a small budget), the largest share alone: the length most likely held, where the
+    raw shares would put the quantile among the noise of the empty lengths (a clip of 90 items for baskets of 1)."""
     h = tail_cut(shares, records=records, count_noise=count_noise)
-    return h / h.sum() if h.sum() > 0 else shares
+    if h.sum() > 0:
+        return h / h.sum()
+    return (np.arange(shares.size) == np.argmax(shares)).astype(np.float64)
 
 
 def clip_scale(clip_length: np.ndarray | int, lengths: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.events import DiscreteGaussianEvent
 from dpgm.privacy.postprocess import project_to_total
-from dpgm.stages.length_bound import STAGE, balanced_length, cut_shares, kept_share, quantile_length
+from dpgm.stages.length_bound import STAGE, balanced_length, cut_shares, kept_share, quantile_length, tail_cut
 
 
 def test_quantile_length_is_the_smallest_length_reaching_the_share() -> None:
@@ -178,5 +178,24 @@ def test_the_quantile_reads_the_lengths_the_records_hold_not_the_noise_of_empty_
         raw.append(quantile_length(shares, 0.9))
         cut.append(quantile_length(cut_shares(shares, records=total, count_noise=35.0), 0.9))
     assert np.median(raw) > 20 and 2 <= np.median(cut) <= 6 and np.mean(np.array(cut) <= 8) >= 0.9
-    flat = np.full(5, 0.2)  # nothing above the cut: the shares as they are (no division by zero)
-    assert np.array_equal(cut_shares(flat, records=10.0, count_noise=35.0), flat)
+
+
+@pytest.mark.parametrize(("true", "lengths", "noise", "held", "share"),
+                         [({1: 260, 2: 70, 3: 25, 4: 5}, 101, 80.0, 4, 0.6), ({37: 1_000}, 76, 240.0, 37, 0.9)])
+def test_where_no_length_survives_the_cut_the_quantile_reads_the_largest_share(true, lengths, noise, held, share) -> None:
+    """A few hundred baskets of 1-4 items, or 1,000 records of 37 items, under noise that often leaves no length
+    above the cut (the noisy total is the sum of every length's noise): the largest share alone gives a clip at the
+    records' lengths in most draws, where the raw shares' quantile lands among the noise of the empty lengths."""
+    rng = np.random.default_rng(0)
+    counts = np.zeros(lengths)
+    counts[list(true)] = list(true.values())
+    raw, cut = [], []
+    for _ in range(100):
+        noisy = counts + rng.normal(0, noise, lengths)
+        total = max(float(noisy.sum()), 1.0)
+        shares = project_to_total(noisy, total) / total
+        if not tail_cut(shares, records=total, count_noise=noise).any():  # no length above the cut
+            raw.append(quantile_length(shares, 0.9))
+            cut.append(quantile_length(cut_shares(shares, records=total, count_noise=noise), 0.9))
+    assert len(cut) >= 30 and np.quantile(raw, 0.9) > held + 15
+    assert np.mean(np.array(cut) <= held) >= share and np.mean(np.array(cut) <= held) > np.mean(np.array(raw) <= held)
