@@ -24,6 +24,9 @@ from dpgm.errors import DataError
 #: All triples when there are at most this many (17 items: 680), else a sample of this size.
 DEFAULT_MAX_TRIPLES = 5000
 
+#: Bits (items x records) of one chunk of triples' columns: bounds the memory of ``triple_frequencies``.
+TRIPLE_BITS = 1 << 26
+
 Records = np.ndarray | sp.spmatrix | BinaryDataset
 
 
@@ -92,18 +95,22 @@ def pair_frequencies(x: sp.csr_matrix) -> np.ndarray:
 
 
 def triple_frequencies(x: sp.csr_matrix, triples: np.ndarray) -> np.ndarray:
-    """Fraction of records holding all three items of each row of ``triples`` (i < j < k)."""
+    """Fraction of records holding all three items of each row of ``triples`` (i < j < k): per chunk of triples,
+    the columns they name as bit sets over the records, ANDed three at a time and counted (exact, and
+    independent of how dense the records are: one Gram matrix per first item took minutes on dense pixels)."""
+    xc, n = x.tocsc(), x.shape[0]
     out = np.zeros(len(triples))
-    xc = x.tocsc()
-    for i in np.unique(triples[:, 0]):
-        rows = xc.indices[xc.indptr[i] : xc.indptr[i + 1]]
-        sel = np.flatnonzero(triples[:, 0] == i)
-        if rows.size == 0:
-            continue
-        sub = x[rows]
-        gram = (sub.T @ sub).tocsr()
-        out[sel] = np.asarray(gram[triples[sel, 1], triples[sel, 2]]).ravel()
-    return out / x.shape[0]
+    chunk = max(1, TRIPLE_BITS // (3 * max(n, 1)))
+    for start in range(0, len(triples), chunk):
+        part = triples[start : start + chunk]
+        items, inverse = np.unique(part, return_inverse=True)
+        bits = np.zeros((items.size, n), dtype=bool)
+        for row, i in enumerate(items.tolist()):
+            bits[row, xc.indices[xc.indptr[i] : xc.indptr[i + 1]]] = True
+        packed = np.packbits(bits, axis=1)
+        a, b, c = inverse.reshape(part.shape).T
+        out[start : start + len(part)] = np.bitwise_count(packed[a] & packed[b] & packed[c]).sum(axis=1)
+    return out / n
 
 
 def choose_triples(
