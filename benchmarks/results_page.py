@@ -22,6 +22,8 @@ from pages.costs import THREADS_ALL, THREADS_WAIT, generic_time, threads_busy, t
 from pages.counting import counting
 from pages.headline import draw, headline
 from pages.images import partition_tos, train_on_synthetic
+from pages.no_cliff import draw as draw_no_cliff
+from pages.no_cliff import no_cliff_section
 from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
@@ -73,7 +75,7 @@ def results() -> str:
     """The results page: the headline comparison first, then what else a user needs."""
     busy = [threads_busy("config_timings_busy.json", "Threads beside another job: every shipped config", THREADS_ALL),
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
-    sections = (headline(), epsilon_two(), tables_section(), generic_time(), timings(), train_on_synthetic(),
+    sections = (headline(), no_cliff_section(), epsilon_two(), tables_section(), generic_time(), timings(), train_on_synthetic(),
                 partition_tos(), partitioners(), partition_release(), subspace(), audit(), accounting(), throughput(),
                 throughput_gpu(), mnist_gpu(), distributed(), large_data(), *busy, counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
@@ -108,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for link in absent:
             print(f"docs/{link} is missing: run python benchmarks/results_page.py")
         return 1 if stale or absent else 0
-    for image in draw(DOCS):
+    for image in [*draw(DOCS), *draw_no_cliff(DOCS)]:
         print(f"wrote {image.relative_to(ROOT)}")
     for path, text in texts.items():
         path.write_text(text)
