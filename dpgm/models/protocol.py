@@ -9,7 +9,8 @@ once per forward pass on [..., B, in] inputs" (ghost clipping, dpgm.training.per
   draw of a step (VAE: the reparameterisation noise, [n, K, latent] with K draws; RBM: nothing);
 - ``record_losses(x, noise)``: the data term, one loss per record of ``x`` [..., B, m] given
   its noise [..., B, d], each depending on its own row only. Leading dimensions let k models
-  of one shape run as one stack (dpgm.training.stacked);
+  of one shape run as one stack (dpgm.training.stacked). A model whose class sets
+  ``binary_rows = True`` gets a sparse batch by its ones (dpgm.models.binary_rows), the others dense;
 - ``post_processing_noise(generator)``: the randomness of the model's data-independent loss
   term, drawn up front too (RBM: the uniforms of its negative phase's Gibbs steps), or None
   when the model has no such term (VAE);

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from dpgm.config_fields import opt
 from dpgm.errors import ConfigError
+from dpgm.models.binary_rows import BinaryRows, RowsLinear
 from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 from dpgm.streams import draw_device
 
@@ -51,11 +52,12 @@ def init_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:
         nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
 
 
-def mlp(widths: Sequence[int], generator: torch.Generator | None) -> nn.Sequential:
-    """Linear layers of the given widths with ReLU between them (none after the last)."""
+def mlp(widths: Sequence[int], generator: torch.Generator | None, first: type[nn.Linear] = nn.Linear) -> nn.Sequential:
+    """Linear layers of the given widths with ReLU between them (none after the last); the first of class
+    ``first`` (RowsLinear: it reads sparse BinaryRows too)."""
     layers: list[nn.Module] = []
     for i, (fan_in, fan_out) in enumerate(itertools.pairwise(widths)):
-        linear = nn.Linear(fan_in, fan_out)
+        linear = (first if i == 0 else nn.Linear)(fan_in, fan_out)
         init_linear(linear, generator)
         layers.append(linear)
         if i < len(widths) - 2:
@@ -86,20 +88,18 @@ class GaussianVAE(NoPostProcessing, BernoulliSampling, nn.Module):
         p = next(self.parameters())
         return p.device, p.dtype
 
-    def forward(self, x: Tensor, eps: Tensor) -> Tensor:
-        """Negative ELBO of each row of ``x`` [..., B, n_items] with reparameterisation noise ``eps``
-        [..., B, latent] -> [..., B]; with K draws per record, ``eps`` [..., B, K, latent] and the
-        mean over the K draws (the decoder sees them as K rows per record, record-major)."""
+    def forward(self, x: Tensor | BinaryRows, eps: Tensor) -> Tensor:
+        """Negative ELBO of each row of ``x`` [..., B, n_items] (BinaryRows where the encoder reads them) with
+        reparameterisation noise ``eps`` [..., B, latent] -> [..., B]; with K draws per record, ``eps``
+        [..., B, K, latent] and the mean over the K draws (the decoder sees them as K rows per record)."""
         stats = self.encoder(x)
         mu, logvar = stats[..., : self.latent], stats[..., self.latent :]
         kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=-1)
         if eps.dim() == x.dim():
-            logits = self.decoder(mu + torch.exp(0.5 * logvar) * eps)
-            return F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(dim=-1) + kl
+            return bernoulli_nll(self.decoder(mu + torch.exp(0.5 * logvar) * eps), x) + kl
         z = mu.unsqueeze(-2) + torch.exp(0.5 * logvar).unsqueeze(-2) * eps  # [..., B, K, latent]
         logits = self.decoder(z.flatten(-3, -2)).unflatten(-2, eps.shape[-3:-1])  # [..., B, K, n_items]
-        recon = F.binary_cross_entropy_with_logits(logits, x.unsqueeze(-2).expand_as(logits), reduction="none")
-        return recon.sum(dim=-1).mean(dim=-1) + kl
+        return bernoulli_nll(logits, x).mean(dim=-1) + kl
 
     def reparameterisation_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
         """N(0, I) draws for n records, from ``generator``: [n, latent], or [n, K, latent] for K draws."""
@@ -133,11 +133,23 @@ class GaussianVAE(NoPostProcessing, BernoulliSampling, nn.Module):
         return self.decoder(z.to(device))
 
 
+def bernoulli_nll(logits: Tensor, x: Tensor | BinaryRows) -> Tensor:
+    """-log p(x | logits) per row [..., B, (K)] for Bernoulli logits [..., B, (K,) n_items] (K per record)."""
+    if isinstance(x, BinaryRows):
+        return x.bernoulli_nll(logits)
+    target = x if logits.dim() == x.dim() else x.unsqueeze(-2).expand_as(logits)
+    return F.binary_cross_entropy_with_logits(logits, target, reduction="none").sum(dim=-1)
+
+
 class VAE(GaussianVAE):
-    """The paper's VAE: MLP encoder and decoder (paper: 200 ReLU, 2-d latent).
+    """The paper's VAE: MLP encoder and decoder (paper: 200 ReLU, 2-d latent). Its encoder reads sparse
+    batches by their ones (``binary_rows``: dpgm.models.binary_rows).
 
     ``generator`` (keyword) seeds the weight initialisation; None uses torch's global RNG.
     """
+
+    #: DP-SGD may hand it a sparse batch as BinaryRows (its first layer and its loss read them).
+    binary_rows = True
 
     def __init__(
         self,
@@ -152,6 +164,6 @@ class VAE(GaussianVAE):
             raise ConfigError("VAE needs n_items, latent and hidden widths >= 1, "
                               f"got {n_items}, {latent}, {list(hidden)}")
         widths = [int(h) for h in hidden]
-        super().__init__(n_items, latent, mlp([int(n_items), *widths, 2 * int(latent)], generator),
+        super().__init__(n_items, latent, mlp([int(n_items), *widths, 2 * int(latent)], generator, RowsLinear),
                          mlp([int(latent), *reversed(widths), int(n_items)], generator), draws)
         self.hidden = widths

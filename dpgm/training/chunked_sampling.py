@@ -22,6 +22,7 @@ from torch import Tensor
 from dpgm.data.chunks import ChunkedRecords
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
+from dpgm.models.binary_rows import BinaryRows
 from dpgm.privacy import collective
 
 
@@ -36,14 +37,13 @@ class ChunkedPoissonBatches:
         self.device = torch.device(device)
         self._held: tuple[int, list[tuple[sp.csr_matrix, np.ndarray]]] | None = None
 
-    def batch(self, step: int) -> tuple[Tensor, Tensor]:
-        """Step ``step``'s sampled rows [B, m] (float32) and their parts [B]."""
+    def batch(self, step: int) -> tuple[BinaryRows, Tensor]:
+        """Step ``step``'s sampled rows [B, m] (by their ones) and their parts [B]."""
         w = step // self.window
         if self._held is None or self._held[0] != w:
             self._held = (w, self._draw_window(w))
         rows, parts = self._held[1][step - w * self.window]
-        return (torch.as_tensor(rows.toarray(), dtype=torch.float32, device=self.device),
-                torch.as_tensor(parts, dtype=torch.long))
+        return BinaryRows.from_csr(rows, self.device), torch.as_tensor(parts, dtype=torch.long)
 
     def _draw_window(self, w: int) -> list[tuple[sp.csr_matrix, np.ndarray]]:
         """One pass: the batches of steps w W .. (w + 1) W - 1."""

@@ -44,6 +44,7 @@ from torch import Tensor, nn
 
 from dpgm.config import PrivacyConfig, TrainingConfig
 from dpgm.errors import ConfigError
+from dpgm.models.binary_rows import BinaryRows
 from dpgm.models.protocol import DPSGDModel
 from dpgm.privacy import collective
 from dpgm.privacy.events import DpEvent
@@ -122,9 +123,10 @@ class DPSGD:
         return self.mechanism.event()
 
     def step(
-        self, x: Tensor, part: Tensor | None = None, active: Sequence[int] | None = None
+        self, x: Tensor | BinaryRows, part: Tensor | None = None, active: Sequence[int] | None = None
     ) -> list[StepResult]:
-        """One private step of every ``active`` part (default all) on the sampled rows ``x`` [B, m];
+        """One private step of every ``active`` part (default all) on the sampled rows ``x`` [B, m] (dense,
+        or a sparse 0/1 batch as BinaryRows);
         ``part`` [B] is each row's part (default 0). Returns one result per active part, in order.
         """
         grads, results = self.privatised_gradients(x, part, active)
@@ -138,7 +140,7 @@ class DPSGD:
         return results
 
     def privatised_gradients(
-        self, x: Tensor, part: Tensor | None = None, active: Sequence[int] | None = None
+        self, x: Tensor | BinaryRows, part: Tensor | None = None, active: Sequence[int] | None = None
     ) -> tuple[list[list[Tensor]], list[StepResult]]:
         """Per active part j, per trainable parameter: (sum_i min(1, C_s,j/||g_i||) g_i +
         N(0, (sigma_G C_s,j)^2 I)) / E_j plus the gradient of its post-processing loss; and its
@@ -210,7 +212,7 @@ class DPSGD:
         return [fresh.get(stack.device, g) for stack in self.stacks]
 
     def _privatise(
-        self, stack: ModelStack, x: Tensor, part: Tensor, drawn: _Draws
+        self, stack: ModelStack, x: Tensor | BinaryRows, part: Tensor, drawn: _Draws
     ) -> dict[int, StepResult]:
         """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack,
         then the post-processing gradient; all left in ``stack.grads`` (held N(0, 1) draws)."""

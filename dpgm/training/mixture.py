@@ -28,6 +28,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from dpgm.clustering.base import size_shares
 from dpgm.config import TrainingConfig
 from dpgm.errors import ConfigError
+from dpgm.models.binary_rows import BinaryRows
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.events import DpEvent
@@ -47,7 +48,8 @@ def part_probabilities(noisy_sizes: np.ndarray) -> torch.Tensor:
 
 
 class RecordStore:
-    """The private records on the training device; gathers batches by index (dense or CSR)."""
+    """The private records on the training device; gathers batches by index: rows of dense records, the
+    ones (BinaryRows) of sparse ones, never a dense copy of a wide sparse batch."""
 
     def __init__(self, records: np.ndarray | sp.csr_matrix, device: str = "cpu") -> None:
         self.device = torch.device(device)
@@ -57,9 +59,9 @@ class RecordStore:
         else:
             self._dense = torch.as_tensor(np.asarray(records), dtype=torch.float32, device=self.device)
 
-    def rows(self, index: np.ndarray) -> torch.Tensor:
+    def rows(self, index: np.ndarray) -> torch.Tensor | BinaryRows:
         if self.sparse:
-            return torch.as_tensor(self._csr[index].toarray(), dtype=torch.float32, device=self.device)
+            return BinaryRows.from_csr(self._csr[index], self.device)
         return self._dense[torch.as_tensor(index, device=self.device)]
 
 

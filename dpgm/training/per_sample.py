@@ -8,6 +8,9 @@ one backward pass to the layer outputs give both, for any model whose trainable 
 all live in such layers and whose per-record losses each depend on their own row only.
 Layers may carry leading dimensions (a stack of k layers with weight [k, out, in] applied to
 inputs [k, B, in], see dpgm.training.stacked): norms and sums are then [k, B] and [k, ...].
+A layer's input may be a sparse 0/1 batch (dpgm.models.binary_rows.BinaryRows, a wide model's
+first layer): ||a_i||^2 is then the record's length and the clipped sum adds c_i g_i to the
+columns of its items, at the cost of its ones instead of B d_in.
 
 An nn.Conv2d layer (groups 1, zero padding) applied to [B, C, H, W] shares its weight across
 positions, so its per-record gradient [B, out, C k k] is materialised instead, as Opacus does
@@ -36,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from dpgm.errors import ConfigError
+from dpgm.models.binary_rows import BinaryRows
 
 
 @dataclass
@@ -50,44 +54,60 @@ class _Capture:
 @dataclass
 class _LinearFactors:
     """An nn.Linear layer's per-record gradients as factors: output grads [..., B K, out] and inputs
-    [..., B K, in], ``rows`` = K rows per record (record-major)."""
+    [..., B K, in] (dense, or BinaryRows: a sparse 0/1 batch by its ones), ``rows`` = K rows per record
+    (record-major)."""
 
     layer: nn.Linear
     grad_out: Tensor
-    inputs: Tensor
+    inputs: Tensor | BinaryRows
     rows: int = 1
 
     def squared_norms(self) -> Tensor:
         """||grad_W,i||^2 + ||grad_b,i||^2 per record [..., B] (trainable parts only): ||g_i||^2 (||a_i||^2 + 1)
         for one row per record, else sum((G_i G_i^T) * (A_i A_i^T)) + ||sum_k g_ik||^2 over its K rows."""
         if self.rows == 1:
-            g2 = self.grad_out.pow(2).sum(dim=-1)
-            sq = g2 * self.inputs.pow(2).sum(dim=-1) if self.layer.weight.requires_grad else torch.zeros_like(g2)
+            g2 = _squared_row_norms(self.grad_out)
+            sq = g2 * _squared_row_norms(self.inputs, g2.dtype) if self.layer.weight.requires_grad \
+                else torch.zeros_like(g2)
             return sq + g2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
+        inputs = self.inputs.dense(self.grad_out.dtype) if isinstance(self.inputs, BinaryRows) else self.inputs
         # g, a: [..., B, K, .]
-        g, a = self.grad_out.unflatten(-2, (-1, self.rows)), self.inputs.unflatten(-2, (-1, self.rows))
+        g, a = self.grad_out.unflatten(-2, (-1, self.rows)), inputs.unflatten(-2, (-1, self.rows))
         b2 = g.sum(dim=-2).pow(2).sum(dim=-1)
         sq = ((g @ g.transpose(-1, -2)) * (a @ a.transpose(-1, -2))).sum(dim=(-1, -2)) \
             if self.layer.weight.requires_grad else torch.zeros_like(b2)
         return sq + b2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
 
     def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
-        """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in); out[bias] += sum_i weights_i g_i."""
+        """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in, the weights on the narrower
+        factor; from the ones of sparse inputs); out[bias] += sum_i weights_i g_i (one matrix-vector product)."""
         per_row = weights.to(self.grad_out.dtype)
         if self.rows > 1:
             per_row = per_row.repeat_interleave(self.rows, dim=-1)
-        scaled = self.grad_out * per_row.unsqueeze(-1)
         if self.layer.weight.requires_grad:
-            w = out[id(self.layer.weight)]
-            (w.addmm_ if w.dim() == 2 else w.baddbmm_)(scaled.transpose(-1, -2), self.inputs)
+            w, g, a = out[id(self.layer.weight)], self.grad_out, self.inputs
+            if isinstance(a, BinaryRows):
+                a.add_outer_(w, g * per_row.unsqueeze(-1))
+            elif a.shape[-1] < g.shape[-1]:
+                (w.addmm_ if w.dim() == 2 else w.baddbmm_)(g.transpose(-1, -2), a * per_row.unsqueeze(-1))
+            else:
+                (w.addmm_ if w.dim() == 2 else w.baddbmm_)((g * per_row.unsqueeze(-1)).transpose(-1, -2), a)
         if self.layer.bias is not None and self.layer.bias.requires_grad:
-            out[id(self.layer.bias)].add_(scaled.sum(dim=-2))
+            out[id(self.layer.bias)].add_((per_row.unsqueeze(-2) @ self.grad_out).squeeze(-2))
 
     def without(self, bad: Tensor) -> _LinearFactors:
         """The same with the records flagged in ``bad`` [..., B] set to 0."""
         rows_bad = bad.repeat_interleave(self.rows, dim=-1)
-        return _LinearFactors(self.layer, _zero_rows(self.grad_out, rows_bad), _zero_rows(self.inputs, rows_bad),
-                              self.rows)
+        inputs = self.inputs.without(rows_bad) if isinstance(self.inputs, BinaryRows) \
+            else _zero_rows(self.inputs, rows_bad)
+        return _LinearFactors(self.layer, _zero_rows(self.grad_out, rows_bad), inputs, self.rows)
+
+
+def _squared_row_norms(t: Tensor | BinaryRows, dtype: torch.dtype | None = None) -> Tensor:
+    """||t_i||^2 over the last dimension [...] (a sparse 0/1 row's: its length); one pass, no temporary."""
+    if isinstance(t, BinaryRows):
+        return t.lengths(dtype or torch.float32)
+    return torch.linalg.vector_norm(t, dim=-1).square()
 
 
 @dataclass

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from dpgm.models.binary_rows import BinaryRows
 from dpgm.training.per_sample import GhostBatch, GhostClipper
 
 
 class StackedLinear(nn.Linear):
-    """k nn.Linear layers of one shape applied to k batches at once: [k, B, in] -> [k, B, out].
+    """k nn.Linear layers of one shape applied to k batches at once: [k, B, in] -> [k, B, out] (the input
+    dense or a sparse 0/1 batch, BinaryRows).
 
     Holds a copy of the layers' weights [k, out, in] and biases [k, out]; ``refresh`` copies them
     again. Subclasses nn.Linear so that GhostClipper records it (norms and sums get a leading k).
@@ -51,7 +53,9 @@ class StackedLinear(nn.Linear):
         if self.bias is not None:
             torch.stack([layer.bias for layer in self.sources], out=self.bias)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor | BinaryRows) -> Tensor:
+        if isinstance(x, BinaryRows):
+            return x.linear(self.weight, self.bias)
         w = self.weight.transpose(-1, -2)
         return (
             torch.bmm(x, w) if self.bias is None else torch.baddbmm(self.bias.unsqueeze(-2), x, w)
@@ -162,6 +166,7 @@ class ModelStack:
         self.module = models[parts[0]] if self.single else stack_models([models[j] for j in parts])
         self.buffers = [] if self.single else stack_buffers(self.module, [models[j] for j in parts])
         self.clipper = GhostClipper(self.module, clip_groups)
+        self.binary_rows = bool(getattr(models[parts[0]], "binary_rows", False))  # reads sparse batches as they are
         names = [name for name, p in self.module.named_parameters() if p.requires_grad]
         self.params = {j: [dict(models[j].named_parameters())[n] for n in names] for j in parts}
         self.device, self.dtype = self.clipper.params[0].device, self.clipper.params[0].dtype
@@ -186,9 +191,12 @@ class ModelStack:
             for r in rows:
                 tensors[r].copy_(getattr(owner, name)[r])
 
-    def ghost_pass(self, x: Tensor, local: Tensor, noise: Tensor) -> StackedPass:
+    def ghost_pass(self, x: Tensor | BinaryRows, local: Tensor, noise: Tensor) -> StackedPass:
         """Per-record norms of the stack's models on rows ``x`` [B, m] of rows ``local`` [B]
-        (sorted) with their step noise [B, ...]: batches padded to [g, B_max], padded rows no loss."""
+        (sorted) with their step noise [B, ...]: batches padded to [g, B_max], padded rows no loss.
+        A sparse batch stays sparse for models that read BinaryRows and is made dense for the others."""
+        if isinstance(x, BinaryRows) and not self.binary_rows:
+            x = x.dense(self.dtype)
         if self.single:
             ghost = self.clipper.compute(lambda: self.module.record_losses(x, noise))
             return StackedPass(ghost, None, ghost.norms, ghost.losses, ghost.group_norms)
@@ -196,8 +204,9 @@ class ModelStack:
         sizes = torch.bincount(local, minlength=len(self.parts))
         rank = torch.arange(len(local), device=self.device) - (sizes.cumsum(0) - sizes)[local]
         shape, slots = (len(self.parts), int(sizes.max())), (local, rank)
-        valid = _padded(x.new_ones(len(local), 1, dtype=torch.bool), slots, shape).squeeze(-1)
-        xp, ep = _padded(x, slots, shape), _padded(noise, slots, shape)
+        valid = _padded(torch.ones(len(local), 1, dtype=torch.bool, device=self.device), slots, shape).squeeze(-1)
+        xp = x.placed(slots, shape) if isinstance(x, BinaryRows) else _padded(x, slots, shape)
+        ep = _padded(noise, slots, shape)
         ghost = self.clipper.compute(
             lambda: self.module.record_losses(xp, ep).masked_fill(~valid, 0.0)
         )

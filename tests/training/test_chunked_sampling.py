@@ -31,7 +31,7 @@ def test_every_record_joins_every_step_with_probability_q(tmp_path: Path) -> Non
     """Inclusions of 400 records over 300 steps: rate q per record, independent across steps."""
     (tmp_path / "a").mkdir()
     source = batches(tmp_path / "a", n=400, q=0.1, window=50)
-    rows = torch.cat([source.batch(t)[0] for t in range(300)])
+    rows = torch.cat([source.batch(t)[0].dense() for t in range(300)])
     sizes = np.array([len(source.batch(t)[0]) for t in range(300)])
     assert abs(sizes.mean() - 40) < 3 * np.sqrt(400 * 0.1 * 0.9 / 300)  # E = q n, sd of the mean
     assert abs(sizes.var() - 36) < 12  # Binomial(400, 0.1): variance n q (1 - q) = 36
@@ -45,15 +45,15 @@ def test_a_batch_is_the_same_however_the_windows_were_read_before(tmp_path: Path
     again = batches(tmp_path)
     for t in (13, 2, 19, 7):  # out of order, as after a resume
         x, part = again.batch(t)
-        assert torch.equal(x, first[t][0]) and torch.equal(part, first[t][1])
+        assert torch.equal(x.dense(), first[t][0].dense()) and torch.equal(part, first[t][1])
     other = batches(tmp_path, seed=2)
-    assert not all(torch.equal(other.batch(t)[0], first[t][0]) for t in range(20))
+    assert not all(torch.equal(other.batch(t)[0].dense(), first[t][0].dense()) for t in range(20))
 
 
 def test_parts_follow_the_rule_on_the_sampled_records(tmp_path: Path) -> None:
     source = batches(tmp_path, q=0.3)
     x, part = source.batch(0)
-    assert torch.equal(part, x[:, 1].long())
+    assert torch.equal(part, x.dense()[:, 1].long())
 
 
 def chunked_config(tmp_path: Path, path: Path, **over):
