@@ -151,7 +151,7 @@ class _BernoulliNll(torch.autograd.Function):
         ctx.k = k
         ones = _cells(rows, items, k)
         per_row = logits.reshape(-1, logits.shape[-1])  # [rows K, m]
-        taken = per_row.new_zeros(len(per_row)).index_add_(0, ones[0], per_row[ones])
+        taken = per_row.new_zeros(len(per_row)).index_put_(ones[:1], per_row[ones], accumulate=True)  # deterministic
         step = max(1, CHUNK_CELLS // per_row.shape[1])  # softplus a chunk at a time: no temporary of B x m
         spread = torch.cat([per_row.new_zeros(0)] + [F.softplus(c, threshold=SOFTPLUS_LINEAR).sum(dim=-1)
                                                      for c in per_row.split(step)])
