@@ -1,11 +1,13 @@
-"""AIM baseline (McKenna, Mullins, Sheldon, Miklau, VLDB 2022, Algorithm 1) for binary items.
+"""AIM baseline (McKenna, Mullins, Sheldon, Miklau, VLDB 2022, Algorithm 1) on attributes of any
+number of values: a coded table (``pgm.CodedRecords``) or binary items (2-valued attributes).
 
 As private-pgm's ``mechanisms/aim.py``: measure every 1-way marginal with Gaussian noise
 sigma_0 = sqrt(T / (2 * 0.9 rho)), fit a graphical model (mbi, mirror descent), then each round
 (1) keep the candidates (the downward closure of the workload) whose addition keeps the
 junction tree under ``max_model_size`` * rho_used / rho MB (or that the model already holds),
 (2) select one with the exponential mechanism at epsilon_t, quality
-w_r (||M_r(D) - M_r(p_hat)||_1 - sqrt(2/pi) sigma_t n_r) (w_r: workload weight, n_r: cells),
+w_r (||M_r(D) - M_r(p_hat)||_1 - sqrt(2/pi) sigma_t n_r) (w_r: workload weight, n_r: cells, the product
+of the attributes' sizes),
 sensitivity max w_r; (3) measure it with noise sigma_t and refit; (4) if the model's estimate
 of that marginal moved by less than sigma_t sqrt(2/pi) n_r, halve sigma and double epsilon
 (annealing). When the budget left cannot pay two more rounds, one last round spends it all.
@@ -23,32 +25,36 @@ cap given by the caller, whose last round spends what is left. The rule (``AimSc
 only public numbers and earlier releases, never the data or the clock, so the number of rounds
 and their noise reveal nothing beyond the releases. ``max_model_size`` is the authors' 80 MB.
 Departures (run time, not privacy): mirror descent ``max_iters`` = 250 per refit instead of
-1000 and no extra final refit. Each round costs one mbi refit, dominated by JAX compiling the
-new clique structure (seconds); without annealing a run makes about T - 0.9 m rounds, so on
-100 items a caller short of time passes ``max_rounds``.
+1000 and no extra final refit. The workload leaves out the marginals of more than ``max_cells``
+cells (the authors' script's 10,000; it never binds on binary items of degree below 14). Each round
+costs one mbi refit, dominated by JAX compiling the new clique structure (seconds); without
+annealing a run makes about T - 0.9 m rounds, so on 100 items a caller short of time passes
+``max_rounds``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
 
-from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm import (
     ALPHA,
     Clique,
+    CodedRecords,
     JunctionTree,
     PgmOptions,
     PgmResult,
     PgmRound,
+    Records,
     RoundSchedule,
     Timer,
     TrueMarginals,
+    as_sizes,
     at_epsilon,
     check_plan,
     fit_model,
@@ -74,9 +80,11 @@ def default_rounds(n_items: int) -> int:
 
 @dataclass(frozen=True)
 class AimOptions(PgmOptions):
-    """AIM's settings (``PgmOptions``; workload weight 1, the paper's 80 MB model size cap)."""
+    """AIM's settings (``PgmOptions``; workload weight 1, the paper's 80 MB model size cap, workload
+    marginals of at most ``max_cells`` cells)."""
 
     accounting: Literal["rdp"] = "rdp"  # a zCDP mechanism: its epsilon is the RDP accountant's, never pure
+    max_cells: int = 10_000
 
 
 class AimSchedule(RoundSchedule):
@@ -119,14 +127,18 @@ def compile_workload(workload: dict[Clique, float]) -> dict[Clique, float]:
 
 
 def make_workload(
-    n_items: int, degree: int, max_workload: int | None, rng: np.random.Generator
+    sizes: int | Sequence[int], degree: int, max_workload: int | None, rng: np.random.Generator,
+    max_cells: int | None = None,
 ) -> dict[Clique, float]:
-    """All ``degree``-way marginals (weight 1), or ``max_workload`` of them (public, by ``rng``)."""
-    return {c: 1.0 for c in workload_cliques(n_items, degree, max_workload, rng, "aim")}
+    """All ``degree``-way marginals of at most ``max_cells`` cells (weight 1), or ``max_workload`` of them
+    (public, by ``rng``); ``sizes``: the attributes' (an integer m: m binary items)."""
+    shape = as_sizes(sizes)
+    small = None if max_cells is None else (lambda c: math.prod(shape[j] for j in c) <= max_cells)
+    return {c: 1.0 for c in workload_cliques(len(shape), degree, max_workload, rng, "aim", small)}
 
 
 def aim(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
+    records: Records,
     *,
     rho: float,
     accountant: Accountant,
@@ -141,9 +153,10 @@ def aim(
 
     Every release is drawn exactly (dpgm.privacy.mechanisms: the OS CSPRNG in a private run). A seeded
     generator's stream, in order: the workload sample (only with ``max_workload``), one discrete
-    Gaussian of scale sigma_0 over 2 cells per item for the 1-way marginals, then per round one
+    Gaussian of scale sigma_0 over each attribute's values for the 1-way marginals, then per round one
     uniform (selection, inverse CDF over the candidates in (size, lexicographic) order) and one
-    discrete Gaussian of scale sigma_t over 2^|r| cells. ``trace`` keeps the selection probabilities (NOT private).
+    discrete Gaussian of scale sigma_t over the n_r cells of r. ``trace`` keeps the selection probabilities
+    (NOT private).
     """
     opts = options or AimOptions()
     truth = TrueMarginals(records)
@@ -153,7 +166,7 @@ def aim(
     schedule = AimSchedule(rho, rounds, m, opts.max_rounds)
     check_plan(accountant, [(zcdp_event(rho), 1)], "aim")  # the whole run costs at most rho
     if workload is None:
-        workload = make_workload(m, opts.degree, opts.max_workload, rng)
+        workload = make_workload(truth.sizes, opts.degree, opts.max_workload, rng, opts.max_cells)
     candidates = compile_workload(workload)
     timer = Timer()
 
@@ -161,14 +174,15 @@ def aim(
     ys = measure(accountant, stage, rng, sigma, [truth((j,)) for j in range(m)])
     measurements = [measurement((j,), y, sigma) for j, y in enumerate(ys)]
     measured: list[Clique] = [(j,) for j in range(m)]
-    model = fit_model(measurements, m, opts.max_iters)
+    model = fit_model(measurements, truth.sizes, opts.max_iters)
     tree = JunctionTree.from_mbi(model, m)
     trace_rounds: list[PgmRound] = []
     bar = share_bar("aim (share of the budget spent)")
     for eps, sigma, last in schedule.rounds():
-        small = fitting_candidates(m, model, candidates, opts.max_model_size * schedule.used / schedule.rho)
+        small = fitting_candidates(truth.sizes, model, candidates,
+                                   opts.max_model_size * schedule.used / schedule.rho)
         weights = np.array([candidates[c] for c in small])
-        bias = math.sqrt(2 / math.pi) * sigma * np.array([2 ** len(c) for c in small])
+        bias = math.sqrt(2 / math.pi) * sigma * np.array([truth.cells(c) for c in small])
         chosen, y, probs = select_and_measure(
             accountant, stage, rng, truth, small, weights * (l1_errors(truth, tree, small) - bias),
             epsilon=eps, sensitivity=float(np.abs(weights).max()), sigma=sigma,
@@ -176,7 +190,7 @@ def aim(
         measurements.append(measurement(chosen, y, sigma))
         measured.append(chosen)
         before = tree.marginal(chosen)
-        model = fit_model(measurements, m, opts.max_iters, warm_start=model)
+        model = fit_model(measurements, truth.sizes, opts.max_iters, warm_start=model)
         tree = JunctionTree.from_mbi(model, m)
         after = tree.marginal(chosen)
         trace_rounds.append(
@@ -189,9 +203,7 @@ def aim(
                 y if trace else None,
             )
         )
-        if not last and np.abs(after - before).sum() <= sigma * math.sqrt(2 / math.pi) * 2 ** len(
-            chosen
-        ):
+        if not last and np.abs(after - before).sum() <= sigma * math.sqrt(2 / math.pi) * truth.cells(chosen):
             schedule.anneal()
         bar.advance_share(schedule.used, schedule.rho)
     bar.close()
@@ -211,10 +223,11 @@ def aim(
             "rho_used": schedule.used,
             "candidates": len(candidates),
         },
+        coded=isinstance(records, CodedRecords),
     )
 
 
-def fit_aim(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float, delta: float,
+def fit_aim(records: Records, *, epsilon: float, delta: float,
             rng: np.random.Generator, accountant: Accountant | None = None, options: AimOptions | None = None,
             stage: str = "aim") -> PgmResult:
     """AIM at (epsilon, delta): rho calibrated on dpgm's accountant (budget = epsilon)."""

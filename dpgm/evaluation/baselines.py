@@ -4,6 +4,8 @@ Each baseline (marginals, mwem, aim, mst, mwem_pgm) registers a factory that fit
 the real records with its own accountant (budget = epsilon, enforced per charge) and returns the
 model and what its report adds. ``fit_baseline`` runs one by name (``dpgm.Synthesizer(method=...)``
 uses it), ``run_baseline`` also samples from it (``evaluate.py counting`` and the benchmarks).
+AIM, MST and MWEM+PGM also fit a coded table (``CodedRecords``: each column's value index and the
+columns' sizes) and sample codes for it; MWEM and the marginals take binary items only.
 Budgets: with ``accounting="rdp"`` (default) each baseline's noise is calibrated so that the RDP
 accountant's epsilon at delta equals the target (pure-DP mechanisms then use a larger pure
 epsilon, which the report also gives); ``"pure"`` spends exactly the target as pure epsilon
@@ -30,6 +32,7 @@ from dpgm.evaluation.marginals import Mechanism, fit_marginals, marginals_event
 from dpgm.evaluation.mst import fit_mst
 from dpgm.evaluation.mwem import MwemBudget, fit_mwem
 from dpgm.evaluation.mwem_pgm import MwemPgmOptions, fit_mwem_pgm
+from dpgm.evaluation.pgm import CodedRecords
 from dpgm.evaluation.queries import QuerySet, make_queries
 from dpgm.evaluation.saved import model_from_state, model_state
 from dpgm.privacy.accountant import Accountant
@@ -39,9 +42,12 @@ from dpgm.progress import epsilon_of, progress_scope
 from dpgm.registry import Registry
 
 Accounting = Literal["rdp", "pure"]
+#: What a baseline fits: binary items, or a coded table (aim, mst and mwem_pgm only).
+Real = BinaryDataset | CodedRecords
 #: ``model_state`` and ``model_from_state`` are saved.py's, re-exported where the baselines are.
-__all__ = ["BASELINES", "AimOptions", "BaselineFit", "MarginalsOptions", "MstOptions", "MwemOptions", "MwemPgmOptions",
-           "baseline_options", "fit_baseline", "model_from_state", "model_state", "options_among", "run_baseline"]
+__all__ = ["BASELINES", "AimOptions", "BaselineFit", "CodedRecords", "MarginalsOptions", "MstOptions", "MwemOptions",
+           "MwemPgmOptions", "baseline_options", "fit_baseline", "model_from_state", "model_state", "options_among",
+           "run_baseline"]
 
 
 class BaselineModel(Protocol):
@@ -50,7 +56,7 @@ class BaselineModel(Protocol):
     @property
     def n_noisy(self) -> float: ...
 
-    def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset: ...
+    def sample(self, n: int, rng: np.random.Generator) -> BinaryDataset | CodedRecords: ...
 
 
 @dataclass(frozen=True)
@@ -156,9 +162,17 @@ def workload(n_items: int, options: MwemOptions, rng: np.random.Generator) -> Qu
     return make_queries(n_items, maxlen, options.queries, rng)
 
 
+def binary_items(real: Real, method: str) -> BinaryDataset:
+    """``real`` when it holds binary items; a coded table is refused in one line (``method`` takes items)."""
+    if isinstance(real, CodedRecords):
+        raise ConfigError(f"{method}: takes binary items, not a coded table (aim, mst and mwem_pgm take one)")
+    return real
+
+
 @BASELINES.register("mwem", options=MwemOptions, doc="MWEM (Hardt et al.) on an item-set query workload")
-def _mwem(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+def _mwem(real: Real, queries: QuerySet | None, *, epsilon: float, delta: float,
           rng: np.random.Generator, accountant: Accountant, options: MwemOptions) -> tuple[Any, dict[str, Any]]:
+    real = binary_items(real, "mwem")
     pure = mwem_pure_epsilon(epsilon, delta, rounds=options.rounds, n_fraction=options.n_fraction,
                              accounting=options.accounting)
     if queries is None:
@@ -170,11 +184,11 @@ def _mwem(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delt
 
 
 @BASELINES.register("marginals", options=MarginalsOptions, doc="independent item frequencies (one noisy release)")
-def _marginals(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+def _marginals(real: Real, queries: QuerySet | None, *, epsilon: float, delta: float,
                rng: np.random.Generator, accountant: Accountant,
                options: MarginalsOptions) -> tuple[Any, dict[str, Any]]:
     params = marginals_parameters(epsilon, delta, mechanism=options.mechanism, accounting=options.accounting)
-    model = fit_marginals(real, accountant=accountant, rng=rng, mechanism=options.mechanism,
+    model = fit_marginals(binary_items(real, "marginals"), accountant=accountant, rng=rng, mechanism=options.mechanism,
                           max_length=options.max_length, **params)
     return model, {"pure_epsilon": params.get("epsilon"), "mechanism": options.mechanism, **params}
 
@@ -189,7 +203,7 @@ def _pgm_report(model: Any) -> dict[str, Any]:
 
 
 @BASELINES.register("aim", options=AimOptions, doc="AIM (McKenna et al.): needs mbi")
-def _aim(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+def _aim(real: Real, queries: QuerySet | None, *, epsilon: float, delta: float,
          rng: np.random.Generator, accountant: Accountant, options: AimOptions) -> tuple[Any, dict[str, Any]]:
     _zcdp_only("aim", options)
     model = fit_aim(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, options=options)
@@ -197,7 +211,7 @@ def _aim(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta
 
 
 @BASELINES.register("mst", options=MstOptions, doc="MST (McKenna et al.): needs mbi")
-def _mst(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+def _mst(real: Real, queries: QuerySet | None, *, epsilon: float, delta: float,
          rng: np.random.Generator, accountant: Accountant, options: MstOptions) -> tuple[Any, dict[str, Any]]:
     _zcdp_only("mst", options)
     model = fit_mst(real, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
@@ -205,7 +219,7 @@ def _mst(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta
 
 
 @BASELINES.register("mwem_pgm", options=MwemPgmOptions, doc="MWEM with a graphical model (MWEM+PGM): needs mbi")
-def _mwem_pgm(real: BinaryDataset, queries: QuerySet | None, *, epsilon: float, delta: float,
+def _mwem_pgm(real: Real, queries: QuerySet | None, *, epsilon: float, delta: float,
               rng: np.random.Generator, accountant: Accountant,
               options: MwemPgmOptions) -> tuple[Any, dict[str, Any]]:
     _zcdp_only("mwem_pgm", options)
@@ -238,7 +252,7 @@ def options_among(method: str, settings: dict[str, Any]) -> Any:
 
 def fit_baseline(
     method: str,
-    real: BinaryDataset,
+    real: Real,
     queries: QuerySet | None = None,
     *,
     epsilon: float,
@@ -246,7 +260,8 @@ def fit_baseline(
     rng: np.random.Generator,
     options: Any = None,
 ) -> BaselineFit:
-    """Fit the registered baseline ``method`` on ``real`` at (epsilon, delta), checked as a dpgm run's:
+    """Fit the registered baseline ``method`` on ``real`` (binary items, or a coded table for aim, mst and
+    mwem_pgm) at (epsilon, delta), checked as a dpgm run's:
     epsilon in (0, MAX_EPSILON], delta at most 1/N (None: 1/(100 N)), N the records' order of magnitude.
 
     ``options``: the method's registered options (``baseline_options``; None: their defaults).

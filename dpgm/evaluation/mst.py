@@ -1,13 +1,16 @@
-"""MST baseline (McKenna, Miklau, Sheldon 2021; winner of the 2018 NIST challenge) for binary items.
+"""MST baseline (McKenna, Miklau, Sheldon 2021; winner of the 2018 NIST challenge) on attributes of any
+number of values: a coded table (``pgm.CodedRecords``) or binary items (2-valued attributes).
 
 As private-pgm's ``mechanisms/mst.py``, with the budget rho split in three equal zCDP parts:
-(1) all m 1-way marginals, each with noise sigma sqrt(m) (sigma = sqrt(3 / (2 rho))), and a
-graphical model fit to them; (2) a maximum spanning tree over the items, built by m - 1
-exponential-mechanism selections (Kruskal order) of the pair whose 2-way marginal the model
-misses most in L1 (sensitivity 1), each at epsilon = sqrt(8 (rho/3) / (m - 1)); (3) the m - 1
-chosen 2-way marginals, each with noise sigma sqrt(m - 1); a final model fit and sampling.
-The domain compression of the original (merging rare values of an attribute) changes nothing
-for 2-valued attributes and is left out.
+(1) all m 1-way marginals, each with noise sigma sqrt(m) (sigma = sqrt(3 / (2 rho))); the domain
+compression (``pgm.compression``: an attribute's values whose noisy count is below 3 x that noise
+merged into one, post-processing), and a graphical model fit to the compressed 1-way measurements;
+(2) a maximum spanning tree over the attributes, built by m - 1 exponential-mechanism selections
+(Kruskal order) of the pair whose compressed 2-way marginal the model misses most in L1
+(sensitivity 1), each at epsilon = sqrt(8 (rho/3) / (m - 1)); (3) the m - 1 chosen 2-way marginals
+on the compressed values, each with noise sigma sqrt(m - 1); a final model fit, sampling, and the
+merged values drawn back uniformly among those they hold. On binary items only an item both of whose
+values are below the threshold is merged (into a constant).
 
 Privacy (add/remove one record; pgm.budget): the plan is fixed in advance (``mst_events``), so
 rho is calibrated on the accountant's epsilon of that exact plan and checked before anything
@@ -20,9 +23,7 @@ import itertools
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
-from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation import pgm
 from dpgm.evaluation.mwem import selection_probabilities
@@ -86,7 +87,7 @@ class _Components:
 
 
 def mst(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
+    records: pgm.Records,
     *,
     rho: float,
     accountant: Accountant,
@@ -99,9 +100,9 @@ def mst(
     """MST at zCDP ``rho`` (module docstring); charges ``accountant``.
 
     Every release is drawn exactly (dpgm.privacy.mechanisms: the OS CSPRNG in a private run). A
-    seeded generator's stream, in order: one discrete Gaussian of scale s1 over 2 cells per item,
+    seeded generator's stream, in order: one discrete Gaussian of scale s1 over each attribute's values,
     one uniform per selection (inverse CDF over the remaining pairs in lexicographic order), one of
-    scale s2 over 4 cells per chosen pair in selection order.
+    scale s2 over the compressed cells of each chosen pair in selection order.
     ``trace`` keeps the selection probabilities (NOT private).
     """
     truth = pgm.TrueMarginals(records)
@@ -110,9 +111,12 @@ def mst(
     s1, s2, eps = mst_parameters(rho, m)
     pgm.check_plan(accountant, mst_events(rho, m), "mst")
     timer = pgm.Timer()
-    log = [pgm.measurement((j,), y, s1) for j, y in enumerate(pgm.measure(accountant, stage, rng, s1,
-                                                                  [truth((j,)) for j in range(m)]))]
-    tree = pgm.JunctionTree.from_mbi(pgm.fit_model(log, m, iters), m)
+    ones = pgm.measure(accountant, stage, rng, s1, [truth((j,)) for j in range(m)])
+    squeeze = pgm.compression(ones, s1)
+    log = [pgm.merged_measurement(j, y, s1, squeeze.mapping(j), truth.sizes) if squeeze.merges(j)
+           else pgm.measurement((j,), y, s1) for j, y in enumerate(ones)]
+    truth = squeeze.truth(truth)  # the records on the compressed values
+    tree = pgm.JunctionTree.from_mbi(pgm.fit_model(log, truth.sizes, iters), m)
     pairs = list(itertools.combinations(range(m), 2))
     error = {p: float(np.abs(truth(p) - tree.marginal(p)).sum()) for p in pairs}
     components = _Components(m)
@@ -133,7 +137,8 @@ def mst(
         log.append(pgm.measurement(pair, y, s2))
         if trace:
             entry.measurement = y
-    tree = pgm.JunctionTree.from_mbi(pgm.fit_model(log, m, iters), m)
+    tree = pgm.JunctionTree.from_mbi(pgm.fit_model(log, truth.sizes, iters), m)
+    merged = [j for j in range(m) if squeeze.merges(j)]
     return pgm.PgmResult(
         tree=tree,
         item_names=list(names),
@@ -142,16 +147,17 @@ def mst(
         rounds=rounds,
         measured=[(j,) for j in range(m)] + chosen,
         seconds=timer.elapsed(),
-        info={"sigma_1way": s1, "sigma_2way": s2, "selection_epsilon": eps},
+        info={"sigma_1way": s1, "sigma_2way": s2, "selection_epsilon": eps, "compressed_attributes": len(merged)},
+        coded=isinstance(records, pgm.CodedRecords),
+        compression=squeeze if merged else None,
     )
 
 
-def fit_mst(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float, delta: float,
+def fit_mst(records: pgm.Records, *, epsilon: float, delta: float,
             rng: np.random.Generator, accountant: Accountant | None = None, iters: int = DEFAULT_ITERS,
             stage: str = "mst") -> pgm.PgmResult:
     """MST at (epsilon, delta): rho calibrated on dpgm's accountant for MST's exact plan."""
-    m = records.n_items if isinstance(records, BinaryDataset) else int(np.shape(records)[1])
-    rho = mst_rho(epsilon, delta, m)
+    rho = mst_rho(epsilon, delta, pgm.n_attributes(records))
     acc = accountant if accountant is not None else Accountant(delta=delta, budget_epsilon=epsilon)
     return mst(records, rho=rho, accountant=acc, rng=rng, iters=iters, stage=stage)
 

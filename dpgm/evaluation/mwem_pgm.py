@@ -1,4 +1,5 @@
-"""MWEM+PGM baseline (McKenna, Sheldon, Miklau, ICML 2019, section 6) for binary items.
+"""MWEM+PGM baseline (McKenna, Sheldon, Miklau, ICML 2019, section 6) on attributes of any number of
+values: a coded table (``pgm.CodedRecords``) or binary items (2-valued attributes).
 
 MWEM (Hardt, Ligett, McSherry 2012) with a graphical model in place of the explicit
 distribution over all 2^m records, as private-pgm's ``mechanisms/mwem+pgm.py``: a workload of
@@ -52,9 +53,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
 
-from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import ConfigError
 from dpgm.evaluation import pgm
 from dpgm.privacy.accountant import Accountant
@@ -97,7 +96,7 @@ class MwemPgmSchedule(pgm.RoundSchedule):
 
 
 def mwem_pgm(
-    records: np.ndarray | sp.spmatrix | BinaryDataset,
+    records: pgm.Records,
     *,
     rho: float,
     accountant: Accountant,
@@ -113,7 +112,7 @@ def mwem_pgm(
     Every release is drawn exactly (dpgm.privacy.mechanisms: the OS CSPRNG in a private run). A
     seeded generator's stream, in order: the workload sample (only with ``max_workload``), then per
     round the selection's uniforms (inverse CDF over the workload in its order, redrawn while the
-    draw does not fit the size limit) and one discrete Gaussian over 2^|r| cells.
+    draw does not fit the size limit) and one discrete Gaussian over the n_r cells of r.
     ``trace`` filters every candidate first (one uniform a round) and keeps the selection
     probabilities (NOT private).
     """
@@ -127,21 +126,21 @@ def mwem_pgm(
         workload = pgm.workload_cliques(m, opts.degree, opts.max_workload, rng, "mwem_pgm")
     timer = pgm.Timer()
     measurements: list = []
-    model = pgm.fit_model(measurements, m, opts.max_iters)  # empty: uniform, total 1
+    model = pgm.fit_model(measurements, truth.sizes, opts.max_iters)  # empty: uniform, total 1
     tree = pgm.JunctionTree.from_mbi(model, m)
     rounds: list[pgm.PgmRound] = []
     bar = share_bar("mwem_pgm (share of the budget spent)")
     for eps, sigma, _ in schedule.rounds():
         limit = opts.max_model_size * schedule.used / schedule.rho
-        fits = pgm.size_filter(m, model, limit)
+        fits = pgm.size_filter(truth.sizes, model, limit)
         small = [c for c in workload if fits(c)] if trace else workload
-        cells = np.array([2 ** len(c) for c in small], dtype=np.float64)
+        cells = np.array([truth.cells(c) for c in small], dtype=np.float64)
         chosen, y, probs = pgm.select_and_measure(
             accountant, stage, rng, truth, small, pgm.l1_errors(truth, tree, small) - cells,
             epsilon=eps, sensitivity=1.0, sigma=sigma, fits=None if trace else fits,
         )
         measurements.append(pgm.measurement(chosen, y, sigma))
-        model = pgm.fit_model(measurements, m, opts.max_iters, warm_start=model)
+        model = pgm.fit_model(measurements, truth.sizes, opts.max_iters, warm_start=model)
         tree = pgm.JunctionTree.from_mbi(model, m)
         rounds.append(pgm.PgmRound(chosen, sigma, eps, probs if trace else None,
                                    list(small) if trace else None, y if trace else None))
@@ -157,10 +156,11 @@ def mwem_pgm(
         seconds=timer.elapsed(),
         info={"T": rounds_planned, "max_rounds": opts.max_rounds, "rounds_run": len(rounds),
               "rho_used": schedule.used, "workload": len(workload)},
+        coded=isinstance(records, pgm.CodedRecords),
     )
 
 
-def fit_mwem_pgm(records: np.ndarray | sp.spmatrix | BinaryDataset, *, epsilon: float, delta: float,
+def fit_mwem_pgm(records: pgm.Records, *, epsilon: float, delta: float,
                  rng: np.random.Generator, accountant: Accountant | None = None,
                  options: MwemPgmOptions | None = None, stage: str = "mwem_pgm") -> pgm.PgmResult:
     """MWEM+PGM at (epsilon, delta): rho calibrated on dpgm's accountant (budget = epsilon)."""

@@ -1,14 +1,16 @@
 """Shared machinery of the AIM, MST and MWEM+PGM baselines (private-pgm's mechanisms on top of ``mbi``).
 
-Binary items are 2-valued attributes named "0".."m-1"; a clique is a sorted tuple of item
-indices and its marginal a flat count vector in C order (first item = most significant bit),
-as ``mbi``'s ``Factor.datavector`` lays it out. One module per job:
+Attributes are named "0".."d-1" and take ``sizes[j]`` values (binary items: every size 2); records
+are a coded table (``CodedRecords``: codes [n, d] and the sizes) or binary items. A clique is a sorted
+tuple of attribute indices and its marginal a flat count vector in C order (mixed radix, first
+attribute most significant), as ``mbi``'s ``Factor.datavector`` lays it out. One module per job:
 
-- workload.py: cliques, the workload, the exact (non-private) marginal counts;
+- workload.py: coded records, cliques, the workload, the exact (non-private) marginal counts;
 - budget.py: the zCDP budget rho at (epsilon, delta) and the Gaussian measurements (privacy);
 - fitting.py: ``mbi``, imported only when a fit runs: its domain, measurements and fit;
 - inference.py: marginals and samples of the fitted model from its junction tree, in numpy;
 - selection.py: the model-size filter, the exponential mechanism, one select-and-measure round;
+- compression.py: MST's merging of an attribute's rare values (and undoing it when sampling);
 - schedule.py: the rounds of AIM and MWEM+PGM, a rule on public inputs only;
 - result.py: the options, rounds and result of a fit, and running one at (epsilon, delta).
 
@@ -24,6 +26,7 @@ from dpgm.evaluation.pgm.budget import (
     rho_for_epsilon,
     zcdp_event,
 )
+from dpgm.evaluation.pgm.compression import Compression, compression
 from dpgm.evaluation.pgm.fitting import (
     attr,
     clique_attrs,
@@ -31,6 +34,7 @@ from dpgm.evaluation.pgm.fitting import (
     import_mbi,
     mbi_domain,
     measurement,
+    merged_measurement,
     model_cliques,
 )
 from dpgm.evaluation.pgm.inference import JunctionTree
@@ -53,10 +57,15 @@ from dpgm.evaluation.pgm.selection import (
     size_filter,
 )
 from dpgm.evaluation.pgm.workload import (
+    MAX_HISTOGRAM_CELLS,
     MAX_HISTOGRAM_ITEMS,
     Clique,
+    CodedRecords,
+    Records,
     TrueMarginals,
     as_csc,
+    as_sizes,
+    n_attributes,
     powerset,
     workload_cliques,
 )
@@ -64,21 +73,27 @@ from dpgm.evaluation.pgm.workload import (
 __all__ = [
     "ALPHA",
     "CALIBRATION_MARGIN",
+    "MAX_HISTOGRAM_CELLS",
     "MAX_HISTOGRAM_ITEMS",
     "Clique",
+    "CodedRecords",
+    "Compression",
     "JunctionTree",
     "PgmOptions",
     "PgmResult",
     "PgmRound",
+    "Records",
     "RoundSchedule",
     "Timer",
     "TrueMarginals",
     "as_csc",
+    "as_sizes",
     "at_epsilon",
     "attr",
     "cap_reached",
     "check_plan",
     "clique_attrs",
+    "compression",
     "default_n_out",
     "fit_model",
     "fitting_candidates",
@@ -87,8 +102,10 @@ __all__ = [
     "mbi_domain",
     "measure",
     "measurement",
+    "merged_measurement",
     "model_cliques",
     "model_size_mb",
+    "n_attributes",
     "names_of",
     "powerset",
     "rho_for_epsilon",

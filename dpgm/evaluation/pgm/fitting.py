@@ -1,14 +1,15 @@
 """``mbi`` (the optional extra ``peers``), imported only when a fit runs: its domain over the
-binary items, its measurements and mirror-descent fit (McKenna et al. 2019)."""
+attributes (binary items: every size 2), its measurements and mirror-descent fit (McKenna et al. 2019)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dpgm.errors import ConfigError
-from dpgm.evaluation.pgm.workload import Clique
+from dpgm.evaluation.pgm.workload import Clique, as_sizes
 
 
 def import_mbi() -> Any:
@@ -33,16 +34,18 @@ def clique_attrs(clique: Clique) -> tuple[str, ...]:
     return tuple(attr(j) for j in clique)
 
 
-def mbi_domain(n_items: int) -> Any:
+def mbi_domain(sizes: int | Sequence[int]) -> Any:
+    """mbi's Domain of attributes "0".."d-1" of ``sizes`` values (an integer m: m binary items)."""
     mbi = import_mbi()
-    return mbi.Domain(tuple(attr(j) for j in range(n_items)), (2,) * n_items)
+    shape = as_sizes(sizes)
+    return mbi.Domain(tuple(attr(j) for j in range(len(shape))), shape)
 
 
-def fit_model(measurements: list[Any], n_items: int, iters: int, warm_start: Any = None) -> Any:
+def fit_model(measurements: list[Any], sizes: int | Sequence[int], iters: int, warm_start: Any = None) -> Any:
     """mbi's mirror descent (Algorithm 1 of McKenna et al. 2019) on the noisy measurements."""
     mbi = import_mbi()
     estimator = mbi.estimation.MirrorDescent()
-    return estimator.estimate(mbi_domain(n_items), measurements, iters=iters, warm_start=warm_start)
+    return estimator.estimate(mbi_domain(sizes), measurements, iters=iters, warm_start=warm_start)
 
 
 def measurement(clique: Clique, y: np.ndarray, sigma: float) -> Any:
@@ -50,6 +53,13 @@ def measurement(clique: Clique, y: np.ndarray, sigma: float) -> Any:
     return mbi.LinearMeasurement(
         np.asarray(y, dtype=np.float64), clique_attrs(clique), stddev=float(sigma)
     )
+
+
+def merged_measurement(j: int, y: np.ndarray, sigma: float, mapping: np.ndarray, sizes: Sequence[int]) -> Any:
+    """Attribute ``j``'s 1-way measurement re-expressed on its compressed values (``mapping[v]``: the new
+    value of v): a merged value's noisy counts are summed and scaled to keep noise std ``sigma``, as
+    private-pgm's MST does (mbi's ``LinearMeasurement.compress``). Post-processing."""
+    return measurement((j,), y, sigma).compress({attr(j): np.asarray(mapping)}, mbi_domain(sizes))
 
 
 def model_cliques(model: Any) -> list[Clique]:

@@ -9,17 +9,18 @@ state, whereas dpgm passes one Generator around.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dpgm.evaluation.pgm.fitting import import_mbi
-from dpgm.evaluation.pgm.workload import Clique
+from dpgm.evaluation.pgm.workload import Clique, as_sizes, strides
 
 
 def _contract(factors: Sequence[tuple[Clique, np.ndarray]], out: Clique) -> np.ndarray:
-    """sum over all variables not in ``out`` of the product of the factors (tables over (2,)*k)."""
+    """sum over all variables not in ``out`` of the product of the factors (tables of shape sizes[vs])."""
     labels = {v: i for i, v in enumerate(sorted({v for vs, _ in factors for v in vs} | set(out)))}
     args: list[Any] = []
     for vs, table in factors:
@@ -28,13 +29,13 @@ def _contract(factors: Sequence[tuple[Clique, np.ndarray]], out: Clique) -> np.n
 
 
 def _table_to(vs: Clique, table: np.ndarray, order: Clique) -> np.ndarray:
-    """Reorder a (2,)*k table from variable order ``vs`` to ``order`` (same set)."""
+    """Reorder a table from variable order ``vs`` to ``order`` (same set)."""
     return np.transpose(table, [vs.index(v) for v in order])
 
 
 def _expand(table: np.ndarray, vs: Clique, to: Clique) -> np.ndarray:
     """A table over sorted ``vs`` broadcast against sorted ``to`` (a superset)."""
-    return table.reshape([2 if v in vs else 1 for v in to])
+    return table.reshape([table.shape[vs.index(v)] if v in vs else 1 for v in to])
 
 
 def _logsumexp_to(table: np.ndarray, vs: Clique, keep: Clique) -> np.ndarray:
@@ -98,7 +99,8 @@ def _calibrate(
 
 
 class JunctionTree:
-    """A calibrated junction tree over binary items: clique marginals (counts) and separators.
+    """A calibrated junction tree over attributes of ``sizes`` values (an integer m: m binary items):
+    clique marginals (counts, tables of shape sizes[clique]) and separators.
 
     Built from an mbi model; ``marginal`` gives any clique's counts exactly by variable
     elimination on the smallest subtree covering it, ``sample`` draws records i.i.d. from the
@@ -110,10 +112,12 @@ class JunctionTree:
         cliques: list[Clique],
         tables: list[np.ndarray],
         edges: list[tuple[int, int]],
-        n_items: int,
+        sizes: int | Sequence[int],
         total: float,
     ) -> None:
-        self.cliques, self.tables, self.n_items, self.total = cliques, tables, n_items, float(total)
+        self.cliques, self.tables, self.total = cliques, tables, float(total)
+        self.sizes = as_sizes(sizes)
+        self.n_items = len(self.sizes)
         k = len(cliques)
         adj: list[list[int]] = [[] for _ in range(k)]
         for a, b in edges:
@@ -154,20 +158,21 @@ class JunctionTree:
                 cond = table / max(self.total, 1e-300)
             else:
                 denom = _contract([(cliques[c], table)], s)  # s keeps the clique's order
-                d = denom.reshape([2 if v in s else 1 for v in cliques[c]])
+                d = _expand(denom, s, cliques[c])
                 cond = np.divide(table, d, out=np.zeros_like(table), where=d > 0)
             self.cond.append(cond)
         self.home: dict[int, int] = {}
         for c in sorted(range(k), key=lambda i: len(cliques[i])):
             for v in cliques[c]:
                 self.home.setdefault(v, c)
-        missing = set(range(n_items)) - set(self.home)
+        missing = set(range(self.n_items)) - set(self.home)
         if missing:
             raise ValueError(f"junction tree does not cover items {sorted(missing)[:5]}")
 
     @classmethod
     def from_mbi(cls, model: Any, n_items: int) -> JunctionTree:
-        """Calibrate ``model`` (an mbi MarkovRandomField) on its junction tree, in numpy.
+        """Calibrate ``model`` (an mbi MarkovRandomField over ``n_items`` attributes, its domain's sizes)
+        on its junction tree, in numpy.
 
         mbi's junction tree (maximal cliques, spanning tree); each potential goes to one
         clique holding it; two passes of log-space sum-product give the clique marginals.
@@ -179,7 +184,8 @@ class JunctionTree:
         )
         nodes = list(jtree.nodes)
         cliques = [tuple(sorted(int(a) for a in node)) for node in nodes]
-        logpot = [np.zeros((2,) * len(c)) for c in cliques]
+        sizes = tuple(int(s) for s in model.domain.shape)
+        logpot = [np.zeros([sizes[v] for v in c]) for c in cliques]
         for cl in model.potentials.cliques:
             factor = model.potentials[cl]
             names = tuple(int(a) for a in factor.domain.attributes)
@@ -193,7 +199,9 @@ class JunctionTree:
         index = {node: i for i, node in enumerate(nodes)}
         edges = [(index[a], index[b]) for a, b in jtree.edges]
         tables = _calibrate(cliques, logpot, edges, float(model.total))
-        return cls(cliques, tables, edges, n_items, float(model.total))
+        if len(sizes) != n_items:
+            raise ValueError(f"junction tree: the model has {len(sizes)} attributes, expected {n_items}")
+        return cls(cliques, tables, edges, sizes, float(model.total))
 
     def _path_nodes(self, a: int, b: int) -> set[int]:
         nodes = {a, b}
@@ -225,7 +233,8 @@ class JunctionTree:
         return (self.total * _contract(factors, q)).ravel()
 
     def sample(self, n: int, rng: np.random.Generator, chunk: int = 1 << 16) -> np.ndarray:
-        """``n`` records (n x m uint8) drawn i.i.d. from the model, root first, in chunks."""
+        """``n`` records (n x m codes; uint8 up to 256 values) drawn i.i.d. from the model, root first, in
+        chunks: each clique's new attributes given its separator's, as one mixed-radix cell."""
         steps = []
         done: set[int] = set()
         for c in self.order:
@@ -233,7 +242,7 @@ class JunctionTree:
             new = tuple(v for v in self.cliques[c] if v not in s and v not in done)
             if new:
                 table = _contract([(self.cliques[c], self.cond[c])], s + new).reshape(
-                    1 << len(s), 1 << len(new)
+                    math.prod(self.sizes[v] for v in s), math.prod(self.sizes[v] for v in new)
                 )
                 sums = table.sum(axis=1, keepdims=True)
                 probs = np.divide(
@@ -243,13 +252,12 @@ class JunctionTree:
                 cdf[:, -1] = 1.0
                 steps.append((s, new, cdf))
                 done.update(new)
-        out = np.zeros((n, self.n_items), dtype=np.uint8)
+        out = np.zeros((n, self.n_items), dtype=np.uint8 if max(self.sizes) <= 256 else np.int64)
         for start in range(0, n, chunk):
             block = out[start : start + chunk]
             for s, new, cdf in steps:
-                weights = (1 << np.arange(len(s))[::-1]).astype(np.int64)
                 parent = (
-                    block[:, list(s)].astype(np.int64) @ weights
+                    block[:, list(s)].astype(np.int64) @ strides([self.sizes[v] for v in s])
                     if s
                     else np.zeros(len(block), np.int64)
                 )
@@ -261,6 +269,7 @@ class JunctionTree:
                     rows = order[lo:hi]
                     cell[rows] = np.searchsorted(cdf[key], u[rows], side="right")
                 cell = np.minimum(cell, cdf.shape[1] - 1)
-                for pos, v in enumerate(new):
-                    block[:, v] = (cell >> (len(new) - 1 - pos)) & 1
+                values = np.unravel_index(cell, [self.sizes[v] for v in new])
+                for v, value in zip(new, values):
+                    block[:, v] = value
         return out
