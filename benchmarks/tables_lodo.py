@@ -12,11 +12,11 @@ half), epsilon and seed, every method is fitted on the same seeded sample of the
 - ``marginals`` (always run: the reference of the score): the item frequencies of the table's
   attribute=value items, one noisy release clipped at one item per column (public: the schema), sampled
   column by column from each column's frequencies normalised (independent columns);
-- ``aim`` and ``mst`` (``--peers``; need mbi): dpgm's implementations take binary items, so they are
-  fitted on the same attribute=value items (``dpgm.tables.records.encode``: one item per value of the
-  schema's discretization, numbers binned by the schema's bins) and their records decoded back to the
-  table (``dpgm.tables.records.decode``). They model items, not the columns' joint values: not the
-  authors' AIM and MST on a categorical domain.
+- ``aim`` and ``mst`` (``--peers``; need mbi): the authors' mechanisms on the columns' categorical domain,
+  fitted on each column's value index under the schema's discretization (a category, a bin of a number by
+  the schema's bins, missing the last: ``Table.codes``, the values the workload error counts) with the
+  columns' sizes (``dpgm.evaluation.pgm.CodedRecords``); their draws are decoded back to the table
+  (``dpgm.tables.records.decode``).
 
 Scores, on the held-out half (``dpgm.evaluation.table_metrics``): AIM's workload error (mean TVD of the
 1-, 2- and 3-way marginals of the schema's discretization; all triples up to ``--max-triples``, else a
@@ -53,7 +53,7 @@ from rules_lodo import summarize as lodo_summary
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.table import table_dataset
-from dpgm.evaluation.baselines import baseline_options, fit_baseline
+from dpgm.evaluation.baselines import CodedRecords, baseline_options, fit_baseline
 from dpgm.evaluation.table_data import Table, table_of
 from dpgm.evaluation.table_metrics import wasserstein, workload_error
 from dpgm.evaluation.train_on_synthetic import train_on_synthetic
@@ -136,6 +136,14 @@ def decoded(split: Split, records: Any, rng: np.random.Generator) -> Table:
     return table_of(split.schema, cells_of(decode(split.schema, records, rng)), "synthetic")
 
 
+def one_hot(codes: np.ndarray, sizes: Sequence[int]) -> sp.csr_matrix:
+    """Records of each column's value index (codes [n, k]) as attribute=value items, one per column."""
+    offsets = np.cumsum([0, *sizes[:-1]])
+    items = (np.asarray(codes, dtype=np.int64) + offsets).ravel()
+    data = np.ones(items.size, dtype=np.uint8)
+    return sp.csr_matrix((data, items, np.arange(0, items.size + 1, len(sizes))), shape=(len(codes), sum(sizes)))
+
+
 def column_draws(probabilities: np.ndarray, sizes: list[int], n: int, rng: np.random.Generator) -> sp.csr_matrix:
     """``n`` records of one item per column, each column's value drawn from its items' frequencies
     normalised (uniform where they are all 0): independent columns (post-processing)."""
@@ -143,10 +151,9 @@ def column_draws(probabilities: np.ndarray, sizes: list[int], n: int, rng: np.ra
     for j, size in enumerate(sizes):
         p = np.clip(probabilities[offset: offset + size], 0.0, None)
         p = p / p.sum() if p.sum() > 0 else np.full(size, 1.0 / size)
-        codes[:, j] = offset + rng.choice(size, n, p=p)
+        codes[:, j] = rng.choice(size, n, p=p)
         offset += size
-    data = np.ones(codes.size, dtype=np.uint8)
-    return sp.csr_matrix((data, codes.ravel(), np.arange(0, codes.size + 1, len(sizes))), shape=(n, offset))
+    return one_hot(codes, sizes)
 
 
 def marginals_draws(model: Any, schema: TableSchema, n: int, rng: np.random.Generator) -> sp.csr_matrix:
@@ -154,27 +161,38 @@ def marginals_draws(model: Any, schema: TableSchema, n: int, rng: np.random.Gene
     return column_draws(model.probabilities, schema.attribute_sizes, n, rng)
 
 
-def own_draws(model: Any, schema: TableSchema, n: int, rng: np.random.Generator) -> sp.csr_matrix:
-    """A peer's own draws of attribute=value records (decoded afterwards)."""
-    return model.sample(n, rng).records
+def coded_draws(model: Any, schema: TableSchema, n: int, rng: np.random.Generator) -> sp.csr_matrix:
+    """A peer's own draws of each column's value index, as attribute=value records (decoded afterwards)."""
+    return one_hot(model.sample(n, rng).codes, schema.attribute_sizes)
 
 
-#: Per peer, where not the defaults: its options on a table, from the public schema (the marginals: each
-#: record holds one item per column, so the clip at that length changes nothing and bounds the sensitivity),
-#: its generator's seed base and how its records are drawn.
+def items_of(split: Split, fit: Fit) -> BinaryDataset:
+    """The fit sample as attribute=value items (``dpgm.tables.records.encode``: one item per column)."""
+    return table_dataset(split.schema, fit.table.cells, split.name)
+
+
+def codes_of(split: Split, fit: Fit) -> CodedRecords:
+    """The fit sample as each column's value index on the schema's discretization, with the columns' sizes."""
+    return CodedRecords(fit.table.codes, tuple(split.schema.attribute_sizes), tuple(split.schema.names))
+
+
+#: Per peer, where not the defaults (a coded table in, codes out): what it is fitted on, its options on a
+#: table, from the public schema (the marginals: each record holds one item per column, so the clip at that
+#: length changes nothing and bounds the sensitivity), its generator's seed base and how its records are drawn.
+INPUTS = {"marginals": items_of}
 TABLE_OPTIONS = {"marginals": lambda schema: {"max_length": len(schema.names)}}
 SEED_BASE = {"marginals": MARGINALS_SEED}
 DRAWS = {"marginals": marginals_draws}
 
 
 def fit_peer(peer: str, split: Split, fit: Fit, args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
-    """Peer ``peer`` fitted on the fit sample's attribute=value items; its release as a table."""
-    items: BinaryDataset = table_dataset(split.schema, fit.table.cells, split.name)
+    """Peer ``peer`` fitted on the fit sample (``INPUTS``: the columns' codes, or items); its release as a table."""
+    real = INPUTS.get(peer, codes_of)(split, fit)
     rng = np.random.default_rng(SEED_BASE.get(peer, PEER_SEED) + fit.seed)
     options = {**TABLE_OPTIONS.get(peer, lambda schema: {})(split.schema), **peer_options(args, peer)}
-    fitted = fit_baseline(peer, items, epsilon=fit.epsilon, delta=fit.delta, rng=rng,
+    fitted = fit_baseline(peer, real, epsilon=fit.epsilon, delta=fit.delta, rng=rng,
                           options=baseline_options(peer, options))
-    records = DRAWS.get(peer, own_draws)(fitted.model, split.schema, fit.table.n, rng)
+    records = DRAWS.get(peer, coded_draws)(fitted.model, split.schema, fit.table.n, rng)
     report = {"options": options, "rounds": fitted.report.get("rounds"), "spent_epsilon": fitted.report.get("epsilon")}
     return decoded(split, records, rng), report
 
@@ -207,24 +225,11 @@ def scores(split: Split, fit: Fit, synthetic: Table, max_triples: int) -> dict[s
             "wasserstein": dist, "wasserstein_mean": float(np.mean(present)) if present else None}
 
 
-def item_peer_runs(split: Split, peer: str, args: argparse.Namespace) -> bool:
-    """Whether ``peer`` runs on this table: always, unless the table has more than ``--peer-max-values``
-    attribute=value items (public: its schema), where the binary-item peer would take too long."""
-    values = sum(split.schema.attribute_sizes)
-    if args.peer_max_values is None or values <= args.peer_max_values:
-        return True
-    note = f"{peer} on {split.name}: {values} attribute=value items, above --peer-max-values {args.peer_max_values}"
-    if note not in args.skipped:
-        args.skipped.append(note)
-        print(f"  skip {note}", flush=True)
-    return False
-
-
 def run_setting(split: Split, size: int | None, epsilon: float, args: argparse.Namespace,
                 rows: list[dict[str, Any]], done: dict[tuple[str, str, float, str, int], dict[str, Any]]) -> None:
     """Every method and seed on one (table, size, epsilon); appends a row after each fit and saves."""
     label = "full" if size is None else str(size)
-    peers = ["marginals", *(p for p in args.peers if p != "marginals" and item_peer_runs(split, p, args))]
+    peers = ["marginals", *(p for p in args.peers if p != "marginals")]
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         methods = [f"peer:{p}" for p in peers] + list(args.candidates)
         if all((split.name, label, epsilon, m, seed) in done for m in methods):
@@ -389,8 +394,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="fit these beside dpgm (marginals always: the score's reference; aim and mst need mbi)")
     p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
                    help="a peer's options, e.g. aim.max_rounds=40 (a public cap on AIM's rounds)")
-    p.add_argument("--peer-max-values", type=int, default=None, metavar="M",
-                   help="fit aim and mst only on tables of at most M attribute=value items (default: all)")
     p.add_argument("--max-triples", type=int, default=1000,
                    help="all 3-way marginals up to this many, else a sample of this many (seeded, the same for all)")
     p.add_argument("--threads", type=int, default=1, help="dpgm's torch and BLAS threads (config key threads)")
