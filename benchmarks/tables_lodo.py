@@ -225,11 +225,22 @@ def scores(split: Split, fit: Fit, synthetic: Table, max_triples: int) -> dict[s
             "wasserstein": dist, "wasserstein_mean": float(np.mean(present)) if present else None}
 
 
+def peer_runs(split: Split, peer: str, args: argparse.Namespace) -> bool:
+    """Whether ``peer`` runs on this table: unless ``--skip PEER:TABLE`` names it (noted in the settings)."""
+    if f"{peer}:{split.name}" not in args.skip:
+        return True
+    note = f"{peer} on {split.name}: --skip"
+    if note not in args.skipped:
+        args.skipped.append(note)
+        print(f"  skip {note}", flush=True)
+    return False
+
+
 def run_setting(split: Split, size: int | None, epsilon: float, args: argparse.Namespace,
                 rows: list[dict[str, Any]], done: dict[tuple[str, str, float, str, int], dict[str, Any]]) -> None:
     """Every method and seed on one (table, size, epsilon); appends a row after each fit and saves."""
     label = "full" if size is None else str(size)
-    peers = ["marginals", *(p for p in args.peers if p != "marginals")]
+    peers = ["marginals", *(p for p in args.peers if p != "marginals" and peer_runs(split, p, args))]
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         methods = [f"peer:{p}" for p in peers] + list(args.candidates)
         if all((split.name, label, epsilon, m, seed) in done for m in methods):
@@ -394,6 +405,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="fit these beside dpgm (marginals always: the score's reference; aim and mst need mbi)")
     p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
                    help="a peer's options, e.g. aim.max_rounds=40 (a public cap on AIM's rounds)")
+    p.add_argument("--skip", nargs="*", default=[], metavar="PEER:TABLE",
+                   help="do not fit these peers on these tables (e.g. aim:diabetes-130 where it takes too long)")
     p.add_argument("--max-triples", type=int, default=1000,
                    help="all 3-way marginals up to this many, else a sample of this many (seeded, the same for all)")
     p.add_argument("--threads", type=int, default=1, help="dpgm's torch and BLAS threads (config key threads)")
