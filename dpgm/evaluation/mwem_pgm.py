@@ -2,7 +2,7 @@
 values: a coded table (``pgm.CodedRecords``) or binary items (2-valued attributes).
 
 MWEM (Hardt, Ligett, McSherry 2012) with a graphical model in place of the explicit
-distribution over all 2^m records, as private-pgm's ``mechanisms/mwem+pgm.py``: a workload of
+distribution over every possible record, as private-pgm's ``mechanisms/mwem+pgm.py``: a workload of
 marginals (default all 2-way ones: a clique of items is one candidate, whose whole marginal is
 measured at once, MWEM's section 3.3) and T rounds, each of which
 (1) keeps the candidates whose addition keeps the junction tree under
@@ -41,7 +41,7 @@ selects with exactly the distribution of the mechanism over the fitting candidat
 computing a junction tree for each of the 4,950 pairs every round.
 
 Assumptions: the released model is a graphical model over the measured cliques only. Items
-that no measured clique covers stay uniform (P = 1/2): with pairs, the first rounds cover the
+that no measured clique covers stay uniform (binary items: P = 1/2): with pairs, the first rounds cover the
 items (an uncovered pair is answered worst) and on 100 items all are covered after 50 rounds,
 so T must be at least m / 2 for a 2-way workload; the correlations the selection did not
 pick are absent, and the record lengths are only as good as the pairs imply.
