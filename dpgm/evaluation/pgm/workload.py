@@ -39,7 +39,7 @@ class CodedRecords:
         codes = np.asarray(self.codes)
         sizes = tuple(int(s) for s in self.sizes)
         if codes.ndim != 2 or codes.shape[1] != len(sizes) or not sizes:
-            raise DataError(f"coded records: a code matrix [n, {len(sizes)}] is needed, got shape {codes.shape}")
+            raise DataError(f"coded records: a code matrix [n, {len(sizes)}] is needed (one column per size)")
         if codes.dtype.kind not in "iu" or min(sizes) < 1:
             raise DataError("coded records: codes must be integers and every size at least 1")
         if codes.size and (codes.min() < 0 or (codes.max(axis=0) >= np.asarray(sizes)).any()):
