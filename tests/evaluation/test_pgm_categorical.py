@@ -156,3 +156,20 @@ def test_items_only_baselines_refuse_a_coded_table() -> None:
 
     with pytest.raises(ConfigError, match="binary items"):
         fit_baseline("marginals", CodedRecords(CODES, SIZES), epsilon=1.0, rng=np.random.default_rng(0))
+
+
+def test_fits_clear_the_jax_caches_every_so_many_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    jax = pytest.importorskip("jax")
+    from types import SimpleNamespace
+
+    from dpgm.evaluation.pgm import fitting
+
+    cleared: list[int] = []
+    estimator = SimpleNamespace(estimate=lambda *args, **kwargs: "model")
+    fake = SimpleNamespace(estimation=SimpleNamespace(MirrorDescent=lambda: estimator), Domain=lambda *a: a)
+    monkeypatch.setattr(fitting, "import_mbi", lambda: fake)
+    monkeypatch.setattr(fitting, "_fits", itertools.count(1))
+    monkeypatch.setattr(jax, "clear_caches", lambda: cleared.append(1))
+    for _ in range(2 * fitting.CLEAR_EVERY + 1):
+        assert fitting.fit_model([], 3, 1) == "model"
+    assert len(cleared) == 2  # at fits CLEAR_EVERY and 2 CLEAR_EVERY: a long run lets its programs go

@@ -3,6 +3,7 @@ attributes (binary items: every size 2), its measurements and mirror-descent fit
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,12 @@ import numpy as np
 
 from dpgm.errors import ConfigError
 from dpgm.evaluation.pgm.workload import Clique, as_sizes
+
+#: Every fit compiles JAX programs that stay cached, each holding memory maps of its own; a process may hold
+#: about 65,000 maps, after which compiling fails (LLVM: cannot allocate memory), a few AIM runs into a
+#: benchmark. JAX's caches are cleared every this many fits (a recompile then: results are unchanged).
+CLEAR_EVERY = 25
+_fits = itertools.count(1)
 
 
 def import_mbi() -> Any:
@@ -44,6 +51,10 @@ def mbi_domain(sizes: int | Sequence[int]) -> Any:
 def fit_model(measurements: list[Any], sizes: int | Sequence[int], iters: int, warm_start: Any = None) -> Any:
     """mbi's mirror descent (Algorithm 1 of McKenna et al. 2019) on the noisy measurements."""
     mbi = import_mbi()
+    if next(_fits) % CLEAR_EVERY == 0:
+        import jax
+
+        jax.clear_caches()
     estimator = mbi.estimation.MirrorDescent()
     return estimator.estimate(mbi_domain(sizes), measurements, iters=iters, warm_start=warm_start)
 
