@@ -72,9 +72,9 @@ def test_the_mechanism_with_fits_is_the_restricted_exponential_mechanism() -> No
         rng = np.random.default_rng(tries)
         draws = [exponential_mechanism(scores, epsilon=1.0, sensitivity=1.0, accountant=Accountant(delta=1e-6),
                                        stage="s", rng=rng, fits=lambda i: i in fits, tries=tries)
-                 for _ in range(20_000)]
+                 for _ in range(5_000)]
         freq = np.bincount(draws, minlength=scores.size) / len(draws)
-        np.testing.assert_allclose(freq, target, atol=0.015)
+        np.testing.assert_allclose(freq, target, atol=0.025)  # 3.5 standard errors at most
 
 
 # ---- runs (need mbi)
