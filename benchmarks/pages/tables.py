@@ -5,24 +5,23 @@ from __future__ import annotations
 from pages.common import METHODS, load_if_there, num, seconds, source, table
 
 #: The benchmark's result file.
-NAME = "tables_lodo.json"
+NAME = "tables_lodo_peers.json"
 
 WHAT = (
-    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 1 --seeds 1 --peers marginals mst --peer-max-values 400 "
-    "--threads 1`: each table of `tables/` (its declared schema; diabetes-130 without its two identifier columns) "
-    "split once into a fit half and a held-out half; every method fitted on the same 3,000 records of the fit "
-    "half at the same (epsilon, delta = 1/(100 N)), drawing 3,000 records, scored on the held-out half. Each "
-    "cell: the 2-way and 3-way workload error (mean total variation distance of the marginals over the schema's "
-    "discretization, numbers in their declared bins; at most 1,000 triples, a seeded sample the same for every "
-    "method) and the AUC of a classifier trained on the release and tested on the held-out half (the README's "
+    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 1 --seeds 1 --peers aim mst marginals --peer-options "
+    "aim.max_rounds=40`, `taskset -c 1`: each table of `tables/` (its declared schema; diabetes-130 without its two "
+    "identifier columns) split once into a fit half and a held-out half; every method fitted on the same 3,000 "
+    "records of the fit half at the same (epsilon, delta = 1/(100 N)), drawing 3,000 records, scored on the held-out "
+    "half. Each cell: the 2-way and 3-way workload error (mean total variation distance of the marginals over the "
+    "schema's discretization, numbers in their declared bins; at most 1,000 triples, a seeded sample the same for "
+    "every method) and the AUC of a classifier trained on the release and tested on the held-out half (the README's "
     "target; `real AUC`: trained on the 3,000 real records). dpgm is `dpgm.Synthesizer(epsilon, schema=...)` as "
-    "shipped; `marginals` releases each value's frequency once and draws every column independently. MST is "
-    "dpgm's implementation, which takes binary items: it is fitted on the table's attribute=value items (one "
-    "item per value) and its records are decoded back, so it models items, not the columns' joint values as "
-    "its authors' version on a categorical domain does; it ran on the tables of at most 400 such items. AIM "
-    "(dpgm's, on the same items, 40 rounds at most) did not finish on the smallest table, bank-marketing's 269 "
-    "items, in 17 minutes on this 2-core machine, and was not run. Every method ran on one thread while other "
-    "jobs ran on the machine: the seconds are upper bounds.")
+    "shipped; `marginals` releases each value's frequency once and draws every column independently. AIM and MST "
+    "are dpgm's implementations on the columns' categorical domain, as their authors define them: each column's "
+    "value index under the schema's discretization (the codes the workload error counts) with its number of "
+    "values; MST merges the values whose noisy count is below 3 sigma, AIM leaves out marginals of more than "
+    "10,000 cells and is capped at 40 rounds (the last spending what is left). Every method ran on one thread "
+    "while other jobs ran on the machine: the seconds are upper bounds.")
 
 
 def cell(by: dict[str, dict[str, float | None]], method: str) -> str:
