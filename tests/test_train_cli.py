@@ -1,16 +1,17 @@
-"""train.py command line: one real subprocess run, then in-process calls for errors and flags."""
+"""train.py command line: one run in a process of its own (forked from the preloaded server, tests/_forked.py),
+then in-process calls for errors and flags."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import pytest
 
 from dpgm.cli import run_cli
+from tests._forked import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = str(ROOT / "configs/digits.yaml")
@@ -27,13 +28,11 @@ def load_script(name: str):
 train_script = load_script("train")
 
 
-def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], capture_output=True, text=True, cwd=cwd, check=False)
-
-
 def test_train_cli_runs_digits_config_quickly(tmp_path):
-    proc = run_train("--config", DIGITS, "--no-progress",
-                     "--set", f"runs_dir={tmp_path}", "--set", "seed=0", "--set", "training.epochs=1", cwd=ROOT)
+    (tmp_path / "out").mkdir()
+    proc = run_script(ROOT / "train.py", ["--config", DIGITS, "--no-progress", "--set", f"runs_dir={tmp_path}", "--set",
+                                          "seed=0", "--set", "training.epochs=1"],
+                      cwd=ROOT, env=dict(os.environ), timeout=300, folder=tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     assert "epsilon =" in proc.stdout
     assert (tmp_path / "digits" / "release" / "privacy_report.json").is_file()

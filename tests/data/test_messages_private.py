@@ -8,9 +8,8 @@ none of them. Numbers in a message may only be public ones (header width, declar
 from __future__ import annotations
 
 import gzip
+import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.data.mnist import load_mnist, read_idx
 from dpgm.data.transactions import load_transactions
 from dpgm.errors import DataError
+from tests._forked import run_script
 from tests.data._helpers import write_idx
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,9 +199,9 @@ def test_train_cli_prints_one_private_free_line(
     path = tmp_path / ("bad.csv" if config == "csv.yaml" else "bad.txt")
     path.write_text(bad)
     overrides = [f"runs_dir={tmp_path / 'runs'}", f"data.path={path}", *sets]
-    command = [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / config)]
-    command += ["--no-progress", *(arg for s in overrides for arg in ("--set", s))]
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, check=False)
+    argv = ["--config", str(ROOT / "configs" / config), "--no-progress", *(arg for s in overrides for arg in ("--set", s))]
+    (tmp_path / "out").mkdir()
+    proc = run_script(ROOT / "train.py", argv, cwd=tmp_path, env=dict(os.environ), timeout=120, folder=tmp_path / "out")
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     [line] = proc.stderr.splitlines()
