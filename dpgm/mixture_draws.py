@@ -41,6 +41,8 @@ def draw_records(mixture: ReleasedMixture, c: int, probs: torch.Tensor, generato
         out[where[: len(records)]] = records
         keep[where[len(records):]] = False
         drawn += tried
+    if bool(keep.all()):  # no copy of the chunk when every slot holds a record
+        return out.numpy(), parts.numpy(), drawn
     return out[keep].numpy(), parts[keep].numpy(), drawn
 
 

@@ -74,6 +74,9 @@ def write_png(out: Path, chunks: Iterator[tuple[np.ndarray, np.ndarray]], image_
 
 def write_transactions(fh: io.TextIOBase, chunks: Iterator[tuple[np.ndarray, np.ndarray]], ids: list[int]) -> None:
     """One line per record: the source-data ids of its items, ascending (the ../shared/data format)."""
-    ids_array = np.asarray(ids)
+    words = np.array([str(i) for i in ids], dtype=object)
     for records, _ in chunks:
-        fh.writelines(" ".join(map(str, ids_array[np.flatnonzero(row)])) + "\n" for row in records)
+        rows, columns = np.nonzero(records)  # row by row, columns ascending: one pass over the chunk
+        held = words[columns].tolist()
+        ends = np.cumsum(np.bincount(rows, minlength=len(records))).tolist()
+        fh.write("".join(" ".join(held[start:end]) + "\n" for start, end in zip([0, *ends[:-1]], ends)))

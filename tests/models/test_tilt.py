@@ -134,3 +134,30 @@ def test_measured_pairs_get_a_ridge_from_their_noise() -> None:
     first = m + m  # part 0: items (a forest of roots: no edge); part 1: items, then its measured pairs
     assert ridge[first:first + a.size] == pytest.approx(PAIR_RIDGE * 0.75 * noise)
     assert np.all(np.delete(ridge, np.arange(first, first + a.size)) == RIDGE) and ridge.size == targets.size
+
+
+def test_a_feature_no_row_holds_leaves_the_weights_of_the_others_and_theta_zero() -> None:
+    """A target on a feature the pool never holds (a noisy length bin no draw reaches) cannot move any weight:
+    the fit leaves its theta at 0, and the weights are the optimum of the full dual, which solved directly puts
+    that theta at target / ridge and the others where the fit puts them."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    pool = (rng.random((3_000, 4)) < rng.uniform(0.1, 0.5, 4)).astype(np.uint8)
+    edges = np.array([[0, 1], [2, 3]])
+    f = features(np.hstack([pool, np.zeros((len(pool), 1), dtype=np.uint8)]), edges)
+    targets = np.insert(feature_means(pool, edges), 4, 0.02)  # 5 items (the 5th never held), then the 2 pairs
+    targets[0] += 0.02
+    theta = fit_tilt(f, targets)
+    assert theta[4] == 0.0
+    dense = f.toarray()
+
+    def dual(t: np.ndarray) -> tuple[float, np.ndarray]:
+        z = dense @ t
+        w = np.exp(z - z.max())
+        return (z.max() + np.log(w.mean()) - t @ targets + 0.5 * RIDGE * t @ t,
+                dense.T @ (w / w.sum()) - targets + RIDGE * t)
+
+    full = minimize(dual, np.zeros(f.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 5_000, "gtol": 1e-10})
+    assert full.x[4] == pytest.approx(targets[4] / RIDGE, rel=1e-3)
+    assert tilt_weights(f, theta) == pytest.approx(tilt_weights(f, full.x), rel=1e-4)
