@@ -7,7 +7,8 @@ on average, each item then drawn independently). ``configs/transactions.yaml`` (
 release draws ``--release`` records (default n) to a transactions file.
 
 Per stage (seconds): the data's hand-over (``loading``), each statistics stage, ``training`` (DP-SGD),
-``calibration`` (to the noisy part means), and the release's ``drawing``, ``tilt`` and ``writing``. They are
+``calibration`` (to the noisy part means), and the release's ``drawing``, ``tilt`` and ``writing``, with the
+process's peak resident memory by the end of each (``peak_rss_mib``; the generated data held throughout). They are
 measured by wrapping those functions here, the same way for this tree and for ``--baseline`` (a source tree
 of another commit, say ``git archive main | tar -x -C /tmp/base``), which runs in a subprocess with its own
 ``dpgm`` first on the path, after this tree's run, on the same machine. The JSON gives both and each
@@ -23,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -58,11 +60,12 @@ def wide_dataset(records: int, items: int, *, length: float, profiles: int, seed
 
 class Clock:
     """Wall and CPU seconds (this process's: on a shared machine the CPU seconds are the steadier) by label, of
-    calls to functions wrapped in place (``wrap``)."""
+    calls to functions wrapped in place (``wrap``), and the process's peak resident memory (MiB) when each ends."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.peak_mib: dict[str, float] = {}
 
     def timed(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -72,10 +75,16 @@ class Clock:
             finally:
                 self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
                 self.cpu[label] = self.cpu.get(label, 0.0) + time.process_time() - cpu
+                self.peak_mib[label] = peak_rss_mib()
         return wrapper
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
         setattr(owner, name, self.timed(label, getattr(owner, name)))
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far, in MiB (``ru_maxrss`` is in kB on Linux)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def instrument(clock: Clock) -> None:
@@ -112,7 +121,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     set_threads(args.threads)
     clock = Clock()
     instrument(clock)
+    start = time.perf_counter()
     data = wide_dataset(args.records, args.items, length=args.length, profiles=args.profiles, seed=args.seed)
+    generated_s = time.perf_counter() - start
     config = Path(__file__).resolve().parents[1] / "configs" / "transactions.yaml"
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_config(config, [f"runs_dir={tmp}", "name=wide", f"seed={args.seed}", f"threads={args.threads}"])
@@ -128,7 +139,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         seconds["writing"] = seconds.pop("release_loop", 0.0) - seconds.get("drawing", 0.0) - seconds.get("tilt", 0.0)
     import dpgm
 
-    return {"dpgm": str(Path(dpgm.__file__).parent), "run_s": round(run_s, 3), "release_s": round(release_s, 3),
+    return {"dpgm": str(Path(dpgm.__file__).parent), "generate_s": round(generated_s, 3), "run_s": round(run_s, 3),
+            "release_s": round(release_s, 3), "peak_rss_mib": clock.peak_mib, "peak_rss_mib_end": peak_rss_mib(),
             "seconds": {k: round(v, 3) for k, v in clock.seconds.items()},
             "cpu_seconds": {k: round(v, 3) for k, v in clock.cpu.items()}, "epsilon": report["epsilon"],
             "plan": report.get("plan"), "release_sha256": hashlib.sha256(digest).hexdigest()}
