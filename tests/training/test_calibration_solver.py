@@ -85,3 +85,17 @@ def test_monotone_root_bisects_where_newton_leaves_the_bracket():
     root = monotone_root(moments, target, torch.tensor(-1.0, dtype=torch.float64),
                          torch.tensor(2.0, dtype=torch.float64), top=1.0)
     assert float(root) == pytest.approx(0.5, abs=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, part_means.MOMENT_ROWS, 2 * part_means.MOMENT_ROWS + 37])
+@pytest.mark.parametrize("per_item", [True, False])
+def test_moments_summed_by_blocks_of_rows_are_the_whole_arrays(rows, per_item):
+    """The moments taken MOMENT_ROWS rows at a time (a last block short, or one block alone) are those of the whole
+    array in double, per item or over every item."""
+    logits, _ = _problem(2.0, 7, rows=rows, items=50)
+    shift = torch.linspace(-1.0, 1.0, 50, dtype=torch.float64) if per_item else torch.tensor(0.3, dtype=torch.float64)
+    value, rest, slope = part_means._moments(logits, per_item=per_item)(shift)
+    p = torch.sigmoid(logits.double() + shift)
+    dims = (0,) if per_item else (0, 1)
+    for got, want in ((value, p.sum(dim=dims)), (rest, (1 - p).sum(dim=dims)), (slope, (p * (1 - p)).sum(dim=dims))):
+        torch.testing.assert_close(got, want / rows, rtol=1e-5, atol=1e-7)
