@@ -146,6 +146,28 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "plan": report.get("plan"), "release_sha256": hashlib.sha256(digest).hexdigest()}
 
 
+#: How each stage's time grows with the records (``project``): the release's stages with the records drawn, the
+#: data's hand-over and statistics with the records read; DP-SGD (a fixed expected batch of PART_BATCH x k records
+#: over a fixed number of steps, dpgm/rules.py, k at its cap from 100,000 records at epsilon 1) and the calibration
+#: (a fixed sample per part) do not.
+FIXED_STAGES = ("training", "calibration")
+
+
+def project(measured: dict[str, Any], records: int, release: int) -> dict[str, Any]:
+    """A measurement's seconds and CPU seconds per stage scaled to ``records`` read and ``release`` drawn (a
+    projection, not a run: FIXED_STAGES stay, the release's stages scale by the records drawn, the rest by those
+    read); valid while the plan keeps its parts and batch (k at its cap)."""
+    settings, this = measured["settings"], measured["this"]
+    read = records / settings["records"]
+    drawn = release / (settings["release"] or settings["records"])
+    scale = {name: 1.0 if name in FIXED_STAGES else drawn if name in ("drawing", "tilt", "writing") else read
+             for name in this["seconds"]}
+    out = {key: {name: round(value * scale[name], 1) for name, value in this[key].items()}
+           for key in ("seconds", "cpu_seconds")}
+    return {"projected_from": settings, "records": records, "release": release, **out,
+            "total_cpu_seconds": round(sum(out["cpu_seconds"].values()), 1)}
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=int, default=200_000)
@@ -158,6 +180,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--baseline", type=Path, default=None, help="a source tree of another commit to time too")
     p.add_argument("--only", action="store_true", help=argparse.SUPPRESS)  # one measurement as JSON on stdout
     p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--project", type=Path, default=None, metavar="JSON",
+                   help="no run: project this script's JSON output to --records and --release (``project``)")
     return p.parse_args(argv)
 
 
@@ -173,6 +197,14 @@ def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.project is not None:
+        projected = project(json.loads(args.project.read_text()), args.records, args.release or args.records)
+        print(json.dumps(projected, indent=1))
+        if args.json:
+            from provenance import write_json
+
+            write_json(args.json, projected)
+        return 0
     if args.only:
         print(json.dumps(measure(args)))
         return 0
