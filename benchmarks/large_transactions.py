@@ -89,8 +89,9 @@ def run_config(path: Path, items: int, mode: str, runs_dir: Path, name: str, arg
     }
 
 
-def worker(config_file: Path, out_dir: Path, release: int) -> int:
-    """One rank: the whole run, then its own peak RSS and time to ``out_dir/rank<r>.json``."""
+def worker(config_file: Path, out_dir: Path, release: int, fmt: str = "csv") -> int:
+    """One rank: the whole run, then its own peak RSS and times to ``out_dir/rank<r>.json`` (the stages' seconds too
+    when the config asks for ``nonprivate_diagnostics``)."""
     from dpgm.api.synthesizer import write_release
     from dpgm.config import config_from_dict
     from dpgm.pipeline.run import train
@@ -101,13 +102,31 @@ def worker(config_file: Path, out_dir: Path, release: int) -> int:
     with collective.launched():
         run_dir, report = train(cfg, progress=False)
         rank = collective.rank()
+    trained = time.perf_counter()
     if rank == 0 and release:  # the synthetic records, from the released models
-        write_release(run_dir, out_dir / "synthetic.txt", release)
+        write_release(run_dir, out_dir / "synthetic.txt", release, fmt=fmt, progress=False)
     seconds = time.perf_counter() - start
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
     (out_dir / f"rank{rank}.json").write_text(json.dumps(
-        {"rank": rank, "peak_rss_mib": rss_mib, "seconds": seconds, "epsilon": report["epsilon"]}))
+        {"rank": rank, "peak_rss_mib": rss_mib, "seconds": seconds, "train_s": trained - start,
+         "release_s": seconds - (trained - start), "epsilon": report["epsilon"],
+         "stage_seconds": report.get("nonprivate_seconds"), "plan": report.get("plan")}))
     return 0
+
+
+def launch(config: dict, out: Path, ranks: int, release: int, fmt: str = "csv") -> tuple[float, list[dict]]:
+    """``config``'s whole run in fresh processes on ``ranks`` ranks (torchrun, gloo), ``release`` records drawn on
+    rank 0 in ``fmt``: the wall seconds and every rank's ``worker`` record, by rank."""
+    config_file = out / "config.json"
+    config_file.write_text(json.dumps(config))
+    me = [str(Path(__file__).resolve()), "--worker", str(config_file), str(out), "--release", str(release),
+          "--format", fmt]
+    cmd = [sys.executable, *me] if ranks == 1 else \
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *me]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    wall = time.perf_counter() - start
+    return wall, sorted((json.loads(p.read_text()) for p in out.glob("rank*.json")), key=lambda r: r["rank"])
 
 
 def measure(path: Path, records: int, ranks: int, mode: str, args: argparse.Namespace, scratch: Path) -> dict:
@@ -115,16 +134,9 @@ def measure(path: Path, records: int, ranks: int, mode: str, args: argparse.Name
     name = f"{mode}_{records}_{ranks}"
     out = scratch / name
     out.mkdir()
-    config = out / "config.json"
     source = split(path, args.parts) if mode == "parts" else path
-    config.write_text(json.dumps(run_config(source, args.items, mode, scratch / "runs", name, args)))
-    me = [str(Path(__file__).resolve()), "--worker", str(config), str(out), "--release", str(args.release)]
-    cmd = [sys.executable, *me] if ranks == 1 else \
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *me]
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    wall = time.perf_counter() - start
-    per_rank = sorted((json.loads(p.read_text()) for p in out.glob("rank*.json")), key=lambda r: r["rank"])
+    wall, per_rank = launch(run_config(source, args.items, mode, scratch / "runs", name, args), out, ranks,
+                            args.release)
     row = {"records": records, "ranks": ranks, "mode": mode, "wall_s": wall, "per_rank": per_rank,
            **({"parts": args.parts} if mode == "parts" else {})}
     print(f"{records:>11,} records, {ranks} rank(s), {mode:6s}: {wall:7.1f} s; peak RSS per rank "
@@ -149,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=float, default=0.01, help="DP-SGD epochs (steps = epochs / q)")
     ap.add_argument("--window", type=int, default=250, help="training.chunk_window")
     ap.add_argument("--release", type=int, default=100_000, help="synthetic records released")
+    ap.add_argument("--format", default="csv", help=argparse.SUPPRESS)  # the worker's release format
     ap.add_argument("--dir", type=Path, default=None, help="where the file and runs go (default: a temporary folder)")
     ap.add_argument("--json", type=Path, default=None, help="write results here")
     args = ap.parse_args(argv)
     if args.worker:
-        return worker(*args.worker, args.release)
+        return worker(*args.worker, args.release, args.format)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         scratch = Path(tmp)
         files: dict[int, Path] = {}

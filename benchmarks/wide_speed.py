@@ -38,6 +38,8 @@ import scipy.sparse as sp
 
 #: Records drawn per block while generating (a dense block of floats per record and item).
 GEN_BLOCK = 20_000
+#: The generic config for a transaction file.
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "transactions.yaml"
 
 
 def wide_dataset(records: int, items: int, *, length: float, profiles: int, seed: int) -> Any:
@@ -124,9 +126,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     data = wide_dataset(args.records, args.items, length=args.length, profiles=args.profiles, seed=args.seed)
     generated_s = time.perf_counter() - start
-    config = Path(__file__).resolve().parents[1] / "configs" / "transactions.yaml"
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = load_config(config, [f"runs_dir={tmp}", "name=wide", f"seed={args.seed}", f"threads={args.threads}"])
+        cfg = load_config(CONFIG, [f"runs_dir={tmp}", "name=wide", f"seed={args.seed}", f"threads={args.threads}"])
         start = time.perf_counter()
         run_dir, report = train(cfg, data=data, progress=False)
         run_s = time.perf_counter() - start
@@ -144,6 +145,37 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "seconds": {k: round(v, 3) for k, v in clock.seconds.items()},
             "cpu_seconds": {k: round(v, 3) for k, v in clock.cpu.items()}, "epsilon": report["epsilon"],
             "plan": report.get("plan"), "release_sha256": hashlib.sha256(digest).hexdigest()}
+
+
+def write_records(data: Any, path: Path) -> None:
+    """``data``'s records as a transactions file (item ids 0..n_items - 1), GEN_BLOCK records at a time."""
+    from dpgm.release_writers import write_transactions
+
+    x = data.records
+    blocks = ((x[start:start + GEN_BLOCK].toarray(), None) for start in range(0, x.shape[0], GEN_BLOCK))
+    with path.open("w") as fh:
+        write_transactions(fh, blocks, list(range(x.shape[1])))
+
+
+def measure_ranks(args: argparse.Namespace) -> dict[str, Any]:
+    """The generic config on ``--ranks`` processes reading the same records from a transactions file, the release
+    on rank 0 (``large_transactions.launch``: torchrun, gloo): wall seconds, and per rank its peak resident memory,
+    training and release seconds and each stage's seconds (``nonprivate_diagnostics``: the run's own timings)."""
+    import yaml
+    from large_transactions import launch
+
+    data = wide_dataset(args.records, args.items, length=args.length, profiles=args.profiles, seed=args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "wide.txt", Path(tmp) / "out"
+        write_records(data, path)
+        del data
+        out.mkdir()
+        config = yaml.safe_load(CONFIG.read_text())
+        config.update(name="wide", runs_dir=str(Path(tmp) / "runs"), seed=args.seed, threads=args.threads,
+                      nonprivate_diagnostics=True)
+        config["data"] = {**config["data"], "path": str(path), "n_items": args.items}
+        wall, per_rank = launch(config, out, args.ranks, args.release or args.records, fmt="transactions")
+    return {"ranks": args.ranks, "wall_s": round(wall, 3), "per_rank": per_rank}
 
 
 #: How each stage's time grows with the records (``project``): the release's stages with the records drawn, the
@@ -177,6 +209,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--release", type=int, default=None, help="records released (default: --records)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--ranks", type=int, default=0,
+                   help="run on this many processes from a file (``measure_ranks``; 0: in this process, per stage)")
     p.add_argument("--baseline", type=Path, default=None, help="a source tree of another commit to time too")
     p.add_argument("--only", action="store_true", help=argparse.SUPPRESS)  # one measurement as JSON on stdout
     p.add_argument("--json", default=None, metavar="PATH")
@@ -207,6 +241,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.only:
         print(json.dumps(measure(args)))
+        return 0
+    if args.ranks:
+        from provenance import write_json
+
+        ranked = measure_ranks(args)
+        print(json.dumps(ranked, indent=1))
+        if args.json:
+            write_json(args.json, {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                                   **ranked})
         return 0
     from provenance import write_json
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from tests._benchmarks import load_benchmark
@@ -18,3 +20,15 @@ def test_projection_scales_the_release_by_records_drawn_the_rest_by_records_read
                                   "tilt": 50.0, "writing": 2.5}
     assert out["seconds"]["tilt"] == 100.0
     assert out["total_cpu_seconds"] == pytest.approx(197.5)
+
+
+def test_the_records_written_for_a_run_on_ranks_read_back_as_they_were(tmp_path) -> None:
+    from dpgm.data.transactions import load_transactions
+
+    x = wide_speed.wide_dataset(300, 40, length=3.0, profiles=4, seed=2).records.tolil()
+    x[5] = 0  # an empty record keeps its line
+    records = x.tocsr()
+    wide_speed.write_records(SimpleNamespace(records=records), tmp_path / "wide.txt")
+    back = load_transactions(tmp_path / "wide.txt", n_items=40)
+    assert back.records.shape == (300, 40)
+    assert records[5].nnz == 0 and (back.records != records).nnz == 0
