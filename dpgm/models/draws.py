@@ -25,10 +25,8 @@ def bernoulli_draws(probs: Tensor, generator: torch.Generator | None, *, systema
     or independent. Worked on item by item ([m, n]); the running sums in float64, so that no record's chance moves
     by rounding."""
     n, m = probs.shape
-    if not systematic or n == 0:  # torch.bernoulli's draws, one uniform per entry in probs' dtype, at 2/3 its time
-        device = draw_device(generator, probs.device)
-        uniform = torch.rand(probs.shape, generator=generator, device=device, dtype=probs.dtype)
-        return (uniform < probs.to(device)).to(device=probs.device, dtype=probs.dtype)
+    if not systematic or n == 0:
+        return torch.bernoulli(probs.to(draw_device(generator, probs.device)), generator=generator).to(probs.device)
     order = torch.stack([torch.randperm(n, generator=generator) for _ in range(m)])  # each item's order of records
     running = torch.gather(probs.detach().T.float().cpu().clamp(0.0, 1.0).contiguous(), 1, order)
     running = torch.cumsum(running, 1, dtype=torch.float64)

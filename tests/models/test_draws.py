@@ -63,14 +63,3 @@ def test_independent_draws_are_torch_s_own() -> None:
     shares = torch.tensor([0.5, 0.2, 0.3])
     assert torch.equal(choose(shares, 40, a, systematic=False),
                        torch.multinomial(shares, 40, replacement=True, generator=b))
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_independent_draws_are_torch_bernoullis_from_the_same_seed(dtype: torch.dtype) -> None:
-    """The independent draws compare one uniform per entry with its chance: the very draws of torch.bernoulli from
-    the same stream (a seeded release keeps its records), 0 and 1 included."""
-    probs = torch.sigmoid(torch.randn(300, 70, generator=torch.Generator().manual_seed(1), dtype=dtype) * 3 - 3)
-    probs[0, :5], probs[1, :5] = 0.0, 1.0
-    ours = bernoulli_draws(probs, torch.Generator().manual_seed(7), systematic=False)
-    assert ours.dtype == dtype
-    assert torch.equal(ours, torch.bernoulli(probs, generator=torch.Generator().manual_seed(7)))
