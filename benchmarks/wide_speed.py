@@ -138,6 +138,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         digest = (Path(tmp) / "synthetic.txt").read_bytes()
     for seconds in (clock.seconds, clock.cpu):
         seconds["writing"] = seconds.pop("release_loop", 0.0) - seconds.get("drawing", 0.0) - seconds.get("tilt", 0.0)
+    if "release_loop" in clock.peak_mib:
+        clock.peak_mib["writing"] = clock.peak_mib.pop("release_loop")
     import dpgm
 
     return {"dpgm": str(Path(dpgm.__file__).parent), "generate_s": round(generated_s, 3), "run_s": round(run_s, 3),
