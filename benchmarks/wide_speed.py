@@ -198,7 +198,7 @@ def project(measured: dict[str, Any], records: int, release: int) -> dict[str, A
              for name in this["seconds"]}
     out = {key: {name: round(value * scale[name], 1) for name, value in this[key].items()}
            for key in ("seconds", "cpu_seconds")}
-    return {"projected_from": settings, "records": records, "release": release, **out,
+    return {"kind": "projection, not a run", "projected_from": settings, "records": records, "release": release, **out,
             "total_cpu_seconds": round(sum(out["cpu_seconds"].values()), 1)}
 
 
@@ -235,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.project is not None:
         projected = project(json.loads(args.project.read_text()), args.records, args.release or args.records)
+        projected["source"] = args.project.name
         print(json.dumps(projected, indent=1))
         if args.json:
             from provenance import write_json
