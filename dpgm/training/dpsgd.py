@@ -17,27 +17,32 @@ as one stack (stacked.py): one forward and one backward pass for all of them; ``
 gives every model its own stack of one (the per-model path, same mechanism and same draws).
 
 Random draws, all from the one generator, in this order (both paths, so a seeded run gives
-the same models up to float rounding and a resumed run is bit-identical): for each stepping
-part j in increasing order,
-  1. the model's step noise for part j's n_j records (VAE: reparameterisation N(0, I) [n_j,
-     latent]), skipped when n_j = 0;
-  2. DPNorm: N(0, sigma_C^2) noise for the part's histogram counts (float64) [bins];
-  3. N(0, 1) gradient noise per trainable parameter, in ``parameters()`` order (scaled by
-     sigma_G C_s,j afterwards: the same numbers as Opacus's torch.normal(0, std) per parameter);
-     with ``secure_mode`` every N(0, 1) draw of 2. and 3. is Opacus's secure one (one draw
-     thrown away, then the sum of 4 over 2: mechanisms.standard_normal_); for a stack on
-     another device than the generator (a GPU) with ``device_noise``, drawn THERE, from a
-     generator seeded, before the first part's draws, by one draw of the generator per such
+the same models up to float rounding and a resumed run is bit-identical):
+  1. for each stepping part j in increasing order: the model's step noise for part j's n_j records
+     (VAE: reparameterisation N(0, I) [n_j, latent]), skipped when n_j = 0; then DPNorm's
+     N(0, sigma_C^2) noise for the part's histogram counts (float64) [bins];
+  2. for each stepping part j in increasing order: N(0, 1) gradient noise per trainable parameter,
+     in ``parameters()`` order (scaled by sigma_G C_s,j afterwards: the same numbers as Opacus's
+     torch.normal(0, std) per parameter); with ``secure_mode`` every N(0, 1) draw of 1. and 2. is
+     Opacus's secure one (one draw thrown away, then the sum of 4 over 2: mechanisms.standard_normal_);
+     for a stack on another device than the generator (a GPU) with ``device_noise``, drawn THERE,
+     from a generator seeded, before the first part's draws, by one draw of the generator per such
      device, in stack order (dpgm.streams.reseed: replays and resumes; not the CPU run's numbers);
-  4. the model's post-processing noise (RBM: U(0, 1) [gibbs_steps, chains, n_hidden + n_items]
-     for the Gibbs steps of its persistent chains; VAE: none).
+  3. for each stepping part j in increasing order: the model's post-processing noise (RBM: U(0, 1)
+     [gibbs_steps, chains, n_hidden + n_items] for the Gibbs steps of its persistent chains; VAE: none).
+With one part this is the per-part order step noise, histogram noise, gradient noise, post-processing
+noise. Draws 2. and 3. need no record: on the CPU a worker thread makes them (background.py), from the
+same generator in the same order, while the main thread runs the batch's passes; nothing else draws
+from the generator until they are done.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -50,6 +55,7 @@ from dpgm.privacy import collective
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import gaussian_noise, standard_normal_
 from dpgm.streams import reseed
+from dpgm.training.background import Background, run_now
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
 from dpgm.training.stacked import ModelStack, stack_groups
 
@@ -115,6 +121,7 @@ class DPSGD:
         self._slot = {
             j: (s, pos) for s, stack in enumerate(self.stacks) for pos, j in enumerate(stack.parts)
         }
+        self._worker = Background()  # draws the gradient noise while the batch's passes run (module docstring)
         #: What sees each step's released gradients (``GradientHook``): the audit's canaries (dpgm.audit).
         self.hooks: list[GradientHook] = []
 
@@ -149,13 +156,16 @@ class DPSGD:
         part = torch.zeros(len(x), dtype=torch.long) if part is None else part.to("cpu", torch.long)
         if bool((~_member(part, active)).any()):
             raise ValueError("DP-SGD: every sampled row must belong to a stepping part")
-        draws = self._draw(torch.bincount(part, minlength=len(self.models)).tolist(), active)
+        draws, noise = self._draw(torch.bincount(part, minlength=len(self.models)).tolist(), active)
         results: dict[int, StepResult] = {}
-        for stack, drawn in zip(self.stacks, draws):
-            if any(j in active for j in stack.parts):
-                rows = _member(part, stack.parts)
-                mine = (x, part) if bool(rows.all()) else (x[rows.to(x.device)], part[rows])
-                results.update(self._privatise(stack, *mine, drawn))
+        try:
+            for stack, drawn in zip(self.stacks, draws):
+                if any(j in active for j in stack.parts):
+                    rows = _member(part, stack.parts)
+                    mine = (x, part) if bool(rows.all()) else (x[rows.to(x.device)], part[rows])
+                    results.update(self._privatise(stack, *mine, drawn, noise))
+        finally:
+            noise.result()  # the generator is the caller's again only once the worker is done
         grads = []
         for j in active:
             s, pos = self._slot[j]
@@ -168,10 +178,11 @@ class DPSGD:
     def _params(self, j: int) -> list[nn.Parameter]:
         return self.stacks[self._slot[j][0]].params[j]
 
-    def _draw(self, sizes: list[int], active: list[int]) -> list[_Draws]:
-        """Every random draw of a step, in the documented order (module docstring), per stack.
-        The gradient noise goes straight into the stacks' gradient buffers."""
-        g, mech, lead = self.generator, self.mechanism, collective.rank() == 0
+    def _draw(self, sizes: list[int], active: list[int]) -> tuple[list[_Draws], Future[None]]:
+        """Every random draw of a step, in the documented order (module docstring), per stack: those
+        of the batch now, the gradient and post-processing noise on the worker thread when every stack
+        is on the CPU (the future tells when they are in ``stack.noise`` and ``post_noise``)."""
+        g, mech = self.generator, self.mechanism
         bins = mech.hist_bins if mech.clipping == "adaptive" else 1
         draws = [
             _Draws([], torch.zeros(len(s.parts), bins, dtype=torch.float64), {})
@@ -188,14 +199,24 @@ class DPSGD:
                 drawn.hist_noise[pos] = gaussian_noise(  # dpnorm.histogram_noise, secure or not
                     (mech.hist_bins,), mech.hist_noise_multiplier, g, secure=self.secure_mode
                 )
-            for buffer in stack.grads:  # scaled later: torch.normal(0, std) is std * N(0, 1)
+        rest = partial(self._draw_noise, active, noise_g, draws)
+        on_cpu = all(stack.device.type == "cpu" for stack in self.stacks)
+        return draws, self._worker.submit(rest) if on_cpu else run_now(rest)
+
+    def _draw_noise(self, active: list[int], noise_g: list[torch.Generator | None], draws: list[_Draws]) -> None:
+        """The draws that need no record: N(0, 1) gradient noise into ``stack.noise``, then post-processing noise."""
+        lead = collective.rank() == 0
+        for j in active:
+            s, pos = self._slot[j]
+            for buffer in self.stacks[s].noise:  # scaled later: torch.normal(0, std) is std * N(0, 1)
                 standard_normal_(buffer[pos], noise_g[s], secure=self.secure_mode)
                 if not lead:  # several ranks: the noise is rank 0's, added once by the sum
                     buffer[pos].zero_()
-            noise = self.models[j].post_processing_noise(g)
+        for j in active:
+            s, pos = self._slot[j]
+            noise = self.models[j].post_processing_noise(self.generator)
             if noise is not None:
-                drawn.post_noise[pos] = noise.to(device=stack.device, dtype=stack.dtype)
-        return draws
+                draws[s].post_noise[pos] = noise.to(device=self.stacks[s].device, dtype=self.stacks[s].dtype)
 
     def _gradient_noise_generators(self) -> list[torch.Generator | None]:
         """Per stack, this step's generator of its gradient noise (module docstring, 3.): the run's
@@ -212,10 +233,11 @@ class DPSGD:
         return [fresh.get(stack.device, g) for stack in self.stacks]
 
     def _privatise(
-        self, stack: ModelStack, x: Tensor | BinaryRows, part: Tensor, drawn: _Draws
+        self, stack: ModelStack, x: Tensor | BinaryRows, part: Tensor, drawn: _Draws, noise: Future[None]
     ) -> dict[int, StepResult]:
         """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack,
-        then the post-processing gradient; all left in ``stack.grads`` (held N(0, 1) draws)."""
+        then the post-processing gradient; all left in ``stack.grads`` (the N(0, 1) draws in
+        ``stack.noise`` once ``noise`` is done)."""
         k = len(stack.parts)
         stack.refresh()
         local = stack.local_of[part]
@@ -229,14 +251,16 @@ class DPSGD:
         expected = torch.tensor([self.expected[j] for j in stack.parts], dtype=torch.float64)
         # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
         scale = (self.mechanism.noise_multiplier * c_s / expected).to(stack.device, stack.dtype)
-        for buffer in stack.grads:
-            buffer.mul_(scale.view((k,) + (1,) * (buffer.dim() - 1)))
+        torch._foreach_zero_(stack.grads)
         if done is not None:
             rows = local.to(stack.device)
             per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
             factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
                 self.mechanism.group_clip_factors(done.group_norms, per_row[0])
             stack.add_clipped_sum(done, factors / per_row[1])
+        noise.result()
+        for buffer, z in zip(stack.grads, stack.noise):
+            buffer.addcmul_(z, scale.view((k,) + (1,) * (buffer.dim() - 1)))
         collective.sum_tensors_over_ranks_(list(stack.grads))  # several ranks: all clipped sums, rank 0's noise
         stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()

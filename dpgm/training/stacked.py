@@ -172,6 +172,7 @@ class ModelStack:
         self.device, self.dtype = self.clipper.params[0].device, self.clipper.params[0].dtype
         lead = (1,) if self.single else ()
         self.grads = [p.new_empty(lead + p.shape) for p in self.clipper.params]  # [g, ...], reused
+        self.noise = [torch.empty_like(g) for g in self.grads]  # N(0, 1) gradient noise, drawn beside the pass
 
     @torch.no_grad()
     def refresh(self) -> None:

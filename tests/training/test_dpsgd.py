@@ -14,6 +14,7 @@ from dpgm.errors import ConfigError
 from dpgm.models import RBM, VAE
 from dpgm.privacy.clipping import CLIP_MARGIN
 from dpgm.privacy.events import SampledGaussianEvent, SampledJointGaussianEvent
+from dpgm.training.background import Background, run_now
 from dpgm.training.dpsgd import DPSGD, Mechanism
 from dpgm.training.mechanism import poisson_sample
 
@@ -227,20 +228,46 @@ def test_a_model_outside_the_protocol_is_a_config_error() -> None:
 
 
 def test_draws_come_in_the_documented_order() -> None:
-    """Per stepping part: step noise (only with records), histogram noise, N(0, 1) per parameter."""
+    """Step and histogram noise of every stepping part first (step noise only with records), then N(0, 1) per
+    parameter of every part: part 1 (no record) gets C_s times the numbers a generator replaying that order draws."""
     gen = torch.Generator().manual_seed(8)
     models = [VAE(6, hidden=[4], latent=2, generator=gen) for _ in range(2)]
     opts = [torch.optim.SGD(m.parameters(), lr=0.0) for m in models]
     dp = DPSGD(models, Mechanism(sampling_rate=0.1, noise_multiplier=1.0, hist_bins=7), expected_batch_sizes=[1.0, 1.0],
                optimizers=opts, generator=torch.Generator().manual_seed(3))
-    dp.step(torch.ones(3, 6), torch.zeros(3, dtype=torch.long))  # part 1 has no record
+    grads, results = dp.privatised_gradients(torch.ones(3, 6), torch.zeros(3, dtype=torch.long))  # part 1: none
     ref = torch.Generator().manual_seed(3)
     models[0].step_noise(3, ref)
-    for model in models:
+    for _ in models:
         torch.empty(7, dtype=torch.float64).normal_(generator=ref)
-        for p in model.parameters():
-            torch.empty_like(p).normal_(generator=ref)
+    drawn = [[torch.empty_like(p).normal_(generator=ref) for p in model.parameters()] for model in models]
     assert torch.equal(dp.generator.get_state(), ref.get_state())
+    for g, z in zip(grads[1], drawn[1]):
+        torch.testing.assert_close(g, results[1].clip_norm * z)
+
+
+def test_noise_drawn_beside_the_pass_is_the_noise_drawn_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker thread's gradient noise is bit for bit what the main thread draws: the same models after
+    adaptive steps of two stacked VAEs and an RBM, and the same generator state."""
+
+    def run(inline: bool) -> tuple[list[torch.Tensor], torch.Tensor]:
+        if inline:
+            monkeypatch.setattr(Background, "submit", lambda self, fn: run_now(fn))
+        gen = torch.Generator().manual_seed(5)
+        models = [VAE(8, hidden=[5], latent=2, generator=gen) for _ in range(2)]
+        models.append(RBM(8, n_hidden=3, chains=4, generator=gen))
+        dp = DPSGD(models, Mechanism(sampling_rate=0.1, noise_multiplier=1.0), expected_batch_sizes=[2.0, 2.0, 2.0],
+                   optimizers=[torch.optim.Adam(m.parameters(), lr=0.01) for m in models],
+                   generator=torch.Generator().manual_seed(6))
+        data = (torch.rand(40, 8, generator=gen) < 0.4).float()
+        for _ in range(3):
+            rows = poisson_sample(40, 0.1, dp.generator)
+            dp.step(data[rows], rows % 3)
+        monkeypatch.undo()
+        return [flat(m) for m in models], dp.generator.get_state()
+
+    (worker, state), (inline, inline_state) = run(False), run(True)
+    assert all(torch.equal(a, b) for a, b in zip(worker, inline)) and torch.equal(state, inline_state)
 
 
 def test_rbm_draws_its_negative_phase_noise_last() -> None:
