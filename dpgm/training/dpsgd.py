@@ -118,6 +118,10 @@ class DPSGD:
         self.optimizers = list(optimizers)
         groups = stack_groups(self.models, self.expected) if batched else [[j] for j in range(len(self.models))]
         self.stacks = [ModelStack(parts, self.models, mechanism.clip_groups) for parts in groups]
+        self._expected = {  # E_j of each stack's parts (float64)
+            id(stack): torch.tensor([self.expected[j] for j in stack.parts], dtype=torch.float64)
+            for stack in self.stacks
+        }
         self._slot = {
             j: (s, pos) for s, stack in enumerate(self.stacks) for pos, j in enumerate(stack.parts)
         }
@@ -153,24 +157,28 @@ class DPSGD:
         N(0, (sigma_G C_s,j)^2 I)) / E_j plus the gradient of its post-processing loss; and its
         StepResult."""
         active = self._active(active)
-        part = torch.zeros(len(x), dtype=torch.long) if part is None else part.to("cpu", torch.long)
-        if bool((~_member(part, active)).any()):
-            raise ValueError("DP-SGD: every sampled row must belong to a stepping part")
-        draws, noise = self._draw(torch.bincount(part, minlength=len(self.models)).tolist(), active)
+        part, sizes = self._parts_and_sizes(len(x), part, active)
+        draws, noise = self._draw(sizes, active)
         results: dict[int, StepResult] = {}
         try:
             for stack, drawn in zip(self.stacks, draws):
                 if any(j in active for j in stack.parts):
-                    rows = _member(part, stack.parts)
-                    mine = (x, part) if bool(rows.all()) else (x[rows.to(x.device)], part[rows])
+                    rows = None if len(self.stacks) == 1 else _member(part, stack.parts)  # one stack: every row
+                    mine = (x, part) if rows is None or bool(rows.all()) else (x[rows.to(x.device)], part[rows])
                     results.update(self._privatise(stack, *mine, drawn, noise))
         finally:
             noise.result()  # the generator is the caller's again only once the worker is done
-        grads = []
-        for j in active:
-            s, pos = self._slot[j]
-            grads.append([g[pos] for g in self.stacks[s].grads])
+        grads = [self.stacks[self._slot[j][0]].row_grads[self._slot[j][1]] for j in active]
         return grads, [results[j] for j in active]
+
+    def _parts_and_sizes(self, n: int, part: Tensor | None, active: list[int]) -> tuple[Tensor, list[int]]:
+        """Each row's part [n] (default 0) and each part's row count; ValueError if a row's part is not stepping."""
+        if part is None and 0 in active:
+            return torch.zeros(n, dtype=torch.long), [n] + [0] * (len(self.models) - 1)
+        part = torch.zeros(n, dtype=torch.long) if part is None else part.to("cpu", torch.long)
+        if bool((~_member(part, active)).any()):
+            raise ValueError("DP-SGD: every sampled row must belong to a stepping part")
+        return part, torch.bincount(part, minlength=len(self.models)).tolist()
 
     def _active(self, active: Sequence[int] | None) -> list[int]:
         return list(range(len(self.models))) if active is None else sorted(set(active))
@@ -245,22 +253,21 @@ class DPSGD:
         if not stack.single:  # part by part, each in sample order
             order = torch.argsort(local, stable=True)
             x, local = x[order], local[order]
-        done = stack.ghost_pass(x, local, torch.cat(drawn.step_noise)) if len(local) else None
+        done = stack.ghost_pass(x, local, _joined(drawn.step_noise)) if len(local) else None
         norms = done.norms if done is not None else torch.zeros(0, dtype=stack.dtype)
         c_s = self.mechanism.thresholds(norms, local, drawn.hist_noise)
-        expected = torch.tensor([self.expected[j] for j in stack.parts], dtype=torch.float64)
+        expected = self._expected[id(stack)]
         # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
-        scale = (self.mechanism.noise_multiplier * c_s / expected).to(stack.device, stack.dtype)
+        stack.scale.copy_(self.mechanism.noise_multiplier * c_s / expected)
         torch._foreach_zero_(stack.grads)
         if done is not None:
-            rows = local.to(stack.device)
-            per_row = torch.stack([c_s, expected]).to(stack.device, norms.dtype)[:, rows]
+            per_part = torch.stack([c_s, expected]).to(stack.device, norms.dtype)  # [2, g]
+            per_row = per_part if stack.single else per_part[:, local.to(stack.device)]  # one part: broadcast
             factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
                 self.mechanism.group_clip_factors(done.group_norms, per_row[0])
             stack.add_clipped_sum(done, factors / per_row[1])
         noise.result()
-        for buffer, z in zip(stack.grads, stack.noise):
-            buffer.addcmul_(z, scale.view((k,) + (1,) * (buffer.dim() - 1)))
+        torch._foreach_addcmul_(stack.grads, stack.noise, stack.scale_views)  # + sigma_G C_j z_j / E_j
         collective.sum_tensors_over_ranks_(list(stack.grads))  # several ranks: all clipped sums, rank 0's noise
         stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()
@@ -277,6 +284,11 @@ def _results(
         j: StepResult(loss=t / n if n else math.nan, clip_norm=c, batch_size=n)
         for j, t, n, c in rows
     }
+
+
+def _joined(tensors: list[Tensor]) -> Tensor:
+    """The tensors concatenated along the first dimension (the one itself, uncopied)."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
 
 
 def _member(part: Tensor, parts: Sequence[int]) -> Tensor:

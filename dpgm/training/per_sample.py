@@ -67,9 +67,11 @@ class _LinearFactors:
         for one row per record, else sum((G_i G_i^T) * (A_i A_i^T)) + ||sum_k g_ik||^2 over its K rows."""
         if self.rows == 1:
             g2 = _squared_row_norms(self.grad_out)
-            sq = g2 * _squared_row_norms(self.inputs, g2.dtype) if self.layer.weight.requires_grad \
-                else torch.zeros_like(g2)
-            return sq + g2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
+            bias = self.layer.bias is not None and self.layer.bias.requires_grad
+            if not self.layer.weight.requires_grad:
+                return g2 if bias else torch.zeros_like(g2)
+            a2 = _squared_row_norms(self.inputs, g2.dtype)
+            return torch.addcmul(g2, g2, a2) if bias else g2.mul_(a2)  # ||g||^2 ||a||^2 (+ ||g||^2): one op
         inputs = self.inputs.dense(self.grad_out.dtype) if isinstance(self.inputs, BinaryRows) else self.inputs
         # g, a: [..., B, K, .]
         g, a = self.grad_out.unflatten(-2, (-1, self.rows)), inputs.unflatten(-2, (-1, self.rows))
@@ -81,7 +83,7 @@ class _LinearFactors:
     def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
         """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in, the weights on the narrower
         factor; from the ones of sparse inputs); out[bias] += sum_i weights_i g_i (one matrix-vector product)."""
-        per_row = weights.to(self.grad_out.dtype)
+        per_row = weights if weights.dtype == self.grad_out.dtype else weights.to(self.grad_out.dtype)
         if self.rows > 1:
             per_row = per_row.repeat_interleave(self.rows, dim=-1)
         if self.layer.weight.requires_grad:
@@ -93,7 +95,11 @@ class _LinearFactors:
             else:
                 (w.addmm_ if w.dim() == 2 else w.baddbmm_)((g * per_row.unsqueeze(-1)).transpose(-1, -2), a)
         if self.layer.bias is not None and self.layer.bias.requires_grad:
-            out[id(self.layer.bias)].add_((per_row.unsqueeze(-2) @ self.grad_out).squeeze(-2))
+            b = out[id(self.layer.bias)]
+            if b.dim() == 1:  # one matrix-vector product, the add fused in
+                b.addmv_(self.grad_out.t(), per_row)
+            else:
+                b.add_((per_row.unsqueeze(-2) @ self.grad_out).squeeze(-2))
 
     def without(self, bad: Tensor) -> _LinearFactors:
         """The same with the records flagged in ``bad`` [..., B] set to 0."""
@@ -250,13 +256,11 @@ class GhostClipper:
             for cap, grad in zip(captures, grads) if grad is not None
         ]
         groups = tuple(self.group_of.get(id(f.layer), 0) for f in factors)
-        n_groups = 1 + max(self.group_of.values(), default=0)
-        group_sq = torch.zeros((n_groups, *losses.shape), dtype=losses.dtype, device=losses.device)
-        for f, g in zip(factors, groups):
-            group_sq[g] += f.squared_norms()
-        sq = group_sq.sum(dim=0)
-        bad = ~torch.isfinite(sq)
-        if bool(bad.any()):  # a record with a non-finite gradient contributes nothing (norm 0)
+        group_sq = _group_sums([f.squared_norms() for f in factors], groups, 1 + max(self.group_of.values(), default=0),
+                               losses)
+        sq = group_sq[0] if len(group_sq) == 1 else group_sq.sum(dim=0)
+        if not bool(torch.isfinite(sq).all()):  # a record with a non-finite gradient contributes nothing (norm 0)
+            bad = ~torch.isfinite(sq)
             sq, group_sq = sq.masked_fill(bad, 0.0), group_sq.masked_fill(bad, 0.0)
             factors = [f.without(bad) for f in factors]
         group_norms = group_sq.sqrt() if self.group_of else None
@@ -267,6 +271,15 @@ class GhostClipper:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _group_sums(values: list[Tensor], groups: tuple[int, ...], n_groups: int, like: Tensor) -> Tensor:
+    """[n_groups, ...]: the sum of the ``values`` of each group (zeros for a group without any)."""
+    sums: list[Tensor | None] = [None] * n_groups
+    for v, g in zip(values, groups):
+        sums[g] = v if sums[g] is None else sums[g].add_(v)  # squared_norms returns fresh tensors
+    full = [torch.zeros_like(like) if t is None else t for t in sums]
+    return full[0].unsqueeze(0) if n_groups == 1 else torch.stack(full)
 
 
 def _layer_groups(model: nn.Module, groups: Sequence[str]) -> dict[int, int]:

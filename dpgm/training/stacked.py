@@ -173,6 +173,9 @@ class ModelStack:
         lead = (1,) if self.single else ()
         self.grads = [p.new_empty(lead + p.shape) for p in self.clipper.params]  # [g, ...], reused
         self.noise = [torch.empty_like(g) for g in self.grads]  # N(0, 1) gradient noise, drawn beside the pass
+        self.row_grads = [[g[r] for g in self.grads] for r in range(len(parts))]  # row r's gradients (views)
+        self.scale = torch.empty(len(parts), dtype=self.dtype, device=self.device)  # each row's noise scale
+        self.scale_views = [self.scale.view((-1,) + (1,) * (g.dim() - 1)) for g in self.grads]
 
     @torch.no_grad()
     def refresh(self) -> None:
@@ -218,7 +221,7 @@ class ModelStack:
         """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B], or [G, B]: one per
         clipping group)."""
         if done.valid is None:
-            done.ghost.add_clipped_sum(weights, [g[0] for g in self.grads])
+            done.ghost.add_clipped_sum(weights, self.row_grads[0])
             return
         lead = weights.shape[:-1]
         padded = weights.new_zeros(lead + done.valid.shape)  # padded rows: weight 0
