@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -28,10 +29,10 @@ class DPNormResult:
 
 def norm_histograms(norms: Tensor, part: Tensor, k: int, *, hist_max: float, bins: int) -> Tensor:
     """Counts [k, bins]: row j is the histogram of the norms of part j (``part`` [B] in 0..k-1)."""
-    width = hist_max / bins
-    index = torch.ceil(norms.detach().cpu().double() / width).long() - 1
-    index = index.clamp_(0, bins - 1) + part.detach().cpu().long() * bins
-    return torch.bincount(index, minlength=k * bins).to(torch.float64).reshape(k, bins)
+    width = hist_max / bins  # in numpy: the same float64 arithmetic as torch's, without a dispatch per operation
+    index = np.ceil(norms.detach().cpu().double().numpy() / width).astype(np.int64) - 1
+    index = np.clip(index, 0, bins - 1) + part.detach().cpu().long().numpy() * bins
+    return torch.from_numpy(np.bincount(index, minlength=k * bins).astype(np.float64).reshape(k, bins))
 
 
 def norm_histogram(norms: Tensor, *, hist_max: float, bins: int) -> Tensor:
