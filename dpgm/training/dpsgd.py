@@ -259,13 +259,14 @@ class DPSGD:
         expected = self._expected[id(stack)]
         # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
         stack.scale.copy_(self.mechanism.noise_multiplier * c_s / expected)
-        torch._foreach_zero_(stack.grads)
-        if done is not None:
+        if done is None:
+            torch._foreach_zero_(stack.grads)
+        else:
             per_part = torch.stack([c_s, expected]).to(stack.device, norms.dtype)  # [2, g]
             per_row = per_part if stack.single else per_part[:, local.to(stack.device)]  # one part: broadcast
             factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
                 self.mechanism.group_clip_factors(done.group_norms, per_row[0])
-            stack.add_clipped_sum(done, factors / per_row[1])
+            stack.add_clipped_sum(done, factors / per_row[1], overwrite=True)  # no zero pass
         noise.result()
         torch._foreach_addcmul_(stack.grads, stack.noise, stack.scale_views)  # + sigma_G C_j z_j / E_j
         collective.sum_tensors_over_ranks_(list(stack.grads))  # several ranks: all clipped sums, rank 0's noise

@@ -80,20 +80,26 @@ class _LinearFactors:
             if self.layer.weight.requires_grad else torch.zeros_like(b2)
         return sq + b2 if self.layer.bias is not None and self.layer.bias.requires_grad else sq
 
-    def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
+    def writes_weight(self) -> bool:
+        """Whether ``add_weighted`` can write (not add) the weight's sum: one dense matmul with beta 0."""
+        return self.layer.weight.requires_grad and not isinstance(self.inputs, BinaryRows)
+
+    def add_weighted(self, weights: Tensor, out: dict[int, Tensor], fresh: frozenset[int] = frozenset()) -> None:
         """out[weight] += sum_i weights_i g_i a_i^T (one matmul, the add fused in, the weights on the narrower
-        factor; from the ones of sparse inputs); out[bias] += sum_i weights_i g_i (one matrix-vector product)."""
+        factor; from the ones of sparse inputs; written over, not added, when id(weight) is in ``fresh``);
+        out[bias] += sum_i weights_i g_i (one matrix-vector product)."""
         per_row = weights if weights.dtype == self.grad_out.dtype else weights.to(self.grad_out.dtype)
         if self.rows > 1:
             per_row = per_row.repeat_interleave(self.rows, dim=-1)
         if self.layer.weight.requires_grad:
             w, g, a = out[id(self.layer.weight)], self.grad_out, self.inputs
+            beta = 0.0 if id(self.layer.weight) in fresh else 1.0  # beta 0: w's old values are ignored
             if isinstance(a, BinaryRows):
                 a.add_outer_(w, g * per_row.unsqueeze(-1))
             elif a.shape[-1] < g.shape[-1]:
-                (w.addmm_ if w.dim() == 2 else w.baddbmm_)(g.transpose(-1, -2), a * per_row.unsqueeze(-1))
+                (w.addmm_ if w.dim() == 2 else w.baddbmm_)(g.transpose(-1, -2), a * per_row.unsqueeze(-1), beta=beta)
             else:
-                (w.addmm_ if w.dim() == 2 else w.baddbmm_)((g * per_row.unsqueeze(-1)).transpose(-1, -2), a)
+                (w.addmm_ if w.dim() == 2 else w.baddbmm_)((g * per_row.unsqueeze(-1)).transpose(-1, -2), a, beta=beta)
         if self.layer.bias is not None and self.layer.bias.requires_grad:
             b = out[id(self.layer.bias)]
             if b.dim() == 1:  # one matrix-vector product, the add fused in
@@ -133,7 +139,11 @@ class _ConvGrads:
             sq = sq + self.grad_b.pow(2).sum(dim=1)
         return sq
 
-    def add_weighted(self, weights: Tensor, out: dict[int, Tensor]) -> None:
+    def writes_weight(self) -> bool:
+        """Never: the weight's sum is added (``_LinearFactors.writes_weight``)."""
+        return False
+
+    def add_weighted(self, weights: Tensor, out: dict[int, Tensor], fresh: frozenset[int] = frozenset()) -> None:
         """out[weight] += sum_i weights_i grad_w_i and out[bias] += sum_i weights_i grad_b_i."""
         w = weights.to(self.grad_w.dtype)
         if self.layer.weight.requires_grad:
@@ -163,15 +173,22 @@ class GhostBatch:
         self.add_clipped_sum(weights, totals)
         return totals
 
-    def add_clipped_sum(self, weights: Tensor, totals: list[Tensor]) -> None:
-        """totals[j] += sum_i weights_i * grad_i in place (``params`` order); ``weights`` [..., B], or
-        [G, ..., B] with per-group norms: one weight per group and record."""
+    def set_clipped_sum(self, weights: Tensor, totals: list[Tensor]) -> None:
+        """totals[j] = sum_i weights_i * grad_i in place, whatever they held (``add_clipped_sum``): the dense
+        layers' weights written by their matmul, every other total zeroed first."""
+        fresh = frozenset(id(f.layer.weight) for f in self._factors if f.writes_weight())
+        torch._foreach_zero_([t for p, t in zip(self.params, totals) if id(p) not in fresh])
+        self.add_clipped_sum(weights, totals, fresh)
+
+    def add_clipped_sum(self, weights: Tensor, totals: list[Tensor], fresh: frozenset[int] = frozenset()) -> None:
+        """totals[j] += sum_i weights_i * grad_i in place (``params`` order; written over for the weights in
+        ``fresh``); ``weights`` [..., B], or [G, ..., B] with per-group norms: one weight per group and record."""
         out = {id(p): t for p, t in zip(self.params, totals)}
         grouped = weights.dim() == self.norms.dim() + 1
         if grouped and (self.group_norms is None or weights.shape[0] != len(self.group_norms)):
             raise ValueError("per-group weights need a clipper with as many groups")
         for factors, group in zip(self._factors, self._groups or (0,) * len(self._factors)):
-            factors.add_weighted(weights[group] if grouped else weights, out)
+            factors.add_weighted(weights[group] if grouped else weights, out, fresh)
 
 
 def _conv_record_grads(layer: nn.Conv2d, inputs: Tensor, grad: Tensor, rows: int = 1) -> _ConvGrads:

@@ -217,16 +217,15 @@ class ModelStack:
         groups = None if ghost.group_norms is None else ghost.group_norms[:, valid]
         return StackedPass(ghost, valid, ghost.norms[valid], ghost.losses[valid], groups)
 
-    def add_clipped_sum(self, done: StackedPass, weights: Tensor) -> None:
+    def add_clipped_sum(self, done: StackedPass, weights: Tensor, *, overwrite: bool = False) -> None:
         """grads[j] += sum_i weights_i grad_i over part j's records (``weights`` [B], or [G, B]: one per
-        clipping group)."""
+        clipping group); with ``overwrite``, grads[j] = that sum, whatever the buffers held."""
         if done.valid is None:
-            done.ghost.add_clipped_sum(weights, self.row_grads[0])
-            return
-        lead = weights.shape[:-1]
-        padded = weights.new_zeros(lead + done.valid.shape)  # padded rows: weight 0
-        padded[..., done.valid] = weights
-        done.ghost.add_clipped_sum(padded, self.grads)
+            totals, weights_ = self.row_grads[0], weights
+        else:
+            totals, weights_ = self.grads, weights.new_zeros(weights.shape[:-1] + done.valid.shape)
+            weights_[..., done.valid] = weights  # padded rows: weight 0
+        (done.ghost.set_clipped_sum if overwrite else done.ghost.add_clipped_sum)(weights_, totals)
 
     def add_post_processing_gradient(self, noise: dict[int, Tensor]) -> None:
         """grads[r] += the gradient of row r's data-independent loss given its ``noise`` (row ->

@@ -32,6 +32,10 @@ def check_against_loop(model: nn.Module, batch_loss, single_loss, batch_size: in
     for j, s in enumerate(sums):
         expected = sum(w * g[j] for w, g in zip(weights, per_record))
         torch.testing.assert_close(s, expected, rtol=1e-10, atol=1e-12)
+    written = [torch.full_like(s, float("nan")) for s in sums]  # whatever the buffers held is written over
+    ghost.set_clipped_sum(weights, written)
+    for s, w in zip(sums, written):
+        torch.testing.assert_close(w, s, rtol=1e-12, atol=1e-14)
 
 
 def test_vae_norms_and_clipped_sum_equal_single_record_loop() -> None:
