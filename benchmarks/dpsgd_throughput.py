@@ -13,9 +13,12 @@ against the per-model path (batched=False), records/s per process CPU-second.
 Variants run interleaved in ``--rounds`` rounds, each round ``--epochs / rounds`` epochs
 (one epoch = n records, i.e. 1/q steps) so that load changes on a shared machine hit all
 variants alike; records_per_s is the median over rounds (best round and records per process
-CPU-second, which a busy shared machine disturbs less, are also given).
+CPU-second, which a busy shared machine disturbs less, are also given). dpgm draws its gradient
+noise on a worker thread beside the step's passes (dpgm/training/background.py), so its records per
+process CPU-second count that thread too; on a machine whose cores are all busy the overlap is lost.
 
     nice python benchmarks/dpsgd_throughput.py --epochs 0.3 --json benchmarks/results/dpsgd_throughput.json
+    python benchmarks/dpsgd_throughput.py --threads 2 --json benchmarks/results/dpsgd_throughput_cpu2.json
     python benchmarks/dpsgd_throughput.py --variants plain --batch-sizes 102 --mixture-parts 10
     python benchmarks/dpsgd_throughput.py --device cuda --json benchmarks/results/dpsgd_throughput_cuda.json
 

@@ -8,6 +8,7 @@ order; the caller hands it the generator and touches it again only after ``Futur
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,7 +35,8 @@ class Background:
         self._pid = 0
 
     def submit(self, fn: Callable[[], T]) -> Future[T]:
-        """``fn()`` started on the worker thread; its result (or error) from ``Future.result()``."""
+        """``fn()`` started on the worker thread, in a copy of the caller's context (its context variables: the
+        audit's noise scale, dpgm.privacy.noise_scale); its result (or error) from ``Future.result()``."""
         if self._pool is None or self._pid != os.getpid():
             self._pool, self._pid = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpgm-draws"), os.getpid()
-        return self._pool.submit(fn)
+        return self._pool.submit(contextvars.copy_context().run, fn)

@@ -14,6 +14,7 @@ from dpgm.errors import ConfigError
 from dpgm.models import RBM, VAE
 from dpgm.privacy.clipping import CLIP_MARGIN
 from dpgm.privacy.events import SampledGaussianEvent, SampledJointGaussianEvent
+from dpgm.privacy.noise_scale import scaled_noise
 from dpgm.training.background import Background, run_now
 from dpgm.training.dpsgd import DPSGD, Mechanism
 from dpgm.training.mechanism import poisson_sample
@@ -268,6 +269,23 @@ def test_noise_drawn_beside_the_pass_is_the_noise_drawn_in_place(monkeypatch: py
 
     (worker, state), (inline, inline_state) = run(False), run(True)
     assert all(torch.equal(a, b) for a, b in zip(worker, inline)) and torch.equal(state, inline_state)
+
+
+@pytest.mark.parametrize("factor", [0.0, 0.5])
+def test_the_worker_draws_at_the_caller_s_noise_scale(factor: float) -> None:
+    """The audit's weakened noise (a context variable) reaches the gradient noise drawn on the worker thread."""
+
+    def empty_step_grads() -> torch.Tensor:
+        model = VAE(6, hidden=[4], latent=2, generator=torch.Generator().manual_seed(0))
+        dp = make_dpsgd(model, seed=4)
+        (grads,), _ = dp.privatised_gradients(torch.zeros(0, 6))
+        return torch.cat([g.reshape(-1) for g in grads])
+
+    full = empty_step_grads()
+    with scaled_noise(factor):
+        weakened = empty_step_grads()
+    assert full.abs().min() > 0
+    torch.testing.assert_close(weakened, factor * full)
 
 
 def test_rbm_draws_its_negative_phase_noise_last() -> None:
