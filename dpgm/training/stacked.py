@@ -153,7 +153,7 @@ class StackedPass:
 
 class ModelStack:
     """Models of one signature (``parts``, indices into ``models``) as one stacked module, with its
-    ghost clipper and one [g, ...] gradient buffer per trainable parameter.
+    ghost clipper and, per trainable parameter, one [g, ...] gradient buffer and one for its N(0, 1) noise.
 
     A stack of one model runs that model itself (no copy, no padding): the k = 1 fast path.
     """
