@@ -88,6 +88,20 @@ class _Draws:
     post_noise: dict[int, Tensor]  # row of the stack -> its post-processing noise (if any)
 
 
+@dataclass
+class _Pending:
+    """The draws of a step that need no record, in order: each stepping part's gradient noise, then the
+    post-processing noise (futures: on the worker thread, or already done)."""
+
+    parts: dict[int, Future[None]]
+    last: Future[None]
+
+    def wait(self) -> None:
+        """Until every draw is made (a worker's error raised here)."""
+        for future in (*self.parts.values(), self.last):
+            future.result()
+
+
 class DPSGD:
     """Private steps for k >= 1 models, one per part, each with its expected batch size E_j and
     its optimizer; ``mechanism`` (sampling rate, noise, clipping) is shared by all parts."""
@@ -167,7 +181,7 @@ class DPSGD:
                     mine = (x, part) if rows is None or bool(rows.all()) else (x[rows.to(x.device)], part[rows])
                     results.update(self._privatise(stack, *mine, drawn, noise))
         finally:
-            noise.result()  # the generator is the caller's again only once the worker is done
+            noise.wait()  # the generator is the caller's again only once the worker is done
         grads = [self.stacks[self._slot[j][0]].row_grads[self._slot[j][1]] for j in active]
         return grads, [results[j] for j in active]
 
@@ -186,10 +200,10 @@ class DPSGD:
     def _params(self, j: int) -> list[nn.Parameter]:
         return self.stacks[self._slot[j][0]].params[j]
 
-    def _draw(self, sizes: list[int], active: list[int]) -> tuple[list[_Draws], Future[None]]:
+    def _draw(self, sizes: list[int], active: list[int]) -> tuple[list[_Draws], _Pending]:
         """Every random draw of a step, in the documented order (module docstring), per stack: those
         of the batch now, the gradient and post-processing noise on the worker thread when every stack
-        is on the CPU (the future tells when they are in ``stack.noise`` and ``post_noise``)."""
+        is on the CPU (the futures tell when they are in ``stack.noise`` and ``post_noise``)."""
         g, mech = self.generator, self.mechanism
         bins = mech.hist_bins if mech.clipping == "adaptive" else 1
         draws = [
@@ -207,19 +221,20 @@ class DPSGD:
                 drawn.hist_noise[pos] = gaussian_noise(  # dpnorm.histogram_noise, secure or not
                     (mech.hist_bins,), mech.hist_noise_multiplier, g, secure=self.secure_mode
                 )
-        rest = partial(self._draw_noise, active, noise_g, draws)
-        on_cpu = all(stack.device.type == "cpu" for stack in self.stacks)
-        return draws, self._worker.submit(rest) if on_cpu else run_now(rest)
+        submit = self._worker.submit if all(stack.device.type == "cpu" for stack in self.stacks) else run_now
+        parts = {j: submit(partial(self._draw_gradient_noise, j, noise_g)) for j in active}  # in order: one worker
+        return draws, _Pending(parts, submit(partial(self._draw_post_noise, active, draws)))
 
-    def _draw_noise(self, active: list[int], noise_g: list[torch.Generator | None], draws: list[_Draws]) -> None:
-        """The draws that need no record: N(0, 1) gradient noise into ``stack.noise``, then post-processing noise."""
-        lead = collective.rank() == 0
-        for j in active:
-            s, pos = self._slot[j]
-            for buffer in self.stacks[s].noise:  # scaled later: torch.normal(0, std) is std * N(0, 1)
-                standard_normal_(buffer[pos], noise_g[s], secure=self.secure_mode)
-                if not lead:  # several ranks: the noise is rank 0's, added once by the sum
-                    buffer[pos].zero_()
+    def _draw_gradient_noise(self, j: int, noise_g: list[torch.Generator | None]) -> None:
+        """Part j's N(0, 1) gradient noise, per trainable parameter, into its row of ``stack.noise``."""
+        s, pos = self._slot[j]
+        for buffer in self.stacks[s].noise:  # scaled later: torch.normal(0, std) is std * N(0, 1)
+            standard_normal_(buffer[pos], noise_g[s], secure=self.secure_mode)
+            if collective.rank() != 0:  # several ranks: the noise is rank 0's, added once by the sum
+                buffer[pos].zero_()
+
+    def _draw_post_noise(self, active: list[int], draws: list[_Draws]) -> None:
+        """The stepping parts' post-processing noise, into their stack's ``post_noise``."""
         for j in active:
             s, pos = self._slot[j]
             noise = self.models[j].post_processing_noise(self.generator)
@@ -241,11 +256,11 @@ class DPSGD:
         return [fresh.get(stack.device, g) for stack in self.stacks]
 
     def _privatise(
-        self, stack: ModelStack, x: Tensor | BinaryRows, part: Tensor, drawn: _Draws, noise: Future[None]
+        self, stack: ModelStack, x: Tensor | BinaryRows, part: Tensor, drawn: _Draws, noise: _Pending
     ) -> dict[int, StepResult]:
         """Thresholds, clipped sums, noise scale and division by E_j for the parts of one stack,
-        then the post-processing gradient; all left in ``stack.grads`` (the N(0, 1) draws in
-        ``stack.noise`` once ``noise`` is done)."""
+        then the post-processing gradient; all left in ``stack.grads`` (each part's N(0, 1) draws
+        in ``stack.noise`` once its future in ``noise`` is done)."""
         k = len(stack.parts)
         stack.refresh()
         local = stack.local_of[part]
@@ -258,7 +273,7 @@ class DPSGD:
         c_s = self.mechanism.thresholds(norms, local, drawn.hist_noise)
         expected = self._expected[id(stack)]
         # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
-        stack.scale.copy_(self.mechanism.noise_multiplier * c_s / expected)
+        scale = (self.mechanism.noise_multiplier * c_s / expected).to(stack.dtype).tolist()
         if done is None:
             torch._foreach_zero_(stack.grads)
         else:
@@ -267,8 +282,11 @@ class DPSGD:
             factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
                 self.mechanism.group_clip_factors(done.group_norms, per_row[0])
             stack.add_clipped_sum(done, factors / per_row[1], overwrite=True)  # no zero pass
-        noise.result()
-        torch._foreach_addcmul_(stack.grads, stack.noise, stack.scale_views)  # + sigma_G C_j z_j / E_j
+        for pos, j in enumerate(stack.parts):  # + sigma_G C_j z_j / E_j, part by part as the worker draws them
+            if j in noise.parts:
+                noise.parts[j].result()
+                torch._foreach_add_(stack.row_grads[pos], stack.row_noise[pos], alpha=scale[pos])
+        noise.last.result()
         collective.sum_tensors_over_ranks_(list(stack.grads))  # several ranks: all clipped sums, rank 0's noise
         stack.add_post_processing_gradient(drawn.post_noise)  # data-independent term, last
         losses = (done.losses if done is not None else norms).detach().cpu().double()

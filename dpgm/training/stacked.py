@@ -174,8 +174,7 @@ class ModelStack:
         self.grads = [p.new_empty(lead + p.shape) for p in self.clipper.params]  # [g, ...], reused
         self.noise = [torch.empty_like(g) for g in self.grads]  # N(0, 1) gradient noise, drawn beside the pass
         self.row_grads = [[g[r] for g in self.grads] for r in range(len(parts))]  # row r's gradients (views)
-        self.scale = torch.empty(len(parts), dtype=self.dtype, device=self.device)  # each row's noise scale
-        self.scale_views = [self.scale.view((-1,) + (1,) * (g.dim() - 1)) for g in self.grads]
+        self.row_noise = [[z[r] for z in self.noise] for r in range(len(parts))]
 
     @torch.no_grad()
     def refresh(self) -> None:
