@@ -27,12 +27,40 @@ import torch
 from dpgm.config import Config
 from dpgm.stages.base import Stage, StageContext
 from dpgm.stages.dependence import mean_noise, parts
-from dpgm.stages.record_lengths import noisy_length_shares
+from dpgm.stages.record_lengths import length_shares, noisy_length_counts
 
 #: Ledger stage of this release.
 STAGE = "length_bound"
 #: The quantile and the balanced length read a length's noisy count as zero below this many noise stds.
 TAIL_NOISE = 2.0
+#: Where above 0, that cut grows with the number K of lengths to the largest noise of about TAIL_BY_LENGTHS x K draws,
+#: sqrt(2 ln(TAIL_BY_LENGTHS K)) stds (1 and 785 pixel counts: 3.65; at 2 stds a dozen empty lengths pass and the
+#: quantile lands on one), and the quantile reads lengths summed in wider bins where no single length passes
+#: (``coarse_shares``). 0: TAIL_NOISE whatever K.
+TAIL_BY_LENGTHS = 0.0
+
+
+def tail_noise(lengths: int) -> float:
+    """The noise stds below which a length's noisy count reads as zero, among ``lengths`` lengths."""
+    if TAIL_BY_LENGTHS <= 0:
+        return TAIL_NOISE
+    return max(TAIL_NOISE, math.sqrt(2.0 * math.log(max(TAIL_BY_LENGTHS * lengths, 1.0))))
+
+
+def coarse_shares(counts: np.ndarray, *, count_noise: float) -> np.ndarray | None:
+    """The raw noisy length counts summed over bins of w = 1, 2, 4, ... lengths, at the smallest w where some bin's
+    sum passes ``tail_noise`` of the bins x its noise (count_noise sqrt(w)): those bins' sums spread evenly over
+    their lengths, renormalised; None where no w has one (post-processing). A broad histogram (pixels: a hundred
+    lengths of a few records each) is read in bins its noise does not swamp."""
+    width = 1
+    while width < counts.size:
+        binned = np.add.reduceat(counts, np.arange(0, counts.size, width))
+        kept = binned >= tail_noise(binned.size) * count_noise * math.sqrt(width)
+        if kept.any():
+            spread = np.repeat(np.where(kept, binned, 0.0), width)[:counts.size]
+            return spread / spread.sum()
+        width *= 2
+    return None
 
 
 def quantile_length(shares: np.ndarray, q: float) -> int:
@@ -51,9 +79,9 @@ def mean_bound(cfg: Config, ctx: StageContext) -> float:
 
 
 def tail_cut(shares: np.ndarray, *, records: float, count_noise: float) -> np.ndarray:
-    """The noisy length shares with every length whose noisy count is below TAIL_NOISE x ``count_noise``
+    """The noisy length shares with every length whose noisy count is below ``tail_noise`` x ``count_noise``
     (the histogram's noise std) read as empty."""
-    return np.where(shares * records >= TAIL_NOISE * count_noise, shares, 0.0)
+    return np.where(shares * records >= tail_noise(shares.size) * count_noise, shares, 0.0)
 
 
 def cut_shares(shares: np.ndarray, *, records: float, count_noise: float) -> np.ndarray:
@@ -123,10 +151,12 @@ class LengthBoundStage(Stage):
 
     def run(self, ctx: StageContext) -> int:
         noise = self.cfg.model.length_bound_noise_multiplier
-        shares, records = noisy_length_shares(ctx.data, noise_multiplier=noise, accountant=ctx.accountant,
-                                              rng=ctx.rng, stage=STAGE, with_total=True)
-        length = quantile_length(cut_shares(shares, records=records, count_noise=noise),
-                                 self.cfg.model.mean_clip_quantile)
+        counts = noisy_length_counts(ctx.data, noise_multiplier=noise, accountant=ctx.accountant, rng=ctx.rng,
+                                     stage=STAGE)
+        shares, records = length_shares(counts)
+        coarse = coarse_shares(counts, count_noise=noise) if TAIL_BY_LENGTHS > 0 else None
+        read = cut_shares(shares, records=records, count_noise=noise) if coarse is None else coarse
+        length = quantile_length(read, self.cfg.model.mean_clip_quantile)
         if self.cfg.model.mean_clip_balance is not None:
             length = max(length, balanced_length(shares, records=records,
                                                  noise_multiplier=mean_noise(self.cfg, ctx),

@@ -27,18 +27,31 @@ from dpgm.stages.base import ArrayStage, StageContext
 STAGE = "record_lengths"
 
 
+def noisy_length_counts(data: Records, *, noise_multiplier: float, accountant: Accountant,
+                        rng: np.random.Generator, stage: str = STAGE) -> np.ndarray:
+    """The noisy counts [n_items + 1] of records of each length 0..n_items: one charged Gaussian release."""
+    m = data.n_items
+    counts = summed(data, lambda c: np.bincount(c.record_lengths(), minlength=m + 1)).astype(np.float64)
+    return gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
+                            accountant=accountant, stage=stage, rng=rng)
+
+
+def length_shares(noisy: np.ndarray) -> tuple[np.ndarray, float]:
+    """The shares of the noisy length counts projected onto non-negative ones with their total (no mass added),
+    and that total (post-processing)."""
+    total = max(float(noisy.sum()), 1.0)
+    kept = project_to_total(noisy, total)
+    return kept / kept.sum(), total
+
+
 def noisy_length_shares(data: Records, *, noise_multiplier: float, accountant: Accountant,
                         rng: np.random.Generator, stage: str = STAGE,
                         with_total: bool = False) -> np.ndarray | tuple[np.ndarray, float]:
     """Shares [n_items + 1] of records of each length 0..n_items, from one charged Gaussian release
     (``with_total``: and the noisy number of records, the projected histogram's total)."""
-    m = data.n_items
-    counts = summed(data, lambda c: np.bincount(c.record_lengths(), minlength=m + 1)).astype(np.float64)
-    noisy = gaussian_release(counts, sensitivity=1.0, noise_multiplier=noise_multiplier,
-                             accountant=accountant, stage=stage, rng=rng)
-    total = max(float(noisy.sum()), 1.0)
-    kept = project_to_total(noisy, total)
-    return (kept / kept.sum(), total) if with_total else kept / kept.sum()
+    shares, total = length_shares(noisy_length_counts(data, noise_multiplier=noise_multiplier,
+                                                      accountant=accountant, rng=rng, stage=stage))
+    return (shares, total) if with_total else shares
 
 
 class RecordLengthsStage(ArrayStage):

@@ -199,3 +199,61 @@ def test_where_no_length_survives_the_cut_the_quantile_reads_the_largest_share(t
             cut.append(quantile_length(cut_shares(shares, records=total, count_noise=noise), 0.9))
     assert len(cut) >= 30 and np.quantile(raw, 0.9) > held + 15
     assert np.mean(np.array(cut) <= held) >= share and np.mean(np.array(cut) <= held) > np.mean(np.array(raw) <= held)
+
+
+def test_the_cut_grows_with_the_lengths_to_about_their_largest_noise(monkeypatch) -> None:
+    """With TAIL_BY_LENGTHS the cut is sqrt(2 ln K) noise stds among K lengths (785 pixel counts: 3.65), never below
+    TAIL_NOISE; without, TAIL_NOISE whatever K."""
+    from dpgm.stages import length_bound
+
+    monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 1.0)
+    assert length_bound.tail_noise(785) == pytest.approx(np.sqrt(2 * np.log(785)))
+    assert length_bound.tail_noise(3) == length_bound.TAIL_NOISE < length_bound.tail_noise(18) < 3.65
+    monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 0.0)
+    assert length_bound.tail_noise(785) == length_bound.TAIL_NOISE
+
+
+def test_a_broad_histogram_over_many_lengths_is_read_in_bins_its_noise_does_not_swamp(monkeypatch) -> None:
+    """3,000 records of 40 to 250 items (a hundred lengths of a few dozen records each, 90% quantile 148) over 785
+    possible lengths, each count with noise std 28.6: at 2 stds a dozen empty lengths pass and the quantile often
+    lands on one (hundreds of items); with the cut at the largest noise of 785 lengths, read in wider bins where no
+    single length passes (``coarse_shares``), it stays near the records' lengths."""
+    from dpgm.stages import length_bound
+    from dpgm.stages.length_bound import coarse_shares
+
+    rng = np.random.default_rng(0)
+    lengths = np.clip(rng.normal(105, 33, 3_000).round().astype(int), 40, 250)
+    counts = np.bincount(lengths, minlength=785).astype(np.float64)
+    before, after = [], []
+    for _ in range(40):
+        noisy = counts + rng.normal(0, 28.6, counts.size)
+        total = max(float(noisy.sum()), 1.0)
+        shares = project_to_total(noisy, total) / total
+        monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 0.0)
+        before.append(quantile_length(cut_shares(shares, records=total, count_noise=28.6), 0.9))
+        monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 1.0)
+        coarse = coarse_shares(noisy, count_noise=28.6)
+        after.append(quantile_length(cut_shares(shares, records=total, count_noise=28.6) if coarse is None else coarse,
+                                     0.9))
+    truth = np.quantile(lengths, 0.9)
+    assert np.quantile(before, 0.75) > truth + 100  # a quarter of the draws clip at hundreds of items
+    assert np.median(np.abs(np.array(after) - truth)) < 40 and np.quantile(after, 0.75) < truth + 60
+
+
+def test_coarse_shares_spread_each_passing_bin_evenly_and_keep_nothing_below_the_cut(monkeypatch) -> None:
+    """Noise-free counts over 16 lengths: a single length that passes is kept alone; counts of 3 at lengths 8-11
+    under noise std 1.5 pass neither alone (cut sqrt(2 ln 16) x 1.5 = 3.53) but in bins of two (6 against
+    2.04 x 1.5 x sqrt(2) = 4.33), each spread over its two lengths; nothing at any width: None."""
+    from dpgm.stages import length_bound
+    from dpgm.stages.length_bound import coarse_shares
+
+    monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 1.0)
+    sharp = np.zeros(16)
+    sharp[5] = 100.0
+    assert np.array_equal(coarse_shares(sharp, count_noise=1.0), sharp / 100.0)
+    flat = np.zeros(16)
+    flat[8:12] = 3.0
+    assert np.array_equal(coarse_shares(flat, count_noise=1.5), flat / 12.0)
+    flat[9] = 0.0  # bins {8, 9} = 3 fails, {10, 11} = 6 passes: its two lengths share its mass, 8 gets none
+    assert np.array_equal(coarse_shares(flat, count_noise=1.5), np.where(np.arange(16) >= 10, 0.5, 0.0) * (np.arange(16) < 12))
+    assert coarse_shares(np.zeros(16), count_noise=1.0) is None
