@@ -168,11 +168,16 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the release follows the length histogram only where its noise std per bin is at most this many times the
     # records per length held evenly, n / (m + 1) (784 pixels at 30,000 records and epsilon 0.1: 3.9)
     "lnoise_inf": {"LENGTHS_NOISE": math.inf},
-    # the length bound's cut at about the largest noise of m + 1 lengths, read in wider bins where no length passes
+    # the length bound's cut at about the largest noise of m + 1 lengths (shipped), read in wider bins where no
+    # length passes, each bin's sum spread as the projected shares within it (tailin; tailmax's rows in
+    # rules_lodo_gate_*.json spread it evenly, which put sparse baskets' quantile at a bin's top), at the largest of
+    # a tenth as many draws, or off (the fixed cut of TAIL_NOISE stds)
     "tailmax": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 1.0},
     "tailmax_lnoise1": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 1.0, "LENGTHS_NOISE": 1.0},
+    "tailin": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 1.0},
     "tail01": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.1},
     "tail01_lnoise1": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.1, "LENGTHS_NOISE": 1.0},
+    "tailoff": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.0},
     "lnoise05": {"LENGTHS_NOISE": 0.5},
     "lnoise1": {"LENGTHS_NOISE": 1.0},
     "lnoise2": {"LENGTHS_NOISE": 2.0},

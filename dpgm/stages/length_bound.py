@@ -6,8 +6,9 @@ and biases every mean down (a table written as attribute=value items holds one i
 attribute in every record), while a bound far above it buys noise for nothing. Here the bound
 follows the data through one Gaussian release: the histogram of record lengths (sensitivity 1,
 ``record_lengths.noisy_length_shares``), and C = sqrt(L) for the smallest L whose noisy share of
-records with at most L items reaches the quantile q (lengths whose noisy count is within TAIL_NOISE
-noise stds of zero read as empty, ``cut_shares``), raised (``model.mean_clip_balance``) to the
+records with at most L items reaches the quantile q (lengths whose noisy count is within about the largest noise
+of that many lengths read as empty, ``tail_cut``; where no single length passes, lengths summed in wider bins,
+``coarse_shares``), raised (``model.mean_clip_balance``) to the
 length that balances what the clip takes from the means against the noise it saves
 (``balanced_length``) when that is longer: with little noise, a clip at the quantile would cost
 more in bias than it saves. Post-processing of the released histogram; ``model.mean_clip``, when
@@ -34,10 +35,10 @@ STAGE = "length_bound"
 #: The quantile and the balanced length read a length's noisy count as zero below this many noise stds.
 TAIL_NOISE = 2.0
 #: Where above 0, that cut grows with the number K of lengths to the largest noise of about TAIL_BY_LENGTHS x K draws,
-#: sqrt(2 ln(TAIL_BY_LENGTHS K)) stds (1 and 785 pixel counts: 3.65; at 2 stds a dozen empty lengths pass and the
-#: quantile lands on one), and the quantile reads lengths summed in wider bins where no single length passes
-#: (``coarse_shares``). 0: TAIL_NOISE whatever K.
-TAIL_BY_LENGTHS = 0.0
+#: sqrt(2 ln(TAIL_BY_LENGTHS K)) stds (785 pixel counts: 3.65; at 2 stds a dozen empty lengths pass, the quantile
+#: lands on one and the clip of hundreds of items puts its noise on every rare pixel), and the quantile reads lengths
+#: summed in wider bins where no single length passes (``coarse_shares``). 0: TAIL_NOISE whatever K.
+TAIL_BY_LENGTHS = 1.0
 
 
 def tail_noise(lengths: int) -> float:
@@ -47,17 +48,23 @@ def tail_noise(lengths: int) -> float:
     return max(TAIL_NOISE, math.sqrt(2.0 * math.log(max(TAIL_BY_LENGTHS * lengths, 1.0))))
 
 
-def coarse_shares(counts: np.ndarray, *, count_noise: float) -> np.ndarray | None:
-    """The raw noisy length counts summed over bins of w = 1, 2, 4, ... lengths, at the smallest w where some bin's
-    sum passes ``tail_noise`` of the bins x its noise (count_noise sqrt(w)): those bins' sums spread evenly over
-    their lengths, renormalised; None where no w has one (post-processing). A broad histogram (pixels: a hundred
-    lengths of a few records each) is read in bins its noise does not swamp."""
+def coarse_shares(counts: np.ndarray, shares: np.ndarray, *, count_noise: float) -> np.ndarray | None:
+    """The raw noisy length ``counts`` summed over bins of w = 1, 2, 4, ... lengths, at the smallest w where some
+    bin's sum passes ``tail_noise`` of the bins x its noise (count_noise sqrt(w)): each such bin's sum spread over its
+    lengths as the projected ``shares`` within it (evenly where they hold none), renormalised; None where no w has
+    one (post-processing). A broad histogram (pixels: a hundred lengths of a few records each) is read in bins its
+    noise does not swamp, a sharp one (baskets of one or two items) where its largest shares are."""
     width = 1
     while width < counts.size:
-        binned = np.add.reduceat(counts, np.arange(0, counts.size, width))
+        starts = np.arange(0, counts.size, width)
+        binned = np.add.reduceat(counts, starts)
         kept = binned >= tail_noise(binned.size) * count_noise * math.sqrt(width)
         if kept.any():
-            spread = np.repeat(np.where(kept, binned, 0.0), width)[:counts.size]
+            within = np.add.reduceat(shares, starts)
+            bin_of = np.arange(counts.size) // width
+            inner = np.where(within[bin_of] > 0, shares / np.where(within[bin_of] > 0, within[bin_of], 1.0),
+                             1.0 / np.diff(np.append(starts, counts.size))[bin_of])
+            spread = np.where(kept[bin_of], binned[bin_of] * inner, 0.0)
             return spread / spread.sum()
         width *= 2
     return None
@@ -154,7 +161,7 @@ class LengthBoundStage(Stage):
         counts = noisy_length_counts(ctx.data, noise_multiplier=noise, accountant=ctx.accountant, rng=ctx.rng,
                                      stage=STAGE)
         shares, records = length_shares(counts)
-        coarse = coarse_shares(counts, count_noise=noise) if TAIL_BY_LENGTHS > 0 else None
+        coarse = coarse_shares(counts, shares, count_noise=noise) if TAIL_BY_LENGTHS > 0 else None
         read = cut_shares(shares, records=records, count_noise=noise) if coarse is None else coarse
         length = quantile_length(read, self.cfg.model.mean_clip_quantile)
         if self.cfg.model.mean_clip_balance is not None:

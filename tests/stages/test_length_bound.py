@@ -217,10 +217,12 @@ def test_a_broad_histogram_over_many_lengths_is_read_in_bins_its_noise_does_not_
     """3,000 records of 40 to 250 items (a hundred lengths of a few dozen records each, 90% quantile 148) over 785
     possible lengths, each count with noise std 28.6: at 2 stds a dozen empty lengths pass and the quantile often
     lands on one (hundreds of items); with the cut at the largest noise of 785 lengths, read in wider bins where no
-    single length passes (``coarse_shares``), it stays near the records' lengths."""
+    single length passes (``coarse_shares``; shipped), it stays near the records' lengths."""
     from dpgm.stages import length_bound
     from dpgm.stages.length_bound import coarse_shares
 
+    shipped = length_bound.TAIL_BY_LENGTHS
+    assert shipped > 0
     rng = np.random.default_rng(0)
     lengths = np.clip(rng.normal(105, 33, 3_000).round().astype(int), 40, 250)
     counts = np.bincount(lengths, minlength=785).astype(np.float64)
@@ -231,8 +233,8 @@ def test_a_broad_histogram_over_many_lengths_is_read_in_bins_its_noise_does_not_
         shares = project_to_total(noisy, total) / total
         monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 0.0)
         before.append(quantile_length(cut_shares(shares, records=total, count_noise=28.6), 0.9))
-        monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 1.0)
-        coarse = coarse_shares(noisy, count_noise=28.6)
+        monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", shipped)
+        coarse = coarse_shares(noisy, shares, count_noise=28.6)
         after.append(quantile_length(cut_shares(shares, records=total, count_noise=28.6) if coarse is None else coarse,
                                      0.9))
     truth = np.quantile(lengths, 0.9)
@@ -240,20 +242,23 @@ def test_a_broad_histogram_over_many_lengths_is_read_in_bins_its_noise_does_not_
     assert np.median(np.abs(np.array(after) - truth)) < 40 and np.quantile(after, 0.75) < truth + 60
 
 
-def test_coarse_shares_spread_each_passing_bin_evenly_and_keep_nothing_below_the_cut(monkeypatch) -> None:
+def test_coarse_shares_spread_each_passing_bin_as_the_shares_within_it(monkeypatch) -> None:
     """Noise-free counts over 16 lengths: a single length that passes is kept alone; counts of 3 at lengths 8-11
     under noise std 1.5 pass neither alone (cut sqrt(2 ln 16) x 1.5 = 3.53) but in bins of two (6 against
-    2.04 x 1.5 x sqrt(2) = 4.33), each spread over its two lengths; nothing at any width: None."""
+    2.04 x 1.5 x sqrt(2) = 4.33), each bin's sum spread as the projected shares within it (evenly where they hold
+    none: 8 and 9 below); nothing at any width: None."""
     from dpgm.stages import length_bound
     from dpgm.stages.length_bound import coarse_shares
 
     monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 1.0)
     sharp = np.zeros(16)
     sharp[5] = 100.0
-    assert np.array_equal(coarse_shares(sharp, count_noise=1.0), sharp / 100.0)
+    assert np.array_equal(coarse_shares(sharp, sharp / 100.0, count_noise=1.0), sharp / 100.0)
     flat = np.zeros(16)
     flat[8:12] = 3.0
-    assert np.array_equal(coarse_shares(flat, count_noise=1.5), flat / 12.0)
-    flat[9] = 0.0  # bins {8, 9} = 3 fails, {10, 11} = 6 passes: its two lengths share its mass, 8 gets none
-    assert np.array_equal(coarse_shares(flat, count_noise=1.5), np.where(np.arange(16) >= 10, 0.5, 0.0) * (np.arange(16) < 12))
-    assert coarse_shares(np.zeros(16), count_noise=1.0) is None
+    projected = np.zeros(16)
+    projected[[10, 11]] = [0.75, 0.25]  # what the projection left: nothing at 8 and 9, more at 10 than at 11
+    expected = np.zeros(16)
+    expected[[8, 9, 10, 11]] = [3.0, 3.0, 4.5, 1.5]
+    assert np.allclose(coarse_shares(flat, projected, count_noise=1.5), expected / 12.0)
+    assert coarse_shares(np.zeros(16), np.zeros(16), count_noise=1.0) is None
