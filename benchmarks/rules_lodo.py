@@ -165,22 +165,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "tail3": {"dpgm.stages.length_bound.TAIL_NOISE": 3.0},
     "tail3_empty2e3": {"dpgm.stages.length_bound.TAIL_NOISE": 3.0, "EMPTY_SCALE": 2_000},
     "single5": {"SINGLE_PART_SHARE": 0.05},
-    # the release follows the length histogram only where its noise std per bin is at most this many times the
-    # records per length held evenly, n / (m + 1) (784 pixels at 30,000 records and epsilon 0.1: 3.9)
-    "lnoise_inf": {"LENGTHS_NOISE": math.inf},
     # the length bound's cut at about the largest noise of m + 1 lengths (shipped), read in wider bins where no
-    # length passes, each bin's sum spread as the projected shares within it (tailin; tailmax's rows in
-    # rules_lodo_gate_*.json spread it evenly, which put sparse baskets' quantile at a bin's top), at the largest of
-    # a tenth as many draws, or off (the fixed cut of TAIL_NOISE stds)
-    "tailmax": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 1.0},
-    "tailmax_lnoise1": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 1.0, "LENGTHS_NOISE": 1.0},
-    "tailin": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 1.0},
+    # length passes, each bin's sum spread as the projected shares within it: at the largest of a tenth as many
+    # draws, or off (the fixed cut of TAIL_NOISE stds). rules_lodo_gate_*.json also hold the rows of a gate on the
+    # length histogram's noise per bin over n / (m + 1) (lnoise*: lost, removed) and of an even spread within a
+    # bin (tailmax: lost to the projected shares on sparse baskets)
     "tail01": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.1},
-    "tail01_lnoise1": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.1, "LENGTHS_NOISE": 1.0},
     "tailoff": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.0},
-    "lnoise05": {"LENGTHS_NOISE": 0.5},
-    "lnoise1": {"LENGTHS_NOISE": 1.0},
-    "lnoise2": {"LENGTHS_NOISE": 2.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

@@ -41,7 +41,7 @@ class Case:
                   else "noisy pair counts along privately chosen edges")
         return {"scale": self.scale, "k": self.settings["partition.k"], "kind": self.settings["model.kind"],
                 "attributes": self.facts.attributes, "min_items": self.facts.min_items,
-                "pairs": self.items * (self.items - 1) / 2, "lengths_noise": rules.length_noise(self.facts, self.items),
+                "pairs": self.items * (self.items - 1) / 2,
                 "tree": f"a tree of items per group, fitted to {fitted}"}
 
 
@@ -64,12 +64,6 @@ def _kind(kind: str) -> Callable[[Case], bool]:
 
 def _lengths(c: Case) -> bool:
     return bool(c.settings["model.lengths_from_bound"] or c.settings["model.length_noise_multiplier"] is not None)
-
-
-def _too_noisy(c: Case) -> bool:
-    """Whether the release follows no length histogram only because its noise is above LENGTHS_NOISE."""
-    return (not _lengths(c) and rules.LENGTHS_SHARE > 0 and c.facts.lengths and c.facts.attributes is None
-            and c.scale >= rules.LENGTHS_SCALE and rules.length_noise(c.facts, c.items) > rules.LENGTHS_NOISE)
 
 
 #: The rows, setting by setting; a setting's last row always holds.
@@ -104,16 +98,10 @@ TABLE: tuple[Row, ...] = (
         lambda c: c.settings["partition.k"] == 1),
     Row("partition.k", "N x epsilon / {RECORDS_PER_PART:,}, at most {MAX_PARTS}", "otherwise",
         "{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})", lambda c: True),
-    Row("model.lengths_from_bound", "on", "N x epsilon at least {LENGTHS_SCALE:,}, its noise std per bin at most "
-        "{LENGTHS_NOISE:g} x n / (m + 1), not a declared table, and the config leaves the release's length histogram "
-        "open",
+    Row("model.lengths_from_bound", "on", "N x epsilon at least {LENGTHS_SCALE:,}, not a declared table, and the "
+        "config leaves the release's length histogram open",
         "A noisy histogram of record lengths is measured, and the release follows it while each group keeps its "
         "items' and pairs' frequencies (N x epsilon is at least {LENGTHS_SCALE:,}).", _lengths),
-    Row("model.lengths_from_bound", "off", "N x epsilon at least {LENGTHS_SCALE:,} but its noise std per bin above "
-        "{LENGTHS_NOISE:g} x n / (m + 1)",
-        "The release follows no record-length histogram: its noise std per bin would be {lengths_noise:.2g} x n / "
-        "(m + 1), the records per length were they spread evenly over the m + 1 lengths, above {LENGTHS_NOISE:g}, "
-        "where most of its mass would lie on lengths no record holds.", _too_noisy),
     Row("model.lengths_from_bound", "off", "otherwise", "The release follows no record-length histogram: the data "
         "are a declared table, the config turns it off, or N x epsilon is below {LENGTHS_SCALE:,}, where its noise "
         "outweighs what it corrects.", lambda c: True, said=False),
@@ -257,8 +245,7 @@ class _Words(string.Formatter):
 def table_markdown() -> str:
     """The decision table as a Markdown table (docs/guide/rules.md holds it; a test keeps the two the same)."""
     values = {**constants(), "tree": "a tree of items per group", "scale": "(its value)", "k": "k",
-              "kind": "the stated model", "attributes": "T", "min_items": "data.min_items", "pairs": "m (m - 1) / 2",
-              "lengths_noise": "(its value)"}
+              "kind": "the stated model", "attributes": "T", "min_items": "data.min_items", "pairs": "m (m - 1) / 2"}
     lines = ["| setting | value | when | why |", "|---|---|---|---|"]
     for row in TABLE:
         cells = (f"`{row.setting}`", row.value, row.when, row.why)

@@ -31,12 +31,6 @@ ITEMS_SHARE, PARTITION_SHARE, SINGLE_PART_SHARE, MEANS_SHARE = 0.05, 0.15, 0.02,
 #: Share of the noisy record-length histogram the release follows (0: none; never for a declared table), from the
 #: means' share, from N * epsilon = LENGTHS_SCALE up (below, the histogram's noise outweighs what it corrects).
 LENGTHS_SHARE, LENGTHS_SCALE = 0.05, 2_000
-#: The largest noise std per bin of that histogram, over the records it would hold per length were they spread over
-#: the m + 1 lengths evenly (n / (m + 1)), at which the release follows it (inf: any): above, the projection leaves
-#: most of its mass on lengths no record holds (784 pixels: 785 bins of noise std 149 beside 30,000 records, 3.9).
-#: No threshold won leave-one-dataset-out (rules_lodo's ``lnoise*``): on pixels the error moves with the length
-#: bound's clip, not with the histogram the release follows.
-LENGTHS_NOISE = math.inf
 #: Whether that histogram is the length bound's, which then takes both shares (one release, the clip's and the
 #: release's).
 LENGTHS_FROM_BOUND = True
@@ -208,7 +202,7 @@ def every_pair(facts: PublicFacts, items: int) -> bool:
     """Whether a tree of items releases every pair's count: the release follows lengths and N * epsilon per pair
     of ``items`` (over m (m - 1) / 2 pairs) is at least ALL_PAIRS_SCALE."""
     pairs = max(items * (items - 1) / 2, 1.0)
-    return follows_lengths(facts, items) and facts.scale / pairs >= ALL_PAIRS_SCALE
+    return follows_lengths(facts) and facts.scale / pairs >= ALL_PAIRS_SCALE
 
 
 #: The partitioners whose budget one group's means can take (``partition.merge_below``).
@@ -240,27 +234,17 @@ def measures_pairs(facts: PublicFacts, kind: str, items: int) -> bool:
     PAIRS_SCALE up, when its shares are set, there are pairs (at most PAIRS_MAX_ITEMS items), each part's model
     is not a tree already, and the release follows no length histogram (LENGTHS_SHARE: it follows one or the
     other)."""
-    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and not follows_lengths(facts, items)
+    shares = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE > 0 and not follows_lengths(facts)
     scale = facts.scale
     return shares and items > 1 and pairs_fit(facts, items) and kind != "tree" and scale >= PAIRS_SCALE
 
 
-def length_noise(facts: PublicFacts, items: int | None = None) -> float:
-    """The noise std per bin of the length histogram the release would follow (LENGTHS_SHARE of rho, with the length
-    bound's where LENGTHS_FROM_BOUND), over n / (m + 1): the records per length of ``items`` (default: all) held
-    evenly."""
-    share = LENGTHS_SHARE + (LENGTH_BOUND_SHARE if LENGTHS_FROM_BOUND else 0.0)
-    m = facts.n_items if items is None else items
-    return sigma_for_share(zcdp_rho(facts.epsilon, facts.delta), share) * (m + 1) / facts.size
-
-
-def follows_lengths(facts: PublicFacts, items: int | None = None) -> bool:
+def follows_lengths(facts: PublicFacts) -> bool:
     """Whether the release follows a noisy record-length histogram: LENGTHS_SHARE set, N * epsilon at least
-    LENGTHS_SCALE, its noise at most LENGTHS_NOISE (``length_noise`` over ``items``, default: all), no declared
-    table (whose records all hold one item per attribute), and not turned off by the config (``facts.lengths``)."""
+    LENGTHS_SCALE, no declared table (whose records all hold one item per attribute), and not turned off by the
+    config (``facts.lengths``)."""
     scale = facts.scale
-    return (LENGTHS_SHARE > 0 and facts.lengths and facts.attributes is None and scale >= LENGTHS_SCALE
-            and length_noise(facts, items) <= LENGTHS_NOISE)
+    return LENGTHS_SHARE > 0 and facts.lengths and facts.attributes is None and scale >= LENGTHS_SCALE
 
 
 def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | None = None,
@@ -279,7 +263,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured
-    lengths_share = LENGTHS_SHARE if follows_lengths(facts, items) else 0.0  # its first bin holds the empty records
+    lengths_share = LENGTHS_SHARE if follows_lengths(facts) else 0.0  # its first bin holds the empty records
     empty_part = (facts.min_items == 0 and not table and (kind != "tree" or TREE_EMPTY_PART) and lengths_share == 0
                   and facts.scale >= EMPTY_SCALE)
     empty_share = EMPTY_SHARE if empty_part else 0.0

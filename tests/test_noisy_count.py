@@ -104,33 +104,3 @@ def test_the_plan_changes_family_or_groups_only_at_a_threshold_its_reasons_name(
                                                                     before.settings["partition.k"] == 1):
                     named = _numbers(before.reasons[key] + " " + after.reasons[key])
                     assert any(low < t <= high for t in named), (key, low, high, before.reasons[key])
-
-
-@pytest.mark.parametrize(("items", "gate"), [(17, 1.0), (784, 1.0), (784, rules.LENGTHS_NOISE)])
-def test_the_release_follows_lengths_from_a_point_on_and_the_reasons_name_its_gates(items: int, gate: float,
-                                                                                      monkeypatch) -> None:
-    """Along n and along epsilon (4% steps), at LENGTHS_NOISE ``gate`` (1: rules_lodo's ``lnoise1``; as shipped): once
-    the release follows the length histogram it keeps following it, and where it starts, the reasons name the gate
-    crossed: N x epsilon reaching LENGTHS_SCALE, or the histogram's noise per bin (over n / (m + 1)) falling to
-    LENGTHS_NOISE; the noise read is the one its share of rho gives."""
-    monkeypatch.setattr(rules, "LENGTHS_NOISE", gate)
-    grid = np.exp(np.arange(np.log(300), np.log(1e6), np.log(1.04)))
-    epsilons = np.exp(np.arange(np.log(0.05), np.log(10), np.log(1.04)))
-    lines = [[(n, e) for n in grid] for e in (0.1, 1.0)] + [[(n, e) for e in epsilons] for n in (3_000, 30_000)]
-    share = rules.LENGTHS_SHARE + rules.LENGTH_BOUND_SHARE
-    for line in lines:
-        plans = [plan(PublicFacts(n_items=items, records_magnitude=100, epsilon=e, delta=1e-6, records=n))
-                 for n, e in line]
-        on = [p.settings["model.lengths_from_bound"] for p in plans]
-        assert on == sorted(on)  # off ... off, on ... on
-        for p in plans:
-            noise = sigma_for_share(zcdp_rho(p.facts.epsilon, 1e-6), share) * (items + 1) / p.facts.size
-            assert rules.length_noise(p.facts) == pytest.approx(noise)
-        start = on.index(True) if any(on) else None
-        if start:
-            before, after = plans[start - 1], plans[start]
-            named = _numbers(before.reasons["model.lengths_from_bound"] + " "
-                             + after.reasons["model.lengths_from_bound"])
-            crossed = (before.facts.scale < rules.LENGTHS_SCALE <= after.facts.scale
-                       or rules.length_noise(after.facts) <= rules.LENGTHS_NOISE < rules.length_noise(before.facts))
-            assert crossed and (rules.LENGTHS_SCALE in named or rules.LENGTHS_NOISE in named)

@@ -639,25 +639,3 @@ def test_the_report_says_when_every_pair_is_measured() -> None:
     assert "every pair's count is measured" in why(facts(30_000))  # 10,000 over 136 pairs: at least 1
     assert "at least 1)" in why(facts(30_000))
     assert "every pair's count" not in why(facts(30_000, items=142))  # 10,000 over 10,011 pairs
-
-
-def test_the_release_follows_no_length_histogram_whose_noise_outweighs_the_records_per_length(monkeypatch) -> None:
-    """With LENGTHS_NOISE at 1 (shipped: inf, no gate; rules_lodo's ``lnoise1``), 784 items (pixels) at 30,000 records
-    and epsilon 0.1: the length histogram's noise std per bin (149) is 3.9 times the 38 records per length held
-    evenly: no histogram (the empty records get their count back, the means its share) and the words say why; over
-    100 items, or at 300,000 records, it is followed."""
-    from dpgm import rules
-
-    monkeypatch.setattr(rules, "LENGTHS_NOISE", 1.0)
-    pixels = dataclasses.replace(facts(30_000, epsilon=0.1, items=784), records=30_000.0)
-    assert rules.length_noise(pixels) == pytest.approx(3.9, abs=0.05)
-    chosen = public_defaults(pixels, top_items=None)
-    assert not chosen["model.lengths_from_bound"] and chosen["model.length_noise_multiplier"] is None
-    assert chosen["partition.empty_part_noise_multiplier"] is not None
-    said = why(pixels)
-    assert "follows no record-length histogram" in said and "3.9 x n / (m + 1)" in said
-    for followed in (dataclasses.replace(pixels, records=300_000.0), dataclasses.replace(pixels, n_items=100)):
-        assert public_defaults(followed, top_items=None)["model.lengths_from_bound"]
-        assert "histogram of record lengths is measured" in why(followed)
-    # data.top_items: the histogram spans the items kept
-    assert public_defaults(pixels, top_items=100)["model.lengths_from_bound"]
