@@ -49,7 +49,6 @@ import scipy.sparse as sp
 from counting_queries import default_data_dir
 from provenance import write_json
 from rules_lodo import owner, patched, peer_options, row_size, size_order
-from rules_lodo import summarize as lodo_summary
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.table import table_dataset
@@ -67,7 +66,17 @@ TABLES = ("bank-marketing", "credit-default", "diabetes-130", "online-shoppers",
 #: Columns left out of a table before synthesis (its README: identifiers).
 DROP = {"diabetes-130": ("encounter_id", "patient_nbr")}
 #: Candidates: patches of the rules as shipped ("default": none), keys as rules_lodo.py's.
-CANDIDATES: dict[str, dict[str, Any]] = {"default": {}}
+CANDIDATES: dict[str, dict[str, Any]] = {
+    "default": {},
+    # the attribute tree's pair tables over every value (no groups of rare values)
+    "no_groups": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 0.0},
+    # rare values below one standard deviation of a cell's noise grouped (MST: three)
+    "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
+    # the part sizes read off the noisy means' sums, the means scaled to them
+    "sums": {"dpgm.stages.item_pairs.SIZES_FROM_SUMS": True},
+    # both: the tree as it was before the groups and the partition's sizes
+    "before": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 0.0, "dpgm.stages.item_pairs.SIZES_FROM_SUMS": True},
+}
 #: Peers fitted on the same records; ``marginals`` is always fitted (the score's reference).
 PEERS = ("marginals", "mst", "aim")
 #: The peers' generators are seeded with this integer plus the seed (marginals: MARGINALS_SEED).
@@ -342,12 +351,71 @@ def comparison_text(rows: list[dict[str, Any]], candidate: str = "default") -> s
     return "\n".join(lines)
 
 
+Scores = dict[float, dict[str, dict[str, dict[str, float]]]]
+
+
+def candidate_scores(rows: list[dict[str, Any]]) -> Scores:
+    """Per epsilon, table, size and candidate: the mean over seeds of the score (log of the workload error over the
+    marginals')."""
+    kept: dict[float, dict[str, dict[str, dict[str, list[float]]]]] = {}
+    for r in rows:
+        if not r.get("peer") and "score" in r:
+            at = kept.setdefault(float(r["epsilon"]), {}).setdefault(r["dataset"], {})
+            at.setdefault(row_size(r), {}).setdefault(r["candidate"], []).append(r["score"])
+    return {eps: {t: {z: {c: float(np.mean(v)) for c, v in by.items()} for z, by in sizes.items()}
+                  for t, sizes in at.items()} for eps, at in kept.items()}
+
+
+def held_out(on: dict[str, dict[str, float]], candidate: str) -> float:
+    """A candidate's score on one table: the mean over its sizes (nan where one lacks it)."""
+    return float(np.mean([by.get(candidate, math.nan) for by in on.values()]))
+
+
+def lodo_choice(at: dict[str, dict[str, dict[str, float]]], table: str) -> str | None:
+    """The candidate of the lowest mean score over the other tables' settings (those every one of them holds)."""
+    others = [by for t, sizes in at.items() if t != table for by in sizes.values()]
+    common = [c for c in CANDIDATES if others and all(c in by for by in others)]
+    return min(common, key=lambda c: float(np.mean([by[c] for by in others]))) if common else None
+
+
+def lodo_text(rows: list[dict[str, Any]]) -> str:
+    """Per epsilon, a line per held-out table: the LODO choice, its score there beside the default's and the best
+    candidate's (a line per size below where there are several), then the mean and worst held-out scores."""
+    lines = []
+    for eps, at in sorted(candidate_scores(rows).items()):
+        tables = sorted(at, key=lambda t: setting_order((t, "0")))
+        wide = max(len(t) for t in tables) + 2
+        names = max([len(c) for c in CANDIDATES] + [len("LODO choice")]) + 2
+        lines += [(f"LODO at epsilon {eps:g} (score: log(workload error / marginals'), mean over the table's sizes; "
+                   "below 0: better than the marginals)"),
+                  f"  {'held out':<{wide}}{'sizes':<16}{'LODO choice':<{names}}{'chosen':>8}{'default':>9}  best on it"]
+        held: dict[str, dict[str, float]] = {}
+        for t in tables:
+            chosen, on = lodo_choice(at, t), at[t]
+            if chosen is None:
+                lines.append(f"  {t:<{wide}}no other table's settings to choose on")
+                continue
+            best = min((c for c in CANDIDATES if not math.isnan(held_out(on, c))), key=lambda c: held_out(on, c))
+            held[t] = {"chosen": held_out(on, chosen), "default": held_out(on, "default"), "best": held_out(on, best)}
+            sizes = ",".join(sorted(on, key=size_order))
+            lines.append(f"  {t:<{wide}}{sizes:<16}{chosen:<{names}}{held[t]['chosen']:>+8.3f}"
+                         f"{held[t]['default']:>+9.3f}  {best} {held[t]['best']:+.3f}")
+            for z, by in sorted(on.items(), key=lambda i: size_order(i[0])) if len(on) > 1 else ():
+                top = min(by, key=by.__getitem__)
+                lines.append(f"  {'':<{wide}}{z:<16}{'':<{names}}{by.get(chosen, math.nan):>+8.3f}"
+                             f"{by.get('default', math.nan):>+9.3f}  {top} {by[top]:+.3f}")
+        for who, label in (("chosen", "LODO choice"), ("default", "default"), ("best", "best per table (oracle)")):
+            if held:
+                worst = max(held, key=lambda t: held[t][who])
+                lines.append(f"  {label:<25} mean over held-out tables {np.mean([h[who] for h in held.values()]):+.3f}, "
+                             f"worst {held[worst][who]:+.3f} ({worst})")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def summarize(rows: list[dict[str, Any]]) -> str:
-    """The comparison per epsilon, then rules_lodo.py's LODO choice among the candidates (score: log of the
-    workload error over the marginals')."""
-    candidates = [r for r in rows if not r.get("peer") and "score" in r]
-    return (comparison_text(rows) + "\nLODO among the candidates (error: AIM's workload error)\n"
-            + lodo_summary(candidates, groups=False))
+    """The comparison per epsilon, then the LODO choice among the candidates (``lodo_text``)."""
+    return comparison_text(rows) + "\n" + lodo_text(rows)
 
 
 def plot(rows: list[dict[str, Any]], folder: Path, candidate: str = "default") -> list[Path]:

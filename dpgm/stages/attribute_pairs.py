@@ -3,11 +3,15 @@
 The table's counterpart of dpgm.stages.item_pairs' tree of items, as MST builds it on the table itself
 (McKenna, Miklau, Sheldon 2021). Each attribute is one variable, its values the modelled items of the
 attribute and ``none`` (value 0); a record takes the first of its items of each attribute
-(``value_counts``), so it holds exactly one value of each whatever the data hold. Per part: T - 1
-rounds of an exponential mechanism grow a spanning tree over the T attributes (``attribute_distances``:
-MST's L1 score against independence at the noisy means), then the chosen pairs' tables of counts are
-released with Gaussian noise, and each attribute's values given its parent's follow from them and the
-noisy means (``fit_attribute_tree``: post-processing, the tree's frequencies are the noisy means).
+(``value_counts``), so it holds exactly one value of each whatever the data hold. As MST compresses its
+domains, the values whose noisy frequency is below RARE_SIGMAS times a pair table cell's noise share one
+group per attribute (``value_groups``: post-processing of the noisy means): a table of 3,000 records over
+700 diagnoses is noise in every row of a rare one. Per part: T - 1 rounds of an exponential mechanism
+grow a spanning tree over the T attributes (``attribute_distances``: MST's L1 score against independence
+at the noisy means, on the groups), then the chosen pairs' tables of counts between groups are released
+with Gaussian noise, and each attribute's group given its parent's follows from them and the noisy
+means, a value within its group in proportion to its noisy mean (``fit_attribute_tree``,
+``expand_groups``: post-processing, the tree's frequencies are the noisy means).
 
 Privacy (add/remove one record): a record falls in exactly one cell of each pair's table, so it moves
 every score by at most 1 (each round: one epsilon exponential mechanism, parts disjoint) and the T - 1
@@ -31,6 +35,9 @@ from dpgm.stages.attributes import Schema
 RAKING_SWEEPS, RAKING_TOLERANCE = 2_000, 1e-10
 #: Weight of independence mixed into a noisy pair table before raking (every cell stays reachable).
 INDEPENDENCE_WEIGHT = 1e-6
+#: A value whose noisy count is below this many standard deviations of a pair table cell's noise shares one group
+#: with the attribute's other such values in the pair tables (MST's domain compression at 3; 0: no groups).
+RARE_SIGMAS = 3.0
 
 
 def value_offsets(schema: Schema) -> np.ndarray:
@@ -64,6 +71,53 @@ def attribute_marginals(means: np.ndarray, schema: Schema) -> list[np.ndarray]:
         values = means[schema.of == t]
         q = np.concatenate([[max(0.0, 1.0 - values.sum())], values])
         out.append(q / q.sum())
+    return out
+
+
+def value_groups(marginal: np.ndarray, threshold: float) -> np.ndarray:
+    """Each value's group: the values of frequency at least ``threshold`` one each in value order, the others one
+    group after them (all in one where none reaches it). Post-processing of the noisy frequencies."""
+    common = np.asarray(marginal) >= threshold
+    groups = np.cumsum(common) - 1
+    groups[~common] = common.sum()
+    return groups
+
+
+def rare_groups(marginals: list[np.ndarray], noise: float) -> list[np.ndarray]:
+    """Per attribute, its values' groups (``value_groups``) at RARE_SIGMAS times ``noise``, a pair table cell's
+    noise std as a frequency."""
+    return [value_groups(q, RARE_SIGMAS * noise) for q in marginals]
+
+
+def grouping(groups: list[np.ndarray]) -> sp.csr_matrix:
+    """[D, G]: value d of the attributes' values (``value_offsets`` order) to its attribute's group (groups
+    running attribute by attribute as the values do)."""
+    starts = np.cumsum([0] + [int(g.max()) + 1 for g in groups[:-1]])
+    columns = np.concatenate([g + s for g, s in zip(groups, starts)])
+    return sp.csr_matrix((np.ones(columns.size), (np.arange(columns.size), columns)),
+                         shape=(columns.size, int(starts[-1] + groups[-1].max() + 1)))
+
+
+def grouped(counts: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray]
+            ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """(counts [G, G], marginals, offsets [T + 1]) of the groups from the values' (``value_counts``,
+    ``attribute_marginals``): a record still falls in one cell of each pair's table."""
+    join = grouping(groups)
+    merged = [np.bincount(g, weights=q) for g, q in zip(groups, marginals)]
+    offsets = np.concatenate([[0], np.cumsum([q.size for q in merged])])
+    return np.asarray(join.T @ (join.T @ counts).T).T, merged, offsets
+
+
+def expand_groups(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
+                  width: int) -> np.ndarray:
+    """[T, width, width]: each attribute's values given its parent's from its group given the parent's group
+    (``probs`` over groups), a value within its group in proportion to its noisy frequency: the frequencies stay
+    ``marginals``. Post-processing."""
+    out = np.zeros((len(marginals), width, width))
+    for t, (q, g) in enumerate(zip(marginals, groups)):
+        within = q / np.maximum(np.bincount(g, weights=q)[g], 1e-300)
+        rows = groups[parent[t]] if parent[t] >= 0 else np.zeros(width, dtype=np.int64)
+        out[t, :rows.size, :q.size] = probs[t][rows][:, g] * within
     return out
 
 

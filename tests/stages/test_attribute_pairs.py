@@ -19,10 +19,13 @@ from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
     edge_tables,
+    expand_groups,
     fit_attribute_tree,
+    grouped,
     rake,
     record_values,
     value_counts,
+    value_groups,
     value_offsets,
 )
 from dpgm.stages.attributes import Schema
@@ -157,3 +160,33 @@ def test_an_attribute_none_of_whose_values_is_modelled_is_always_none():
     model.set_tree(torch.as_tensor(schema.of), torch.as_tensor(parent), torch.as_tensor(probs))
     drawn = model.sample(1_000, torch.Generator().manual_seed(1)).numpy()
     assert (drawn[:, :2].sum(axis=1) == 1).all() and (drawn[:, 2:].sum(axis=1) == 1).all()
+
+
+def test_rare_values_share_one_group_after_the_others():
+    assert value_groups(np.array([0.0, 0.5, 0.01, 0.3, 0.02]), 0.05).tolist() == [2, 0, 2, 1, 2]
+    assert value_groups(np.array([0.01, 0.02]), 0.05).tolist() == [0, 0]  # none common: one group
+    assert value_groups(np.array([0.4, 0.6]), 0.0).tolist() == [0, 1]  # no threshold: every value its own
+
+
+def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value_frequency():
+    """The pair tables over groups have the sensitivity charged; the expanded tree's frequencies are the noisy
+    marginals of every value, a rare one's included."""
+    rng = np.random.default_rng(4)
+    x = _table(2_000, rng)
+    means = np.clip(x.mean(axis=0) + rng.normal(0, 0.01, 9), 0.001, 0.999)
+    marginals = attribute_marginals(means, SCHEMA)
+    groups = [value_groups(q, 0.2) for q in marginals]
+    assert [int(g.max()) + 1 for g in groups] == [4, 3, 3]  # none merged everywhere, and two values of attribute 2
+    counts, q, offsets = grouped(value_counts(x, SCHEMA), marginals, groups)
+    assert np.diff(offsets).tolist() == [4, 3, 3] and [v.sum() for v in q] == pytest.approx([1, 1, 1])
+    extra = np.zeros((1, 9), dtype=np.uint8)
+    extra[0, [1, 3, 8]] = 1
+    moved = grouped(value_counts(np.vstack([x, extra]), SCHEMA), marginals, groups)[0] - counts
+    edges = [(0, 1), (1, 2)]
+    assert [np.abs(t).sum() for t in edge_tables(moved, edges, offsets, 4)] == [1.0, 1.0]
+    noisy = edge_tables(counts, edges, offsets, 4) + rng.normal(0, 30.0, (2, 4, 4))
+    parent, probs = fit_attribute_tree(edges, noisy, 2_000.0, q, 4)
+    model = AttributeTree(9)
+    model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent),
+                   torch.as_tensor(expand_groups(parent, probs, marginals, groups, 5)))
+    np.testing.assert_allclose(model.marginals().numpy(), np.concatenate([v[1:] for v in marginals]), atol=1e-6)
