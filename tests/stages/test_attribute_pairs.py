@@ -15,6 +15,7 @@ from dpgm.pipeline.run import train
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import sample_dataset
+from dpgm.stages import item_pairs
 from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
@@ -190,3 +191,28 @@ def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value
     model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent),
                    torch.as_tensor(expand_groups(parent, probs, marginals, groups, 5)))
     np.testing.assert_allclose(model.marginals().numpy(), np.concatenate([v[1:] for v in marginals]), atol=1e-6)
+
+
+def test_a_frequent_value_keeps_its_frequency_beside_many_noisy_rare_ones(tmp_path, monkeypatch):
+    """The tree over attributes divides by the partition's noisy count: the noisy means' sums, clipped at FLOOR,
+    count every rare value's positive noise, and sizing the part by them shrank each frequent value."""
+    rng = np.random.default_rng(5)
+    n, rare = 2_000, 80
+    x = np.zeros((n, 2 + rare), dtype=np.uint8)
+    x[np.arange(n), rng.integers(0, 2, n)] = 1
+    x[np.arange(n), np.where(rng.random(n) < 0.9, 2, 3 + rng.integers(0, rare - 1, n))] = 1
+    data = BinaryDataset(records=x, item_names=[f"v{j}" for j in range(2 + rare)], name="table")
+
+    def frequent(name: str) -> float:
+        cfg: Config = tiny_config(tmp_path, **{"name": name, "model.kind": "tree", "partition.method": "none",
+                                               "partition.k": 1, "partition.noise_multiplier": 2.0,
+                                               "model.mean_noise_multiplier": 40.0, "model.mean_clip": 2 ** 0.5,
+                                               "model.calibrate": False})
+        cfg.data.attributes, cfg.data.attribute_sizes = 2, [2, rare]
+        cfg.model.options = {"select_epsilon": 1.0, "pair_noise_multiplier": 2.0, "by_attribute": True}
+        run_dir, _ = train(cfg, data=data, progress=False)
+        return float(load_release(run_dir).models[0].marginals()[2])
+
+    assert abs(frequent("count") - 0.9) < 0.05
+    monkeypatch.setattr(item_pairs, "SIZES_FROM_SUMS", True)
+    assert frequent("sums") < 0.85  # the sums' size: about a fifth too many records
