@@ -74,6 +74,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
     # the part sizes read off the noisy means' sums, the means scaled to them
     "sums": {"dpgm.stages.item_pairs.SIZES_FROM_SUMS": True},
+    # a group of rare values shares its mass equally (MST's decompression)
+    "uniform": {"dpgm.stages.attribute_pairs.RARE_UNIFORM": True},
     # both: the tree as it was before the groups and the partition's sizes
     "before": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 0.0, "dpgm.stages.item_pairs.SIZES_FROM_SUMS": True},
 }

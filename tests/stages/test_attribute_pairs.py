@@ -15,7 +15,7 @@ from dpgm.pipeline.run import train
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import sample_dataset
-from dpgm.stages import item_pairs
+from dpgm.stages import attribute_pairs, item_pairs
 from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
@@ -25,6 +25,7 @@ from dpgm.stages.attribute_pairs import (
     grouped,
     rake,
     record_values,
+    spread,
     value_counts,
     value_groups,
     value_offsets,
@@ -167,6 +168,14 @@ def test_rare_values_share_one_group_after_the_others():
     assert value_groups(np.array([0.0, 0.5, 0.01, 0.3, 0.02]), 0.05).tolist() == [2, 0, 2, 1, 2]
     assert value_groups(np.array([0.01, 0.02]), 0.05).tolist() == [0, 0]  # none common: one group
     assert value_groups(np.array([0.4, 0.6]), 0.0).tolist() == [0, 1]  # no threshold: every value its own
+
+
+def test_a_group_of_rare_values_shares_its_mass_equally_where_asked(monkeypatch):
+    marginal = np.array([0.0, 0.5, 0.01, 0.3, 0.02, 0.17])
+    groups = value_groups(marginal, 0.05)
+    assert spread(marginal, groups) is marginal  # as noisy, by default
+    monkeypatch.setattr(attribute_pairs, "RARE_UNIFORM", True)
+    np.testing.assert_allclose(spread(marginal, groups), [0.0, 0.5, 0.015, 0.3, 0.015, 0.17])
 
 
 def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value_frequency():
