@@ -72,12 +72,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "no_groups": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 0.0},
     # rare values below one standard deviation of a cell's noise grouped (MST: three)
     "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
-    # the part sizes read off the noisy means' sums, the means scaled to them
-    "sums": {"dpgm.stages.item_pairs.SIZES_FROM_SUMS": True},
-    # a group of rare values shares its mass equally (MST's decompression)
-    "uniform": {"dpgm.stages.attribute_pairs.RARE_UNIFORM": True},
-    # both: the tree as it was before the groups and the partition's sizes
-    "before": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 0.0, "dpgm.stages.item_pairs.SIZES_FROM_SUMS": True},
+    # tables_lodo_fix.json also holds the rows of the part sizes read off the noisy means' sums (sums; before: with
+    # no groups) and of a group of rare values sharing its mass equally (uniform, MST's decompression): both lost
 }
 #: Peers fitted on the same records; ``marginals`` is always fitted (the score's reference).
 PEERS = ("marginals", "mst", "aim")

@@ -38,9 +38,6 @@ INDEPENDENCE_WEIGHT = 1e-6
 #: A value whose noisy count is below this many standard deviations of a pair table cell's noise shares one group
 #: with the attribute's other such values in the pair tables (MST's domain compression at 3; 0: no groups).
 RARE_SIGMAS = 3.0
-#: Whether the values of a group of rare ones share its noisy mass equally (MST's decompression), not in proportion
-#: to their noisy frequencies, which below the noise are mostly noise (none keeps its own).
-RARE_UNIFORM = False
 
 
 def value_offsets(schema: Schema) -> np.ndarray:
@@ -111,28 +108,12 @@ def grouped(counts: np.ndarray, marginals: list[np.ndarray], groups: list[np.nda
     return np.asarray(join.T @ (join.T @ counts).T).T, merged, offsets
 
 
-def spread(marginal: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """An attribute's value frequencies as the tree draws them: with RARE_UNIFORM each group of several values
-    shares its values' noisy mass equally (none, value 0, keeps its own); the groups' totals stay."""
-    if not RARE_UNIFORM:
-        return marginal
-    items = np.arange(marginal.size) > 0
-    size = int(groups.max()) + 1
-    count = np.bincount(groups[items], minlength=size)
-    mass = np.bincount(groups[items], weights=marginal[items], minlength=size)
-    out, shared = marginal.copy(), items & (count[groups] > 1)
-    out[shared] = mass[groups[shared]] / count[groups[shared]]
-    return out
-
-
 def expand_groups(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
                   width: int) -> np.ndarray:
     """[T, width, width]: each attribute's values given its parent's from its group given the parent's group
-    (``probs`` over groups), a value within its group in proportion to its frequency (``spread``: the noisy one,
-    or its group's share). Post-processing."""
+    (``probs`` over groups), a value within its group in proportion to its noisy frequency. Post-processing."""
     out = np.zeros((len(marginals), width, width))
     for t, (q, g) in enumerate(zip(marginals, groups)):
-        q = spread(q, g)
         within = q / np.maximum(np.bincount(g, weights=q)[g], 1e-300)
         rows = groups[parent[t]] if parent[t] >= 0 else np.zeros(width, dtype=np.int64)
         out[t, :rows.size, :q.size] = probs[t][rows][:, g] * within

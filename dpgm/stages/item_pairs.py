@@ -68,10 +68,6 @@ from dpgm.stages.training import choice_entry, release_min_items
 
 #: Ledger stage of the selections and the pair counts.
 STAGE = "item_pairs"
-#: Whether a tree over a table's attributes reads each part's size off its noisy means' sums (``table_parts``) rather
-#: than the partition's noisy count: the means clipped at FLOOR add every rare value's positive noise to the sums
-#: (salary at 3,000 records, epsilon 1: 16 % too many records, every frequent value 14 % too rare).
-SIZES_FROM_SUMS = False
 #: Fixed-point steps at most for a tree whose empty draws the release drops (``fit_tree``).
 NONEMPTY_ITERATIONS = 200
 
@@ -287,7 +283,7 @@ class ItemPairsStage(DictStage):
         by_attribute = options.by_attribute and schema is not None  # the config requires the schema with it
         # a table's items add up to its attributes only while every item is kept (top_items may drop some values)
         whole = (self.cfg.data.attributes if self.cfg.data.top_items is None
-                 and (SIZES_FROM_SUMS or not by_attribute) else None)
+                 and not by_attribute else None)
         sizes, means = table_parts(floor_counts(partition.noisy_sizes), means, whole)
         if schema is not None:  # each attribute's values add up to one
             means = np.clip(project_values(means, schema, FLOOR), FLOOR, 1.0 - FLOOR)

@@ -15,7 +15,6 @@ from dpgm.pipeline.run import train
 from dpgm.privacy.events import DiscreteGaussianEvent, ExponentialEvent
 from dpgm.privacy.ledger import PrivacyLedger
 from dpgm.release import sample_dataset
-from dpgm.stages import attribute_pairs, item_pairs
 from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
@@ -25,7 +24,6 @@ from dpgm.stages.attribute_pairs import (
     grouped,
     rake,
     record_values,
-    spread,
     value_counts,
     value_groups,
     value_offsets,
@@ -170,14 +168,6 @@ def test_rare_values_share_one_group_after_the_others():
     assert value_groups(np.array([0.4, 0.6]), 0.0).tolist() == [0, 1]  # no threshold: every value its own
 
 
-def test_a_group_of_rare_values_shares_its_mass_equally_where_asked(monkeypatch):
-    marginal = np.array([0.0, 0.5, 0.01, 0.3, 0.02, 0.17])
-    groups = value_groups(marginal, 0.05)
-    assert spread(marginal, groups) is marginal  # as noisy, by default
-    monkeypatch.setattr(attribute_pairs, "RARE_UNIFORM", True)
-    np.testing.assert_allclose(spread(marginal, groups), [0.0, 0.5, 0.015, 0.3, 0.015, 0.17])
-
-
 def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value_frequency():
     """The pair tables over groups have the sensitivity charged; the expanded tree's frequencies are the noisy
     marginals of every value, a rare one's included."""
@@ -202,7 +192,7 @@ def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value
     np.testing.assert_allclose(model.marginals().numpy(), np.concatenate([v[1:] for v in marginals]), atol=1e-6)
 
 
-def test_a_frequent_value_keeps_its_frequency_beside_many_noisy_rare_ones(tmp_path, monkeypatch):
+def test_a_frequent_value_keeps_its_frequency_beside_many_noisy_rare_ones(tmp_path):
     """The tree over attributes divides by the partition's noisy count: the noisy means' sums, clipped at FLOOR,
     count every rare value's positive noise, and sizing the part by them shrank each frequent value."""
     rng = np.random.default_rng(5)
@@ -223,5 +213,3 @@ def test_a_frequent_value_keeps_its_frequency_beside_many_noisy_rare_ones(tmp_pa
         return float(load_release(run_dir).models[0].marginals()[2])
 
     assert abs(frequent("count") - 0.9) < 0.05
-    monkeypatch.setattr(item_pairs, "SIZES_FROM_SUMS", True)
-    assert frequent("sums") < 0.85  # the sums' size: about a fifth too many records
