@@ -28,7 +28,7 @@ from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
 from pages.tables import tables_section
-from pages.throughput import distributed, large_data, mnist_gpu, throughput, throughput_gpu
+from pages.throughput import distributed, large_data, mnist_gpu, throughput, throughput_gpu, wide
 
 #: The folder the pages and their images are written to.
 DOCS = ROOT / "docs"
@@ -77,7 +77,7 @@ def results() -> str:
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
     sections = (headline(), no_cliff_section(), epsilon_two(), tables_section(), generic_time(), timings(), train_on_synthetic(),
                 partition_tos(), partitioners(), partition_release(), subspace(), audit(), accounting(), throughput(),
-                throughput_gpu(), mnist_gpu(), distributed(), large_data(), *busy, counting())
+                throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), *busy, counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
 
 
