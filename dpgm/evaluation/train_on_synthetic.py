@@ -91,8 +91,10 @@ def class_proba(train: Table, test: Table, target: int, seed: int) -> np.ndarray
         proba[:, seen[0]] = 1.0
         return proba
     x, categorical = features(train, target)
+    # above 10,000 records scikit-learn stops early on a stratified split, which refuses a class of one record
+    lonely = bool((np.bincount(labels)[seen] < 2).any())
     model = HistGradientBoostingClassifier(categorical_features=categorical if categorical.any() else None,
-                                           random_state=seed)
+                                           early_stopping=False if lonely else "auto", random_state=seed)
     model.fit(x, labels)
     proba[:, model.classes_] = model.predict_proba(features(test, target)[0])
     return proba

@@ -146,3 +146,23 @@ def test_macro_auc_agrees_with_scikit_learn() -> None:
     proba = rng.dirichlet(np.ones(3), 60)
     assert macro_auc(labels, proba) == pytest.approx(roc_auc_score(labels, proba, multi_class="ovr"))
     assert macro_auc(np.zeros(5, dtype=int), proba[:5]) is None
+
+
+ABC = table_schema([{"name": "x", "kind": "float", "lower": 0, "upper": 10, "bins": 2},
+                    {"name": "y", "kind": "categorical", "categories": ["a", "b", "c"]}])
+
+
+def abc_table(n: int, seed: int):
+    """y is b exactly when x > 5, else a; the first record alone is c."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 10, n)
+    y = np.where(x > 5, "b", "a").astype(object)
+    y[0] = "c"
+    return table_of(ABC, [(np.array([f"{v:.3f}" for v in x], dtype=object), np.zeros(n, dtype=bool)),
+                          (y, np.zeros(n, dtype=bool))])
+
+
+def test_a_class_of_one_record_in_a_large_release_is_learnt_without_early_stopping() -> None:
+    """Above 10,000 records the classifier stops early on a stratified split, which refuses a class of one record."""
+    out = train_on_synthetic(abc_table(10_001, 0), abc_table(10_001, 2), "y", holdout=abc_table(300, 1))
+    assert out.synthetic.accuracy > 0.9 and out.real.accuracy > 0.9
