@@ -39,7 +39,10 @@ class Case:
         options = self.settings.get("model.options", {})
         fitted = ("every pair's noisy count" if options.get("all_pairs")
                   else "noisy pair counts along privately chosen edges")
+        empty = share_reason(self.settings["partition.empty_part_noise_multiplier"],
+                             zcdp_rho(self.facts.epsilon, self.facts.delta))
         return {"scale": self.scale, "k": self.settings["partition.k"], "kind": self.settings["model.kind"],
+                "empty": empty,
                 "attributes": self.facts.attributes, "min_items": self.facts.min_items,
                 "pairs": self.items * (self.items - 1) / 2,
                 "tree": f"a tree of items per group, fitted to {fitted}"}
@@ -64,6 +67,10 @@ def _kind(kind: str) -> Callable[[Case], bool]:
 
 def _lengths(c: Case) -> bool:
     return bool(c.settings["model.lengths_from_bound"] or c.settings["model.length_noise_multiplier"] is not None)
+
+
+def _empty(c: Case) -> bool:
+    return c.settings["partition.empty_part_noise_multiplier"] is not None
 
 
 #: The rows, setting by setting; a setting's last row always holds.
@@ -128,6 +135,18 @@ TABLE: tuple[Row, ...] = (
         "{MERGE_BELOW:g} per record and edge, its means taking the partition's budget (items that barely depend on "
         "each other: groups would only split the records).", lambda c: c.settings["partition.merge_below"] > 0),
     Row("partition.merge_below", "0", "otherwise", "The groups are kept as planned.", lambda c: True, said=False),
+    Row("partition.empty_part_noise_multiplier", "a noisy count of the empty records", "records may be empty (data."
+        "min_items 0, not a declared table, no length histogram the release follows) and the length bound is measured",
+        "{empty}; the release draws no empty record where the length bound's noisy histogram holds no record of one "
+        "item although its cut would have let through a length of {EMPTY_SEEN_SHARE:.0%} of the records (dense "
+        "records: the count's noise alone would draw some empty)",
+        lambda c: _empty(c) and c.settings["model.mean_clip_quantile"] is not None and rules.EMPTY_SEEN_SHARE > 0,
+        said=False),
+    Row("partition.empty_part_noise_multiplier", "a noisy count of the empty records", "records may be empty",
+        "{empty}", _empty, said=False),
+    Row("partition.empty_part_noise_multiplier", "none", "otherwise", "not released: no record can be empty "
+        "(declared), the release's length histogram counts them, or they stay in the groups", lambda c: True,
+        said=False),
 )
 #: The settings the table gives reasons for, in the order the report states them.
 DECIDED = tuple(dict.fromkeys(row.setting for row in TABLE))
@@ -245,6 +264,7 @@ class _Words(string.Formatter):
 def table_markdown() -> str:
     """The decision table as a Markdown table (docs/guide/rules.md holds it; a test keeps the two the same)."""
     values = {**constants(), "tree": "a tree of items per group", "scale": "(its value)", "k": "k",
+              "empty": "its share of rho",
               "kind": "the stated model", "attributes": "T", "min_items": "data.min_items", "pairs": "m (m - 1) / 2"}
     lines = ["| setting | value | when | why |", "|---|---|---|---|"]
     for row in TABLE:

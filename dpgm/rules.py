@@ -38,6 +38,10 @@ LENGTHS_FROM_BOUND = True
 #: (``partition.empty_part_noise_multiplier``; 0: off), from N * epsilon = EMPTY_SCALE up (0: at every scale; the
 #: count's noise std is 340 records at epsilon 0.1). Not used when data.min_items >= 1 (none is empty).
 EMPTY_SHARE, EMPTY_SCALE = 0.01, 0
+#: The release draws no empty record where the length bound's noisy histogram holds no record of one item and its cut
+#: would have let through a length holding this share of the records (dense records: chess's all hold 37 items, and
+#: the empty count's noise alone drew up to a third of them empty; 0: never; dpgm.stages.empty_records).
+EMPTY_SEEN_SHARE = 0.15
 #: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
 #: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items). A
 #: fixed clip fits one kind of data: nine items shrink every record of a table written as

@@ -28,6 +28,8 @@ import torch
 from dpgm.config import Config
 from dpgm.stages.base import Stage, StageContext
 from dpgm.stages.dependence import mean_noise, parts
+from dpgm.stages.empty_records import STAGE as EMPTY
+from dpgm.stages.empty_records import EmptyRecordsStage, none_empty
 from dpgm.stages.record_lengths import length_shares, noisy_length_counts
 
 #: Ledger stage of this release.
@@ -164,6 +166,10 @@ class LengthBoundStage(Stage):
         coarse = coarse_shares(counts, shares, count_noise=noise) if TAIL_BY_LENGTHS > 0 else None
         read = cut_shares(shares, records=records, count_noise=noise) if coarse is None else coarse
         length = quantile_length(read, self.cfg.model.mean_clip_quantile)
+        empty = ctx.stages.get(EMPTY)
+        if isinstance(empty, EmptyRecordsStage) and none_empty(read, records=records,
+                                                                cut=tail_noise(read.size) * noise):
+            empty.read_as_none()
         if self.cfg.model.mean_clip_balance is not None:
             length = max(length, balanced_length(shares, records=records,
                                                  noise_multiplier=mean_noise(self.cfg, ctx),

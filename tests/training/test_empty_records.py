@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dpgm import release as rel
+from dpgm import rules
 from dpgm.artifact import ReleasedMixture, load_release
 from dpgm.config import config_from_dict
 from dpgm.data.dataset import BinaryDataset
@@ -16,7 +17,7 @@ from dpgm.errors import ConfigError
 from dpgm.models.independent import Independent
 from dpgm.pipeline import run as run_mod
 from dpgm.privacy.accountant import Accountant
-from dpgm.stages.empty_records import STAGE, noisy_empty_count
+from dpgm.stages.empty_records import STAGE, noisy_empty_count, none_empty
 
 from .test_run import killed_run
 
@@ -113,3 +114,34 @@ def test_empty_part_draws_all_zero_records_and_no_other_part_does():
 def test_options_that_do_not_go_with_an_empty_part_are_clear_errors(tmp_path, over, match):
     with pytest.raises(ConfigError, match=match):
         config(tmp_path, "bad", **over)
+
+
+def test_the_length_histogram_reads_no_empty_record_only_where_it_would_see_short_ones(monkeypatch):
+    shares = np.array([0.0, 0.0, 0.3, 0.7])  # no record of one item among 1,000
+    assert none_empty(shares, records=1_000.0, cut=100.0)  # a length of 15% (150 records) passes a cut of 100
+    assert not none_empty(shares, records=1_000.0, cut=200.0)  # it would not: the empty zero is noise
+    assert not none_empty(np.array([0.0, 0.1, 0.2, 0.7]), records=1_000.0, cut=100.0)
+    monkeypatch.setattr(rules, "EMPTY_SEEN_SHARE", 0.0)
+    assert not none_empty(shares, records=1_000.0, cut=100.0)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_dense_records_release_no_empty_part_sparse_ones_keep_theirs(tmp_path, dense):
+    """Every record holds 6 of 12 items: the length bound's histogram holds no record of one item, so the release
+    draws no empty record, whatever the count's noise; 40% empty sessions of 1-3 items keep their empty part."""
+    rng = np.random.default_rng(3)
+    if dense:
+        x = np.zeros((800, N_ITEMS), dtype=np.uint8)
+        for row in x:
+            row[rng.choice(N_ITEMS, 6, replace=False)] = 1
+        data = BinaryDataset(records=x, item_names=[str(j) for j in range(N_ITEMS)])
+    else:
+        data = None
+    cfg = config(tmp_path, f"d{dense}", sigma=40.0, **{"model.kind": "independent", "model.options": {},
+                                                        "model.mean_clip_quantile": 0.9,
+                                                        "model.length_bound_noise_multiplier": 5.0,
+                                                        "partition.method": "none", "partition.k": 1})
+    run_dir, report = run_mod.train(cfg, data=data, progress=False)
+    mixture = load_release(run_dir)
+    assert report["stage_epsilons"][STAGE] > 0 and report["noisy_empty_records"] != 0.0  # charged, reported
+    assert (mixture.empty_size == 0.0) == dense and report["empty_part"] == (not dense)
