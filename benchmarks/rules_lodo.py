@@ -175,9 +175,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # dense yes/no records at small budgets: a tree of items (tree0's) where the released length bound's quantile L
     # over the m items is at least 0.15 to 0.4 (a choice on a released value, its code removed: it lost, the rows
     # dense*_* in rules_lodo_dense_tree.json); or no empty part where the length bound's read histogram holds no record
-    # of one item and its cut would have let through a length of 15% (shipped), 40% or any share of the records, or
-    # always an empty part (rows noempty1_seen15, noempty1_seen40 and noempty1_0 there)
+    # of one item and its cut would have let through a length of 5%, 10%, 15% (shipped), 40% or any share of the
+    # records, or always an empty part (emptykept, the rules before; rows there and in rules_lodo_dense_empty.json)
     "noempty1_seen40": {"EMPTY_SEEN_SHARE": 0.4},
+    "noempty1_seen10": {"EMPTY_SEEN_SHARE": 0.1},
+    "noempty1_seen5": {"EMPTY_SEEN_SHARE": 0.05},
     "noempty1_0": {"EMPTY_SEEN_SHARE": math.inf},
     "emptykept": {"EMPTY_SEEN_SHARE": 0.0},
 }
