@@ -17,8 +17,9 @@ import numpy as np
 from pages.common import RESULTS, load_if_there, num, source, table
 from pages.plots import plt, save
 
-#: The sweep's files: the transaction datasets with MST beside them, and MNIST's pixels (MST did not finish there).
-FILES = ("rules_lodo_no_cliff.json", "rules_lodo_no_cliff_mnist.json")
+#: The sweep's files: the transaction datasets with MST beside them (epsilon 0.1 and 1; 0.3 and 4), and MNIST's
+#: pixels (MST did not finish there).
+FILES = ("rules_lodo_no_cliff.json", "rules_lodo_no_cliff_eps.json", "rules_lodo_no_cliff_mnist.json")
 IMAGES = Path("img") / "results"
 #: Each method as the figures draw it: (label, colour, line style).
 STYLE = {"dpgm": ("dpgm (generic rules)", "C0", "-"), "mst": ("MST", "C1", "--"),
