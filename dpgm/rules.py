@@ -287,7 +287,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
                    else trained - pairs_share - dependence_share)
     out: dict[str, Any] = {
-        "data.top_items_noise_multiplier": sigma_for_share(rho, ITEMS_SHARE),
+        **({"data.top_items_noise_multiplier": sigma_for_share(rho, items_share)} if items_share > 0 else {}),
         "partition.k": k,
         "model.kind": kind, **({"model.options": TRAINED_OPTIONS[kind]} if kind in TRAINED_OPTIONS else {}),
         # calibrate: a trained model's item frequencies drift from the noisy means; an independent

@@ -51,10 +51,11 @@ def test_small_data_gets_one_part_and_large_data_more() -> None:
 
 
 def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
-    """Where DP-SGD trains (a stated VAE) and the config turns the record-length histogram off: items 5%, partition 15% (2T + 1 releases), empty records
-    1%, the length bound 2%, means 58% of which the global pairs take 30% at N epsilon = 100,000 and the items'
-    dependence 2%: a Gaussian of multiplier s costs 1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
-    f = facts(300_000, lengths=False)
+    """Where DP-SGD trains (a stated VAE) and the config turns the record-length histogram off: items 5% (the top
+    100 of 200 chosen), partition 15% (2T + 1 releases), empty records 1%, the length bound 2%, means 58% of which
+    the global pairs take 30% at N epsilon = 100,000 and the items' dependence 2%: a Gaussian of multiplier s costs
+    1/(2 s^2), an epsilon exponential mechanism epsilon^2 / 8."""
+    f = facts(300_000, items=200, lengths=False)
     rho = zcdp_rho(f.epsilon, f.delta)
     rules = public_defaults(f, top_items=100, kind="vae")
     cost = (1 / (2 * rules["data.top_items_noise_multiplier"] ** 2)
@@ -62,12 +63,14 @@ def test_fixed_stages_take_their_share_of_rho_and_leave_the_rest() -> None:
             + 1 / (2 * rules["partition.empty_part_noise_multiplier"] ** 2)
             + 1 / (2 * rules["model.length_bound_noise_multiplier"] ** 2)
             + 1 / (2 * rules["model.mean_noise_multiplier"] ** 2)
-            + (f.n_items - 1) * rules["model.pairs_select_epsilon"] ** 2 / 8  # the global pairs, from the means'
+            + (100 - 1) * rules["model.pairs_select_epsilon"] ** 2 / 8  # the global pairs over the top items'
             + 1 / (2 * rules["model.pairs_noise_multiplier"] ** 2)
             + 1 / (2 * rules["partition.dependence_noise_multiplier"] ** 2))  # from the means'
     assert cost == pytest.approx(0.81 * rho) and rules["model.length_noise_multiplier"] is None
     assert 1 / (2 * rules["model.mean_noise_multiplier"] ** 2) == pytest.approx(0.26 * rho)
     assert rules["model.mean_clip_quantile"] == 0.9
+    # no top items to choose (all 200 kept): no release, so the plan lists no multiplier for one
+    assert "data.top_items_noise_multiplier" not in public_defaults(f, top_items=200, kind="vae")
     acc = Accountant(delta=f.delta)  # rho is the largest zCDP budget the accountant fits in epsilon
     acc.spend("x", GaussianEvent(noise_multiplier=1 / math.sqrt(2 * rho)))
     assert acc.spent().epsilon == pytest.approx(f.epsilon, rel=1e-5) and acc.spent().epsilon <= f.epsilon
