@@ -88,9 +88,15 @@ def rdp_curve(event: DpEvent, orders: Sequence[float] = R.DEFAULT_ORDERS, bound:
     ``bound`` picks the analysis of dependent releases (events.DEPENDENT_BOUNDS); other events ignore it.
     """
     _check_bound(bound)
-    curve = _rdp_curve_cached(event, tuple(float(o) for o in orders), bound)
+    curve = _rdp_curve_cached(event, _orders_key(orders), bound)
     curve.setflags(write=False)
     return curve
+
+
+def _orders_key(orders: Sequence[float]) -> tuple[float, ...]:
+    """The orders as the curves' cache key: a tuple as it is (an accountant converted its own once: a training step
+    charges an event per step), anything else converted."""
+    return orders if isinstance(orders, tuple) else tuple(float(o) for o in orders)
 
 
 def ledger_rdp(
@@ -236,21 +242,30 @@ class Accountant:
 
     def refuse_unless_affordable(self, stage: str, *events: DpEvent, count: int = 1) -> None:
         """Raise PrivacyBudgetError (nothing recorded) unless ``can_afford``; for whole-stage prechecks."""
-        if not self.can_afford(*events, count=count, stage=stage):
+        self._refuse_over_budget(stage, self._after(events, count, stage))
+
+    def _refuse_over_budget(self, stage: str, after: tuple[np.ndarray, float, float]) -> None:
+        """PrivacyBudgetError when the totals ``after`` (``_after``) exceed the budget."""
+        if self.budget_epsilon is None:
+            return
+        epsilon = epsilon_from_rdp(after[0], self.delta, self.orders, after[1], after[2]).epsilon
+        if epsilon > self.budget_epsilon:
             raise PrivacyBudgetError(
-                f"stage {stage!r} would raise epsilon to {self.epsilon_if(*events, count=count, stage=stage):.4g}, "
+                f"stage {stage!r} would raise epsilon to {epsilon:.4g}, "
                 f"above the budget {self.budget_epsilon:.4g} (delta={self.delta:g}); nothing was released"
             )
 
     def spend(self, stage: str, *events: DpEvent, count: int = 1) -> None:
-        """Record ``count`` uses of each of ``events`` by ``stage``, all or none; refuse if over budget."""
+        """Record ``count`` uses of each of ``events`` by ``stage``, all or none; refuse if over budget. The totals
+        checked are the ledger's after the append (``_after`` builds its entries the same way), so they are kept."""
         if not events:
             raise ValueError("spend needs at least one event")
-        self.refuse_unless_affordable(stage, *events, count=count)
+        after = self._after(events, count, stage)
+        self._refuse_over_budget(stage, after)
         self.weakened |= noise_scale() != 1.0  # its noise is not what the events say: not private
         for event, repeats in Counter(events).items():  # equal events: one entry (order of first use)
             self.ledger.append(LedgerEntry(stage, event, repeats * count))
-        self._rdp, self._pure, self._delta_0 = self._totals(self.ledger.entries)
+        self._rdp, self._pure, self._delta_0 = after
 
     def stage_epsilons(self) -> dict[str, float]:
         """Epsilon each stage would cost on its own (at this delta). They do not add up."""
