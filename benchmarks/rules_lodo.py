@@ -171,7 +171,6 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # length histogram's noise per bin over n / (m + 1) (lnoise*: lost, removed) and of an even spread within a
     # bin (tailmax: lost to the projected shares on sparse baskets)
     "tail01": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.1},
-    "tailoff": {"dpgm.stages.length_bound.TAIL_BY_LENGTHS": 0.0},
     # dense yes/no records at small budgets: a tree of items (tree0's) where the released length bound's quantile L
     # over the m items is at least 0.15 to 0.4 (a choice on a released value, its code removed: it lost, the rows
     # dense*_* in rules_lodo_dense_tree.json); or no empty part where the length bound's read histogram holds no record

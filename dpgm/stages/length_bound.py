@@ -36,17 +36,15 @@ from dpgm.stages.record_lengths import length_shares, noisy_length_counts
 STAGE = "length_bound"
 #: The quantile and the balanced length read a length's noisy count as zero below this many noise stds.
 TAIL_NOISE = 2.0
-#: Where above 0, that cut grows with the number K of lengths to the largest noise of about TAIL_BY_LENGTHS x K draws,
+#: That cut grows with the number K of lengths to the largest noise of about TAIL_BY_LENGTHS x K draws,
 #: sqrt(2 ln(TAIL_BY_LENGTHS K)) stds (785 pixel counts: 3.65; at 2 stds a dozen empty lengths pass, the quantile
 #: lands on one and the clip of hundreds of items puts its noise on every rare pixel), and the quantile reads lengths
-#: summed in wider bins where no single length passes (``coarse_shares``). 0: TAIL_NOISE whatever K.
+#: summed in wider bins where no single length passes (``coarse_shares``).
 TAIL_BY_LENGTHS = 1.0
 
 
 def tail_noise(lengths: int) -> float:
     """The noise stds below which a length's noisy count reads as zero, among ``lengths`` lengths."""
-    if TAIL_BY_LENGTHS <= 0:
-        return TAIL_NOISE
     return max(TAIL_NOISE, math.sqrt(2.0 * math.log(max(TAIL_BY_LENGTHS * lengths, 1.0))))
 
 
@@ -163,7 +161,7 @@ class LengthBoundStage(Stage):
         counts = noisy_length_counts(ctx.data, noise_multiplier=noise, accountant=ctx.accountant, rng=ctx.rng,
                                      stage=STAGE)
         shares, records = length_shares(counts)
-        coarse = coarse_shares(counts, shares, count_noise=noise) if TAIL_BY_LENGTHS > 0 else None
+        coarse = coarse_shares(counts, shares, count_noise=noise)
         read = cut_shares(shares, records=records, count_noise=noise) if coarse is None else coarse
         length = quantile_length(read, self.cfg.model.mean_clip_quantile)
         empty = ctx.stages.get(EMPTY)

@@ -202,15 +202,12 @@ def test_where_no_length_survives_the_cut_the_quantile_reads_the_largest_share(t
 
 
 def test_the_cut_grows_with_the_lengths_to_about_their_largest_noise(monkeypatch) -> None:
-    """With TAIL_BY_LENGTHS the cut is sqrt(2 ln K) noise stds among K lengths (785 pixel counts: 3.65), never below
-    TAIL_NOISE; without, TAIL_NOISE whatever K."""
+    """The cut is sqrt(2 ln K) noise stds among K lengths (785 pixel counts: 3.65), never below TAIL_NOISE."""
     from dpgm.stages import length_bound
 
-    monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 1.0)
+    assert length_bound.TAIL_BY_LENGTHS == 1.0
     assert length_bound.tail_noise(785) == pytest.approx(np.sqrt(2 * np.log(785)))
     assert length_bound.tail_noise(3) == length_bound.TAIL_NOISE < length_bound.tail_noise(18) < 3.65
-    monkeypatch.setattr(length_bound, "TAIL_BY_LENGTHS", 0.0)
-    assert length_bound.tail_noise(785) == length_bound.TAIL_NOISE
 
 
 def test_a_broad_histogram_over_many_lengths_is_read_in_bins_its_noise_does_not_swamp(monkeypatch) -> None:
