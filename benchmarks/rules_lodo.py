@@ -110,6 +110,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "allp": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.1},
     "allp_r003": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.03},
     "allp_r0": {"ALL_PAIRS_SCALE": 0.0, "dpgm.models.tilt.PAIR_RIDGE": 0.0},
+    # selected edges wherever a tree is fitted (on dense yes/no records every pair's count is sqrt((L - 1) / 2) times
+    # a selected pair's noise: chess gains, mushroom loses; rules_lodo_dense_pairs*.json)
     "noallp": {"ALL_PAIRS_SCALE": math.inf},
     # DP-SGD's gradient clip: near the per-record gradients' median norm (about 5-10 on these data)
     "clip5": {"CLIP_NORM": 5.0},
