@@ -122,7 +122,7 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
             assert all(np.array_equal(r["trees"][key], ranks[0]["trees"][key]) for key in ("parent", "logits"))
             assert r["table_ledger"] == alone["table_ledger"]
             assert all(np.array_equal(r["table_trees"][key], ranks[0]["table_trees"][key])
-                       for key in ("attribute", "parent", "probs"))
+                       for key in ("attribute", "parent", "groups", "within", "tables", "shapes"))
     exact = results[0][1]  # without noise: the statistics of all the records, as one process has them
     assert np.array_equal(exact["items"], exact_alone["items"])
     assert np.allclose(exact["sizes"], exact_alone["sizes"])
@@ -132,7 +132,8 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
     assert np.array_equal(exact["trees"]["parent"], exact_alone["trees"]["parent"])  # edges scored on all records
     assert np.allclose(exact["trees"]["logits"], exact_alone["trees"]["logits"], atol=1e-9)
     assert np.array_equal(exact["table_trees"]["parent"], exact_alone["table_trees"]["parent"])  # tables of all ranks
-    assert np.allclose(exact["table_trees"]["probs"], exact_alone["table_trees"]["probs"], atol=1e-9)
+    assert np.array_equal(exact["table_trees"]["shapes"], exact_alone["table_trees"]["shapes"])
+    assert np.allclose(exact["table_trees"]["tables"], exact_alone["table_trees"]["tables"], atol=1e-9)
 
 
 def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:

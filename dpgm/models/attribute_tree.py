@@ -37,33 +37,58 @@ def record_values(records: Any, of: np.ndarray, attributes: int) -> np.ndarray:
 
 
 class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
-    """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root);
-    ``probs[t, u, v]``: P(attribute t takes value v | its parent takes value u), values 0 (none) and
-    1 .. (the attribute's items in id order). The buffers take their shapes from ``set_tree``."""
+    """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root). Values 0 (none)
+    and 1 .. (the attribute's items in id order) fall in groups, ``groups[t, v]``; P(attribute t takes value v |
+    its parent takes value u) = cell (group of u, group of v) of t's table times ``within[t, v]``. t's table has
+    a row per group of its parent's values (one for a root) and a column per group of its own, ``shapes[t]``;
+    the tables lie one after another in ``tables``. Every value its own group: a dense table, of the attributes'
+    own sizes. The buffers take their shapes from ``set_tree``."""
 
-    resized = ("parent", "probs")
+    resized = ("parent", "groups", "within", "tables", "shapes")
 
     def __init__(self, n_items: int) -> None:
         super().__init__()
         self.n_items = int(n_items)
         self.register_buffer("attribute", torch.zeros(self.n_items, dtype=torch.long))
         self.register_buffer("parent", torch.full((1,), -1, dtype=torch.long))
-        self.register_buffer("probs", torch.ones(1, 1, 1, dtype=torch.float64))
+        self.register_buffer("groups", torch.zeros(1, 1, dtype=torch.long))
+        self.register_buffer("within", torch.ones(1, 1, dtype=torch.float64))
+        self.register_buffer("tables", torch.ones(1, dtype=torch.float64))
+        self.register_buffer("shapes", torch.ones(1, 2, dtype=torch.long))
         with warnings.catch_warnings():  # "Initializing zero-element tensors is a no-op": the weight is empty
             warnings.simplefilter("ignore", UserWarning)
             self.out = nn.Linear(0, self.n_items)  # its bias: the part means' starting point (never trained)
         nn.init.zeros_(self.out.bias)
 
     @torch.no_grad()
-    def set_tree(self, attribute: Tensor, parent: Tensor, probs: Tensor) -> None:
-        """The items' attributes [n_items], the forest over attributes [T] (checked acyclic) and its
-        conditional tables [T, S + 1, S + 1] (S: the most items of one attribute)."""
+    def set_tree(self, attribute: Tensor, parent: Tensor, groups: Tensor, within: Tensor, tables: Tensor,
+                 shapes: Tensor) -> None:
+        """The items' attributes [n_items], the forest over attributes [T] (checked acyclic), each value's group and
+        weight in it [T, W] (W: the most values of one attribute) and the tables over groups (``tables`` [>= L]
+        read by ``shapes`` [T, 2]; L the sum of their cells, what follows is padding)."""
+        attribute, parent = torch.as_tensor(attribute, dtype=torch.long), torch.as_tensor(parent, dtype=torch.long)
+        groups, shapes = torch.as_tensor(groups, dtype=torch.long), torch.as_tensor(shapes, dtype=torch.long)
+        within, tables = torch.as_tensor(within, dtype=torch.float64), torch.as_tensor(tables, dtype=torch.float64)
+        cells = int(shapes.prod(dim=1).sum()) if shapes.numel() else 0
+        if (attribute.shape != (self.n_items,) or groups.shape != within.shape or groups.shape[0] != parent.numel()
+                or shapes.shape != (parent.numel(), 2) or tables.numel() < cells):
+            raise ValueError("attribute tree: one attribute per item and one table per attribute")
+        order_of(parent)  # refuses a cycle
+        self.attribute, self.parent, self.groups, self.within = attribute.clone(), parent.clone(), groups.clone(), \
+            within.clone()
+        self.tables, self.shapes = tables[:cells].clone(), shapes.clone()
+
+    def set_dense(self, attribute: Tensor, parent: Tensor, probs: Tensor) -> None:
+        """``set_tree`` from dense conditional tables [T, W, W], ``probs[t, u, v]``: every value its own group."""
         attribute, parent = torch.as_tensor(attribute, dtype=torch.long), torch.as_tensor(parent, dtype=torch.long)
         probs = torch.as_tensor(probs, dtype=torch.float64)
-        if attribute.shape != (self.n_items,) or probs.shape[0] != parent.numel() or probs.shape[1] != probs.shape[2]:
-            raise ValueError("attribute tree: one attribute per item and one square table per attribute")
-        order_of(parent)  # refuses a cycle
-        self.attribute, self.parent, self.probs = attribute.clone(), parent.clone(), probs.clone()
+        sizes = torch.bincount(attribute, minlength=parent.numel()) + 1
+        rows = torch.where(parent >= 0, sizes[parent.clamp_min(0)], torch.ones_like(parent))
+        tables = [probs[t, :r, :c].reshape(-1) for t, (r, c) in enumerate(zip(rows.tolist(), sizes.tolist()))]
+        values = torch.arange(probs.shape[-1]).expand(parent.numel(), -1)
+        held = values < sizes[:, None]
+        self.set_tree(attribute, parent, torch.where(held, values, 0), held.to(torch.float64), torch.cat(tables),
+                      torch.stack([rows, sizes], dim=1))
 
     def items_of(self, t: int) -> Tensor:
         """The items of attribute t in id order (its values 1, 2, ...)."""
@@ -74,33 +99,58 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
         of = self.attribute.cpu().numpy()
         return torch.as_tensor(record_values(x.detach().cpu().numpy(), of, self.parent.numel()), device=x.device)
 
+    def sizes(self) -> Tensor:
+        """Each attribute's number of values [T]: its items and none."""
+        return torch.bincount(self.attribute, minlength=self.parent.numel()) + 1
+
+    def table(self, t: int) -> Tensor:
+        """Attribute t's table over groups [its parent's groups (1 for a root), its groups]."""
+        start = int(self.shapes[:t].prod(dim=1).sum())
+        rows, columns = self.shapes[t].tolist()
+        return self.tables[start: start + rows * columns].view(rows, columns)
+
+    def conditional(self, t: int, size: int) -> Tensor:
+        """[t's parent's groups, W]: P(attribute t takes each of its ``size`` values | its parent's group), zero
+        past them."""
+        table = self.table(t)
+        out = torch.zeros(table.shape[0], self.groups.shape[1], dtype=torch.float64, device=table.device)
+        out[:, :size] = table[:, self.groups[t, :size]] * self.within[t, :size]
+        return out
+
     @torch.no_grad()
     def sample(self, n: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor:
         """0/1 records [n, n_items] (float), one value per attribute drawn given its parent's, parents first:
         the records sharing a parent value draw theirs systematically (``draws.choose``) or independently."""
         x = torch.zeros(n, self.n_items, dtype=torch.float32)
         drawn = torch.zeros(n, self.parent.numel(), dtype=torch.long)
+        sizes = self.sizes().tolist()
         for t in order_of(self.parent).tolist():
             p = int(self.parent[t])
             given = drawn[:, p] if p >= 0 else torch.zeros(n, dtype=torch.long)
+            group = self.groups[p].cpu() if p >= 0 else torch.zeros(self.groups.shape[1], dtype=torch.long)
+            conditional = self.conditional(t, sizes[t]).cpu()
             for u in torch.unique(given).tolist():
                 rows = torch.nonzero(given == u).flatten()
-                drawn[rows, t] = choose(self.probs[t, u].cpu(), rows.numel(), generator, systematic=systematic)
+                drawn[rows, t] = choose(conditional[int(group[u])], rows.numel(), generator, systematic=systematic)
             items = self.items_of(t).cpu()
             held = drawn[:, t] > 0
             if items.numel():
                 x[held.nonzero().flatten(), items[(drawn[held, t] - 1).clamp_max(items.numel() - 1)]] = 1.0
-        return x.to(self.probs.device)
+        return x.to(self.tables.device)
 
     def marginals(self) -> Tensor:
         """Each item's exact frequency under the model [n_items] (parents first)."""
-        T = self.parent.numel()
-        value = torch.zeros(T, self.probs.shape[1], dtype=self.probs.dtype, device=self.probs.device)
+        sizes = self.sizes().tolist()
+        value = torch.zeros(self.parent.numel(), self.groups.shape[1], dtype=torch.float64, device=self.tables.device)
         for t in order_of(self.parent).tolist():
-            p = int(self.parent[t])
-            value[t] = self.probs[t, 0] if p < 0 else value[p] @ self.probs[t]
-        out = torch.zeros(self.n_items, dtype=self.probs.dtype, device=self.probs.device)
-        for t in range(T):
+            p, size = int(self.parent[t]), sizes[t]
+            mass = torch.ones(1, dtype=torch.float64, device=value.device)
+            if p >= 0:  # the parent's frequency of each of its groups
+                mass = torch.zeros(int(self.shapes[t, 0]), dtype=torch.float64, device=value.device).index_add_(
+                    0, self.groups[p, :sizes[p]], value[p, :sizes[p]])
+            value[t, :size] = (mass @ self.table(t))[self.groups[t, :size]] * self.within[t, :size]
+        out = torch.zeros(self.n_items, dtype=torch.float64, device=self.tables.device)
+        for t in range(self.parent.numel()):
             items = self.items_of(t)
             out[items] = value[t, 1: items.numel() + 1]
         return out
@@ -108,13 +158,16 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
     def record_losses(self, x: Tensor, noise: Tensor) -> Tensor:
         """Negative log-likelihood of each row of ``x`` [B, m] (0/1) under the tree -> [B]."""
         v = self.values(x)
-        given = torch.where(self.parent >= 0, v[:, self.parent.clamp_min(0)], torch.zeros_like(v))
         t = torch.arange(v.shape[1], device=v.device).expand_as(v)
-        return -torch.log(self.probs[t, given, v].clamp_min(1e-12)).sum(dim=1)
+        parent = self.parent.clamp_min(0).expand_as(v)
+        row = torch.where(self.parent >= 0, self.groups[parent, v[:, self.parent.clamp_min(0)]], torch.zeros_like(v))
+        starts = torch.cumsum(self.shapes.prod(dim=1), 0) - self.shapes.prod(dim=1)
+        cell = self.tables[starts[t] + row * self.shapes[t, 1] + self.groups[t, v]] * self.within[t, v]
+        return -torch.log(cell.clamp_min(1e-12)).sum(dim=1)
 
     def step_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
         """No per-record randomness: [n, 0]."""
-        return torch.zeros(n, 0, dtype=self.probs.dtype, device=self.probs.device)
+        return torch.zeros(n, 0, dtype=self.tables.dtype, device=self.tables.device)
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
         return self.record_losses(x, self.step_noise(x.shape[0], generator))

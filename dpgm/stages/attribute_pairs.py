@@ -11,7 +11,8 @@ grow a spanning tree over the T attributes (``attribute_distances``: MST's L1 sc
 at the noisy means, on the groups), then the chosen pairs' tables of counts between groups are released
 with Gaussian noise, and each attribute's group given its parent's follows from them and the noisy
 means, a value within its group in proportion to its noisy mean (``fit_attribute_tree``,
-``expand_groups``: post-processing, the tree's frequencies are the noisy means).
+``tree_arrays``: post-processing, the tree's frequencies are the noisy means; the model keeps the tables over
+groups, not over values).
 
 Privacy (add/remove one record): a record falls in exactly one cell of each pair's table, so it moves
 every score by at most 1 (each round: one epsilon exponential mechanism, parts disjoint) and the T - 1
@@ -53,11 +54,15 @@ def record_values(records: Any, schema: Schema) -> np.ndarray:
     return attribute_values(records, schema.of, schema.complete.size)
 
 
-def value_counts(records: Any, schema: Schema) -> np.ndarray:
+def value_counts(records: Any, schema: Schema, groups: list[np.ndarray] | None = None,
+                 size: int | None = None) -> np.ndarray:
     """[D, D] (D = items + attributes): the counts of every pair of values over ``records`` (a sum over
-    records; the block of attributes a, b is their table, a diagonal block the attribute's marginal)."""
-    values = record_values(records, schema) + value_offsets(schema)[:-1]
-    d = int(value_offsets(schema)[-1])
+    records; the block of attributes a, b is their table, a diagonal block the attribute's marginal). With
+    ``groups`` (each attribute's ``value_groups``), of every pair of groups instead ([G, G], zero-padded to
+    ``size``): the values' counts summed within groups, never held value by value."""
+    columns = np.arange(value_offsets(schema)[-1]) if groups is None else group_columns(groups)
+    values = columns[record_values(records, schema) + value_offsets(schema)[:-1]]
+    d = int(columns.max()) + 1 if size is None else size
     rows = np.repeat(np.arange(values.shape[0]), values.shape[1])
     onehot = sp.csr_matrix((np.ones(values.size), (rows, values.ravel())), shape=(values.shape[0], d))
     return np.asarray((onehot.T @ onehot).todense(), dtype=np.float64)
@@ -89,35 +94,34 @@ def rare_groups(marginals: list[np.ndarray], noise: float) -> list[np.ndarray]:
     return [value_groups(q, RARE_SIGMAS * noise) for q in marginals]
 
 
-def grouping(groups: list[np.ndarray]) -> sp.csr_matrix:
-    """[D, G]: value d of the attributes' values (``value_offsets`` order) to its attribute's group (groups
-    running attribute by attribute as the values do)."""
+def group_columns(groups: list[np.ndarray]) -> np.ndarray:
+    """[D]: each of the attributes' values (``value_offsets`` order) as its attribute's group's index, the groups
+    running attribute by attribute as the values do."""
     starts = np.cumsum([0] + [int(g.max()) + 1 for g in groups[:-1]])
-    columns = np.concatenate([g + s for g, s in zip(groups, starts)])
-    return sp.csr_matrix((np.ones(columns.size), (np.arange(columns.size), columns)),
-                         shape=(columns.size, int(starts[-1] + groups[-1].max() + 1)))
+    return np.concatenate([g + s for g, s in zip(groups, starts)])
 
 
-def grouped(counts: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray]
-            ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """(counts [G, G], marginals, offsets [T + 1]) of the groups from the values' (``value_counts``,
-    ``attribute_marginals``): a record still falls in one cell of each pair's table."""
-    join = grouping(groups)
+def merged_marginals(marginals: list[np.ndarray], groups: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """(marginals, offsets [T + 1]) of the groups from the values' (``attribute_marginals``): the offsets of each
+    attribute's groups in ``value_counts`` over groups."""
     merged = [np.bincount(g, weights=q) for g, q in zip(groups, marginals)]
-    offsets = np.concatenate([[0], np.cumsum([q.size for q in merged])])
-    return np.asarray(join.T @ (join.T @ counts).T).T, merged, offsets
+    return merged, np.concatenate([[0], np.cumsum([q.size for q in merged])])
 
 
-def expand_groups(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
-                  width: int) -> np.ndarray:
-    """[T, width, width]: each attribute's values given its parent's from its group given the parent's group
-    (``probs`` over groups), a value within its group in proportion to its noisy frequency. Post-processing."""
-    out = np.zeros((len(marginals), width, width))
+def tree_arrays(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
+                width: int) -> dict[str, np.ndarray]:
+    """The tree as dpgm.models.attribute_tree keeps it (``AttributeTree.set_tree``): each value's group and its share
+    of its group's noisy frequency [T, width], and each attribute's table of its group given its parent's (``probs``
+    over groups: a row per group of the parent's, one for a root), one after another. Post-processing."""
+    T = len(marginals)
+    group_of, within, shapes = np.zeros((T, width), dtype=np.int64), np.zeros((T, width)), np.zeros((T, 2), np.int64)
+    tables = []
     for t, (q, g) in enumerate(zip(marginals, groups)):
-        within = q / np.maximum(np.bincount(g, weights=q)[g], 1e-300)
-        rows = groups[parent[t]] if parent[t] >= 0 else np.zeros(width, dtype=np.int64)
-        out[t, :rows.size, :q.size] = probs[t][rows][:, g] * within
-    return out
+        group_of[t, :g.size] = g
+        within[t, :q.size] = q / np.maximum(np.bincount(g, weights=q)[g], 1e-300)
+        shapes[t] = (int(groups[parent[t]].max()) + 1 if parent[t] >= 0 else 1), int(g.max()) + 1
+        tables.append(probs[t, :shapes[t, 0], :shapes[t, 1]].ravel())
+    return {"groups": group_of, "within": within, "tables": np.concatenate(tables), "shapes": shapes}
 
 
 def attribute_distances(counts: np.ndarray, size: float, marginals: list[np.ndarray],

@@ -50,10 +50,11 @@ from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
     edge_tables,
-    expand_groups,
     fit_attribute_tree,
-    grouped,
+    group_columns,
+    merged_marginals,
     rare_groups,
+    tree_arrays,
     value_counts,
     value_offsets,
 )
@@ -125,9 +126,12 @@ def part_pair_counts(chunk: BinaryDataset, partition: Partition, bound: float) -
                       np.stack([plain_counts(r) for r in rows]))
 
 
-def part_value_counts(chunk: BinaryDataset, partition: Partition, schema: Schema) -> np.ndarray:
-    """[k, D, D]: each part's ``attribute_pairs.value_counts`` of its records in ``chunk``."""
-    return np.stack([value_counts(r, schema) for r in part_rows(chunk, partition)])
+def part_value_counts(chunk: BinaryDataset, partition: Partition, schema: Schema,
+                      groups: list[list[np.ndarray]]) -> np.ndarray:
+    """[k, G, G]: each part's ``attribute_pairs.value_counts`` of its records in ``chunk`` over its ``groups`` (G: the
+    most groups of a part; zero past a part's own)."""
+    size = max(int(group_columns(g).max()) + 1 for g in groups)
+    return np.stack([value_counts(r, schema, g, size) for r, g in zip(part_rows(chunk, partition), groups)])
 
 
 def table_distances(plain: np.ndarray, size: float, means: np.ndarray) -> np.ndarray:
@@ -312,26 +316,29 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
                     options: TreeOptions) -> dict[str, np.ndarray]:
     """Each part's tree over the declared attributes (dpgm.stages.attribute_pairs), its pair tables over groups of
     values (``rare_groups``: the rare ones merged, from the noisy means);
-    output: {"attribute": [k, m], "parent": [k, T], "probs": [k, T, S + 1, S + 1]} (dpgm.models.attribute_tree)."""
+    output: {"attribute": [k, m], "parent": [k, T], "groups", "within": [k, T, S + 1], "tables": [k, L], "shapes":
+    [k, T, 2]} (``tree_arrays``, each part's tables zero-padded to the longest; dpgm.models.attribute_tree)."""
     offsets, T = value_offsets(schema), schema.complete.size
     width = int(np.diff(offsets).max())
-    counts = summed(ctx.data, lambda chunk: part_value_counts(chunk, partition, schema))  # this rank's
     sensitivity = float(np.sqrt(max(T - 1, 0)))
     marginals = [attribute_marginals(p, schema) for p in means]
     cell = options.pair_noise_multiplier * sensitivity / np.maximum(sizes, 1.0)  # a cell's noise, as a frequency
     groups = [rare_groups(q, c) for q, c in zip(marginals, cell)]
-    parts = [grouped(c, q, g) for c, q, g in zip(counts, marginals, groups)]
-    every = [grouped(c, q, g)[0] for c, q, g in zip(collective.sum_over_ranks(counts), marginals, groups)]
-    scores = [attribute_distances(c, s, q, o) for c, s, (_, q, o) in zip(every, sizes, parts)]
+    counts = summed(ctx.data, lambda chunk: part_value_counts(chunk, partition, schema, groups))  # this rank's
+    parts = [merged_marginals(q, g) for q, g in zip(marginals, groups)]
+    scores = [attribute_distances(c, s, q, o) for c, s, (q, o) in zip(collective.sum_over_ranks(counts), sizes, parts)]
     edges = spanning_trees(scores, T, epsilon=options.select_epsilon, accountant=ctx.accountant, rng=ctx.rng)
-    span = max(int(np.diff(o).max()) for _, _, o in parts)
-    tables = np.stack([edge_tables(c, e, o, span) for (c, _, o), e in zip(parts, edges)])
+    span = max(int(np.diff(o).max()) for _, o in parts)
+    tables = np.stack([edge_tables(c, e, o, span) for c, (_, o), e in zip(counts, parts, edges)])
     noisy = gaussian_release(tables, sensitivity=sensitivity, noise_multiplier=options.pair_noise_multiplier,
                              accountant=ctx.accountant, stage=STAGE, rng=ctx.rng) if T > 1 else tables
-    fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (_, q, _) in zip(edges, noisy, sizes, parts)]
-    probs = [expand_groups(f[0], f[1], q, g, width) for f, q, g in zip(fits, marginals, groups)]
-    return {"attribute": np.repeat(schema.of[None], partition.k, axis=0),
-            "parent": np.stack([f[0] for f in fits]), "probs": np.stack(probs)}
+    fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (q, _) in zip(edges, noisy, sizes, parts)]
+    trees = [tree_arrays(f[0], f[1], q, g, width) for f, q, g in zip(fits, marginals, groups)]
+    length = max(tree["tables"].size for tree in trees)
+    for tree in trees:
+        tree["tables"] = np.pad(tree["tables"], (0, length - tree["tables"].size))
+    return {"attribute": np.repeat(schema.of[None], partition.k, axis=0), "parent": np.stack([f[0] for f in fits]),
+            **{name: np.stack([tree[name] for tree in trees]) for name in trees[0]}}
 
 
 def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, means: np.ndarray,

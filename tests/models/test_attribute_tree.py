@@ -18,7 +18,7 @@ def _tree() -> AttributeTree:
     probs[0, :, :4] = torch.tensor([0.1, 0.2, 0.3, 0.4])
     probs[1, :, :3] = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.9, 0.1], [0.0, 0.5, 0.5], [0.0, 0.1, 0.9]])
     probs[2, :, :2] = torch.tensor([0.7, 0.3])
-    model.set_tree(torch.tensor([0, 0, 0, 1, 1, 2]), torch.tensor([-1, 0, -1]), probs)
+    model.set_dense(torch.tensor([0, 0, 0, 1, 1, 2]), torch.tensor([-1, 0, -1]), probs)
     return model
 
 
@@ -46,13 +46,13 @@ def test_a_saved_tree_loads_into_a_fresh_model_of_its_kind():
     fresh = build_model(ModelConfig(kind="tree", options={"by_attribute": True}), 6)
     assert isinstance(fresh, AttributeTree)
     fresh.load_state_dict(model.state_dict())
-    assert torch.equal(fresh.probs, model.probs) and torch.equal(fresh.parent, model.parent)
+    assert all(torch.equal(fresh.state_dict()[k], v) for k, v in model.state_dict().items())
     np.testing.assert_allclose(fresh.marginals().numpy(), model.marginals().numpy())
 
 
 def test_a_cycle_or_a_table_per_item_is_refused():
     model = _tree()
     with pytest.raises(ValueError, match="cycle"):
-        model.set_tree(model.attribute, torch.tensor([1, 0, -1]), model.probs)
+        model.set_tree(model.attribute, torch.tensor([1, 0, -1]), model.groups, model.within, model.tables, model.shapes)
     with pytest.raises(ValueError, match="one attribute per item"):
-        model.set_tree(model.attribute[:5], model.parent, model.probs)
+        model.set_tree(model.attribute[:5], model.parent, model.groups, model.within, model.tables, model.shapes)

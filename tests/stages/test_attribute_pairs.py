@@ -19,11 +19,12 @@ from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
     edge_tables,
-    expand_groups,
     fit_attribute_tree,
-    grouped,
+    group_columns,
+    merged_marginals,
     rake,
     record_values,
+    tree_arrays,
     value_counts,
     value_groups,
     value_offsets,
@@ -93,13 +94,13 @@ def test_the_fitted_tree_keeps_the_noisy_marginals_and_without_noise_the_tables(
     parent, probs = fit_attribute_tree(edges, noisy, 20_000.0, marginals, width)
     assert parent.tolist() == [-1, 0, 1]
     model = AttributeTree(9)
-    model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent), torch.as_tensor(probs))
+    model.set_dense(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent), torch.as_tensor(probs))
     expected = np.concatenate([q[1:] for q in marginals])
     np.testing.assert_allclose(model.marginals().numpy(), expected, atol=1e-6)
     # without noise the tree draws the records' pair tables, up to sampling error
     parent, probs = fit_attribute_tree(edges, edge_tables(counts, edges, offsets, width), 20_000.0,
                                        attribute_marginals(x.mean(axis=0), SCHEMA), width)
-    model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent), torch.as_tensor(probs))
+    model.set_dense(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent), torch.as_tensor(probs))
     drawn = model.sample(20_000, torch.Generator().manual_seed(0)).numpy()
     assert (drawn.sum(axis=1) == 3).all()  # one value of every attribute
     assert np.abs(value_counts(drawn, SCHEMA) - counts).max() / 20_000 < 0.01
@@ -157,7 +158,7 @@ def test_an_attribute_none_of_whose_values_is_modelled_is_always_none():
     edges = [(0, 1), (1, 2)]
     parent, probs = fit_attribute_tree(edges, edge_tables(counts, edges, offsets, 3), 2_000.0, marginals, 3)
     model = AttributeTree(4)
-    model.set_tree(torch.as_tensor(schema.of), torch.as_tensor(parent), torch.as_tensor(probs))
+    model.set_dense(torch.as_tensor(schema.of), torch.as_tensor(parent), torch.as_tensor(probs))
     drawn = model.sample(1_000, torch.Generator().manual_seed(1)).numpy()
     assert (drawn[:, :2].sum(axis=1) == 1).all() and (drawn[:, 2:].sum(axis=1) == 1).all()
 
@@ -177,18 +178,20 @@ def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value
     marginals = attribute_marginals(means, SCHEMA)
     groups = [value_groups(q, 0.2) for q in marginals]
     assert [int(g.max()) + 1 for g in groups] == [4, 3, 3]  # none merged everywhere, and two values of attribute 2
-    counts, q, offsets = grouped(value_counts(x, SCHEMA), marginals, groups)
+    counts, (q, offsets) = value_counts(x, SCHEMA, groups), merged_marginals(marginals, groups)
     assert np.diff(offsets).tolist() == [4, 3, 3] and [v.sum() for v in q] == pytest.approx([1, 1, 1])
+    join = np.eye(10)[group_columns(groups)]  # [D, G]: each value to its group
+    assert np.array_equal(counts, join.T @ value_counts(x, SCHEMA) @ join)  # the values' counts summed in groups
     extra = np.zeros((1, 9), dtype=np.uint8)
     extra[0, [1, 3, 8]] = 1
-    moved = grouped(value_counts(np.vstack([x, extra]), SCHEMA), marginals, groups)[0] - counts
+    moved = value_counts(np.vstack([x, extra]), SCHEMA, groups) - counts
     edges = [(0, 1), (1, 2)]
     assert [np.abs(t).sum() for t in edge_tables(moved, edges, offsets, 4)] == [1.0, 1.0]
     noisy = edge_tables(counts, edges, offsets, 4) + rng.normal(0, 30.0, (2, 4, 4))
     parent, probs = fit_attribute_tree(edges, noisy, 2_000.0, q, 4)
     model = AttributeTree(9)
     model.set_tree(torch.as_tensor(SCHEMA.of), torch.as_tensor(parent),
-                   torch.as_tensor(expand_groups(parent, probs, marginals, groups, 5)))
+                   **{k: torch.as_tensor(v) for k, v in tree_arrays(parent, probs, marginals, groups, 5).items()})
     np.testing.assert_allclose(model.marginals().numpy(), np.concatenate([v[1:] for v in marginals]), atol=1e-6)
 
 

@@ -149,6 +149,10 @@ def test_the_value_counts_of_a_tree_over_attributes_are_the_same_from_chunks(tmp
         return np.asarray(records[:, 0].todense()).ravel().astype(np.int64)  # two parts: item 0 held or not
 
     partition = Partition(assignments=None, noisy_sizes=np.array([300.0, 300.0]), rule=rule)
-    counts = [summed(data, lambda chunk: part_value_counts(chunk, partition, schema)) for data in (memory, chunks)]
-    assert np.array_equal(counts[0], counts[1])
-    assert np.trace(counts[0][:, :5, :5], axis1=1, axis2=2).tolist() == np.bincount(rule(memory.records)).tolist()
+    groups = [[np.arange(5)] * 10, [np.array([0, 1, 2, 3, 3])] * 10]  # the second part's last two values: one group
+    counts = [summed(data, lambda chunk: part_value_counts(chunk, partition, schema, groups))
+              for data in (memory, chunks)]
+    assert np.array_equal(counts[0], counts[1]) and counts[0].shape == (2, 50, 50)
+    assert not counts[0][1, 40:].any()  # the second part's 40 groups, padded to the first's 50
+    traces = [np.trace(counts[0][0, :5, :5]), np.trace(counts[0][1, :4, :4])]  # the first attribute's groups
+    assert traces == np.bincount(rule(memory.records)).tolist()
