@@ -78,6 +78,7 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...], bool]] = {
     "subspace_clustering": (["--seeds", "1", "--sweeps", "2", "--epsilons", "1", "--png", "{tmp}/subspace.png"], (),
                             False),
     "sweep_report": (["--self-test"], (), False),
+    "table_time": (["--table", "online-shoppers", "--rows", "300", "--peers"], ("tables/online-shoppers",), False),
     "tables_lodo": (["--tables", "online-shoppers", "--sizes", "300", "--epsilons", "1", "--seeds", "1", "--peers",
                      "marginals", "--max-triples", "50"], ("tables/online-shoppers",), False),
     "train_on_synthetic": (["--dataset", "digits", "--epsilons", "1", "--seeds", "1", "--limit", "200",
