@@ -26,16 +26,20 @@ def test_dpgm_is_timed_in_a_process_of_its_own(tmp_path: Path) -> None:
     assert list(found["methods"]) == ["dpgm"] and found["ratios"] == {}  # no peer: nothing to compare
     assert row["n"] == row["n_synthetic"] == 300 and row["columns"] == 3 and row["delta"] == 1e-4
     assert row["total_s"] == pytest.approx(row["fit_s"] + row["sample_s"] + row["write_s"])
+    assert 0 < row["total_cpu_s"] == pytest.approx(row["fit_cpu_s"] + row["sample_cpu_s"] + row["write_cpu_s"])
     assert row["peak_rss_mb"] >= row["loaded_rss_mb"] > 0 and row["csv_bytes"] > 300
     assert row["spent_epsilon"] <= 1.0 and row["measured"]["date"] and found["settings"]["threads"] == 1
 
 
-def test_the_ratios_name_each_target() -> None:
+def test_the_ratios_name_each_target_on_both_clocks() -> None:
     bench = load_benchmark("table_time")
-    rows = {"dpgm": {"total_s": 30.0}, "mst": {"total_s": 20.0}, "aim": {"total_s": 200.0}}
+    rows = {"dpgm": {"total_s": 30.0, "total_cpu_s": 30.0}, "mst": {"total_s": 20.0, "total_cpu_s": 10.0},
+            "aim": {"total_s": 200.0, "total_cpu_s": 300.0}}
     out = bench.ratios(rows)
-    assert out["dpgm_over_mst"] == 1.5 and out["within_2x_mst"]
-    assert out["dpgm_over_aim"] == 0.15 and out["aim_over_a_minute"] and not out["within_tenth_of_aim"]
+    assert (out["dpgm_over_mst_s"], out["target_met_mst_s"]) == (1.5, True)
+    assert (out["dpgm_over_mst_cpu_s"], out["target_met_mst_cpu_s"]) == (3.0, False)
+    assert (out["dpgm_over_aim_s"], out["target_met_aim_s"]) == (0.15, False)
+    assert (out["dpgm_over_aim_cpu_s"], out["target_met_aim_cpu_s"]) == (0.1, True)
     rows["aim"]["total_s"] = 50.0  # AIM within a minute: the tenth does not apply
-    assert bench.ratios(rows)["within_tenth_of_aim"]
-    assert bench.ratios({"mst": {"total_s": 1.0}}) == {}
+    assert bench.ratios(rows)["target_met_aim_s"]
+    assert bench.ratios({"mst": rows["mst"]}) == {}
