@@ -129,8 +129,9 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
             given = drawn[:, p] if p >= 0 else torch.zeros(n, dtype=torch.long)
             group = self.groups[p].cpu() if p >= 0 else torch.zeros(self.groups.shape[1], dtype=torch.long)
             conditional = self.conditional(t, sizes[t]).cpu()
-            for u in torch.unique(given).tolist():
-                rows = torch.nonzero(given == u).flatten()
+            order = torch.argsort(given, stable=True)  # the records of each parent value, in record order
+            values, counts = torch.unique_consecutive(given[order], return_counts=True)
+            for u, rows in zip(values.tolist(), torch.split(order, counts.tolist())):
                 drawn[rows, t] = choose(conditional[int(group[u])], rows.numel(), generator, systematic=systematic)
             items = self.items_of(t).cpu()
             held = drawn[:, t] > 0
