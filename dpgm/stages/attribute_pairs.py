@@ -143,6 +143,16 @@ def edge_tables(counts: np.ndarray, edges: list[tuple[int, int]], offsets: np.nd
     return out
 
 
+def edge_cells(edges: list[tuple[int, int]], offsets: np.ndarray, width: int) -> np.ndarray:
+    """[len(edges), width, width]: where each edge's table (``edge_tables``) has a cell, not padding: the cells
+    released (a record falls in one of them per edge; the padding holds nothing to release)."""
+    out = np.zeros((len(edges), width, width), dtype=bool)
+    sizes = np.diff(offsets)
+    for e, (a, b) in enumerate(edges):
+        out[e, :sizes[a], :sizes[b]] = True
+    return out
+
+
 def rake(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """The non-negative joint frequencies nearest (iterative proportional fitting) a noisy ``table`` whose
     margins are ``rows`` and ``columns`` (each summing to one)."""

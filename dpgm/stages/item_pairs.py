@@ -49,6 +49,7 @@ from dpgm.privacy.mechanisms import exponential_mechanisms, floor_counts, gaussi
 from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
+    edge_cells,
     edge_tables,
     fit_attribute_tree,
     group_columns,
@@ -330,8 +331,10 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     edges = spanning_trees(scores, T, epsilon=options.select_epsilon, accountant=ctx.accountant, rng=ctx.rng)
     span = max(int(np.diff(o).max()) for _, o in parts)
     tables = np.stack([edge_tables(c, e, o, span) for c, (_, o), e in zip(counts, parts, edges)])
-    noisy = gaussian_release(tables, sensitivity=sensitivity, noise_multiplier=options.pair_noise_multiplier,
-                             accountant=ctx.accountant, stage=STAGE, rng=ctx.rng) if T > 1 else tables
+    cells, noisy = np.stack([edge_cells(e, o, span) for (_, o), e in zip(parts, edges)]), tables.copy()
+    if T > 1:  # the tables' own cells, not their padding to the widest
+        noisy[cells] = gaussian_release(tables[cells], sensitivity=sensitivity, rng=ctx.rng, stage=STAGE,
+                                        noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant)
     fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (q, _) in zip(edges, noisy, sizes, parts)]
     trees = [tree_arrays(f[0], f[1], q, g, width) for f, q, g in zip(fits, marginals, groups)]
     length = max(tree["tables"].size for tree in trees)

@@ -18,6 +18,7 @@ from dpgm.release import sample_dataset
 from dpgm.stages.attribute_pairs import (
     attribute_distances,
     attribute_marginals,
+    edge_cells,
     edge_tables,
     fit_attribute_tree,
     group_columns,
@@ -187,6 +188,8 @@ def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value
     moved = value_counts(np.vstack([x, extra]), SCHEMA, groups) - counts
     edges = [(0, 1), (1, 2)]
     assert [np.abs(t).sum() for t in edge_tables(moved, edges, offsets, 4)] == [1.0, 1.0]
+    cells = edge_cells(edges, offsets, 4)  # what is released: each table's own cells, 4 x 3 and 3 x 3, no padding
+    assert cells.sum() == 4 * 3 + 3 * 3 and not edge_tables(counts, edges, offsets, 4)[~cells].any()
     noisy = edge_tables(counts, edges, offsets, 4) + rng.normal(0, 30.0, (2, 4, 4))
     parent, probs = fit_attribute_tree(edges, noisy, 2_000.0, q, 4)
     model = AttributeTree(9)
