@@ -36,6 +36,26 @@ def record_values(records: Any, of: np.ndarray, attributes: int) -> np.ndarray:
     return out
 
 
+def systematic_choices(probs: Tensor, counts: Tensor, generator: torch.Generator | None) -> Tensor:
+    """``draws.choose`` (systematic) of counts[g] indices by each row g of ``probs`` [G, W], one row after another:
+    the same random draws in the same order (a row's offset, then its shuffle) and the same arithmetic, the
+    cumulative sums and their searches done for every row at once."""
+    if counts.numel() == 0:
+        return torch.zeros(0, dtype=torch.long)
+    offsets, shuffles = [], []
+    for count in counts.tolist():
+        offsets.append(torch.rand(1, generator=generator, dtype=torch.float64))
+        shuffles.append(torch.randperm(count, generator=generator))
+    cumulative = torch.cumsum(probs.to(torch.float64), 1)
+    starts = torch.cumsum(counts, 0) - counts
+    row = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    rank = torch.arange(int(counts.sum())) - starts[row]
+    points = torch.zeros(counts.numel(), int(counts.max()), dtype=torch.float64)
+    points[row, rank] = (rank.to(torch.float64) + torch.cat(offsets)[row]) / counts[row] * cumulative[row, -1]
+    picks = torch.searchsorted(cumulative, points, right=True).clamp_max(probs.shape[1] - 1)[row, rank]
+    return picks[starts[row] + torch.cat(shuffles)]
+
+
 class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
     """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root). Values 0 (none)
     and 1 .. (the attribute's items in id order) fall in groups, ``groups[t, v]``; P(attribute t takes value v |
@@ -131,8 +151,11 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
             conditional = self.conditional(t, sizes[t]).cpu()
             order = torch.argsort(given, stable=True)  # the records of each parent value, in record order
             values, counts = torch.unique_consecutive(given[order], return_counts=True)
-            for u, rows in zip(values.tolist(), torch.split(order, counts.tolist())):
-                drawn[rows, t] = choose(conditional[int(group[u])], rows.numel(), generator, systematic=systematic)
+            if systematic:
+                drawn[order, t] = systematic_choices(conditional[group[values]], counts, generator)
+            else:
+                for u, rows in zip(values.tolist(), torch.split(order, counts.tolist())):
+                    drawn[rows, t] = choose(conditional[int(group[u])], rows.numel(), generator, systematic=False)
             items = self.items_of(t).cpu()
             held = drawn[:, t] > 0
             if items.numel():

@@ -8,7 +8,8 @@ import torch
 
 from dpgm.config import ModelConfig
 from dpgm.models import build_model
-from dpgm.models.attribute_tree import AttributeTree
+from dpgm.models.attribute_tree import AttributeTree, systematic_choices
+from dpgm.models.draws import choose
 
 
 def _tree() -> AttributeTree:
@@ -56,3 +57,14 @@ def test_a_cycle_or_a_table_per_item_is_refused():
         model.set_tree(model.attribute, torch.tensor([1, 0, -1]), model.groups, model.within, model.tables, model.shapes)
     with pytest.raises(ValueError, match="one attribute per item"):
         model.set_tree(model.attribute[:5], model.parent, model.groups, model.within, model.tables, model.shapes)
+
+
+def test_the_rows_systematic_draws_at_once_are_those_drawn_one_row_after_another():
+    probs = torch.rand(5, 7, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    probs[2, 4:] = 0.0  # a row of fewer values, zero-padded
+    counts = torch.tensor([4, 1, 9, 30, 2])
+    at_once = systematic_choices(probs, counts, torch.Generator().manual_seed(5))
+    generator = torch.Generator().manual_seed(5)
+    one_by_one = torch.cat([choose(p, int(c), generator) for p, c in zip(probs, counts)])
+    assert torch.equal(at_once, one_by_one) and (at_once[5:14] < 4).all()
+    assert systematic_choices(probs[:0], counts[:0], generator).numel() == 0
