@@ -183,6 +183,12 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "noempty1_seen5": {"EMPTY_SEEN_SHARE": 0.05},
     "noempty1_0": {"EMPTY_SEEN_SHARE": math.inf},
     "emptykept": {"EMPTY_SEEN_SHARE": 0.0},
+    # tree0 with MST's budget split: its selections take a third of rho where tree0's take 9% (each edge's epsilon
+    # half MST's), the means and the pair counts the rest (msel: 0.24 of the tree's 0.35, means 0.58; mthirds:
+    # means 0.33, selections 0.30, pairs 0.30)
+    "tree0_msel": {"MIN_TRAINING_SCALE": 0, "TREE_SELECT_SHARE": 0.24, "TREE_PAIRS_SHARE": 0.11},
+    "tree0_mthirds": {"MIN_TRAINING_SCALE": 0, "MEANS_SHARE": 0.33, "TREE_SELECT_SHARE": 0.3, "TREE_PAIRS_SHARE": 0.3},
+    "tree0_sel20": {"MIN_TRAINING_SCALE": 0, "MEANS_SHARE": 0.5, "TREE_SELECT_SHARE": 0.2, "TREE_PAIRS_SHARE": 0.23},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.
