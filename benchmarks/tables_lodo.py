@@ -72,6 +72,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "no_groups": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 0.0},
     # rare values below one standard deviation of a cell's noise grouped (MST: three)
     "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
+    # one part per table at any size
+    "onepart": {"dpgm.rules.RECORDS_PER_PART": 10**9},
+    # tables_lodo_attribute_tree.json also holds the rows of DP-SGD above 1,000 items of a declared table (the rules
+    # before a tree over its attributes took DP-SGD's place there too: diabetes-130's 2,733 items)
     # tables_lodo_fix.json also holds the rows of the part sizes read off the noisy means' sums (sums; before: with
     # no groups) and of a group of rare values sharing its mass equally (uniform, MST's decompression): both lost
 }

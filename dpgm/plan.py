@@ -83,15 +83,16 @@ TABLE: tuple[Row, ...] = (
         "independent items at each group's noisy mean: N x epsilon = {scale:,.0f} is below {MIN_TRAINING_SCALE:,}, "
         "where DP-SGD's noise costs more than the correlations it learns",
         lambda c: _kind("independent")(c) and c.scale < rules.MIN_TRAINING_SCALE),
-    Row("model.kind", "tree", "at most {PAIRS_MAX_ITEMS:,} items modelled and data.min_items at most 1",
+    Row("model.kind", "tree", "at most {PAIRS_MAX_ITEMS:,} items modelled or a declared table's attributes, and "
+        "data.min_items at most 1",
         "{tree}, in DP-SGD's place and with its budget: N x epsilon = {scale:,.0f} is at least "
         "{MIN_TRAINING_SCALE:,}, where the pairs measured directly buy more than the models DP-SGD trains",
         lambda c: _kind("tree")(c) and rules.tree_for_training(c.facts, c.items)),
-    Row("model.kind", "vae", "more than {PAIRS_MAX_ITEMS:,} items modelled",
+    Row("model.kind", "vae", "more than {PAIRS_MAX_ITEMS:,} items modelled, not over a declared table's attributes",
         "a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least {MIN_TRAINING_SCALE:,}, enough "
         "for DP-SGD to learn correlations between items (a tree of items, the rules' choice there, is kept to at "
         "most {PAIRS_MAX_ITEMS:,} items, whose pair counts fit in memory: set data.top_items)",
-        lambda c: _kind("vae")(c) and not rules.pairs_fit(c.facts, c.items)),
+        lambda c: _kind("vae")(c) and not rules.pairs_fit(c.facts, c.items) and not rules.by_attribute(c.facts)),
     Row("model.kind", "vae", "data.min_items above 1",
         "a VAE per group trained by DP-SGD: N x epsilon = {scale:,.0f} is at least {MIN_TRAINING_SCALE:,}, enough "
         "for DP-SGD to learn correlations between items, and every record holds at least {min_items} items "

@@ -178,10 +178,18 @@ def pairs_fit(facts: PublicFacts, items: int | None = None) -> bool:
 
 def tree_for_training(facts: PublicFacts, items: int | None = None) -> bool:
     """Whether a tree takes DP-SGD's place (and budget) where DP-SGD would train: over at most PAIRS_MAX_ITEMS
-    ``items`` (default: all) and with at most one item per record required (a tree keeps at most one)."""
+    ``items`` (default: all), or over a declared table's attributes (``by_attribute``: its pair tables are over
+    attributes and groups of values, whatever the items), and with at most one item per record required (a tree
+    keeps at most one)."""
     scale = facts.scale
     trains = max(MIN_TRAINING_SCALE, tree_scale(facts)) <= scale  # below, a tree or independent items already
-    return trains and pairs_fit(facts, items) and facts.min_items <= 1
+    return trains and (pairs_fit(facts, items) or by_attribute(facts)) and facts.min_items <= 1
+
+
+def by_attribute(facts: PublicFacts) -> bool:
+    """Whether a tree is over a declared table's attributes: TABLE_BY_ATTRIBUTE and a schema that says which item is
+    whose."""
+    return bool(TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None)
 
 
 def select_epsilon(rho: float, share: float, n_items: int) -> float:
@@ -321,7 +329,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     else:
         out.update(PARTITIONER_RULES[partitioner or PARTITIONER](rho * partition_share))
     if kind == "tree":  # over the declared attributes where TABLE_BY_ATTRIBUTE and the schema say which item is whose
-        over = TABLE_BY_ATTRIBUTE and facts.schema and facts.attributes is not None
+        over = by_attribute(facts)
         out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share,
                                                not over and every_pair(facts, items)), "by_attribute": over}
     q = min(MAX_SAMPLING_RATE, PART_BATCH * k / facts.size)

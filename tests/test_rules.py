@@ -642,3 +642,19 @@ def test_the_report_says_when_every_pair_is_measured() -> None:
     assert "every pair's count is measured" in why(facts(30_000))  # 10,000 over 136 pairs: at least 1
     assert "at least 1)" in why(facts(30_000))
     assert "every pair's count" not in why(facts(30_000, items=142))  # 10,000 over 10,011 pairs
+
+
+def test_a_declared_schema_keeps_the_tree_over_its_attributes_above_the_items_cap() -> None:
+    """Where DP-SGD would train, a tree takes its place over at most PAIRS_MAX_ITEMS items, or over a declared
+    table's attributes however many values they hold (its pair tables are over attributes and groups of values);
+    without the schema, more items than the cap get a VAE; the plan's reason is the tree's in DP-SGD's place."""
+    from dpgm.plan import plan
+    from dpgm.rules import PAIRS_MAX_ITEMS
+
+    wide = PublicFacts(n_items=PAIRS_MAX_ITEMS + 1_733, records_magnitude=100_000, epsilon=1.0, delta=1e-7,
+                       attributes=48)
+    assert public_defaults(wide, top_items=None)["model.kind"] == "vae"
+    declared = dataclasses.replace(wide, schema=True)
+    chosen = public_defaults(declared, top_items=None)
+    assert chosen["model.kind"] == "tree" and chosen["model.options"]["by_attribute"] is True
+    assert "in DP-SGD's place" in plan(declared).reasons["model.kind"]
