@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pages.common import METHODS, load_if_there, num, seconds, source, table
+import numpy as np
+
+from pages.common import METHODS, load, load_if_there, mean_sd, num, seconds, source, table
 
 #: The benchmark's result file, and the time's (benchmarks/table_time.py).
 NAME, TIME = "tables_lodo_fix.json", "table_time_diabetes.json"
@@ -134,3 +136,116 @@ def lodo_tables(found: dict[str, Any]) -> str:
     if skipped:
         parts.append("Not run: " + "; ".join(skipped) + ".")
     return "\n\n".join([*parts, TRIED, source(NAME)])
+
+
+#: The seeds' file, and where the AIM rows of seed 0 at epsilon 1 come from (``NAME``: the same split, fit sample,
+#: generator seed and code, so they join the seeds' file's rows as its seed 0).
+SEEDS = "tables_lodo_seeds.json"
+
+SEEDS_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 0.3 1 3 --seeds 3 --peers mst marginals`, then "
+    "`--peers aim --peer-options aim.max_rounds=40` (`--resume` into the same file), one process at a time under "
+    "`nice -n 10` on one thread beside other jobs: the table above again, each method fitted on three seeded "
+    "samples of 3,000 records of the same fit half (seed 0 is the sample above), the same scores on the same "
+    "held-out half. AIM's seed 0 at epsilon 1 is the file above's; its other seeds and epsilons are here where "
+    "they ran. Each cell: the mean over seeds ± the standard deviation between them (a value alone: one seed; a "
+    "count in brackets: that many seeds, fewer than the epsilon's most). Counts compare seed means over the "
+    "seeds both methods ran.")
+
+
+def seed_key(row: dict[str, Any]) -> tuple[str, str, float, str, int]:
+    """A row's setting, method and seed: what a merge of result files must not count twice."""
+    return (row["dataset"], str(row["size"]), float(row["epsilon"]), row["candidate"], int(row["seed"]))
+
+
+def seed_rows() -> list[dict[str, Any]] | None:
+    """The seeds' file's rows with ``NAME``'s AIM rows at its sizes for the seeds it lacks; None where not run."""
+    found = load_if_there(SEEDS)
+    if found is None:
+        return None
+    rows = found["rows"]
+    have, sizes = {seed_key(r) for r in rows}, {str(r["size"]) for r in rows}
+    aim = [r for r in load(NAME)["rows"]
+           if r.get("peer") == "aim" and str(r["size"]) in sizes and seed_key(r) not in have]
+    return rows + aim
+
+
+SeedRuns = dict[float, dict[tuple[str, str], dict[str, dict[int, dict[str, Any]]]]]
+
+
+def by_seed(rows: list[dict[str, Any]]) -> SeedRuns:
+    """Per epsilon, per (table, size), per method (``tables_lodo.method_of``): its rows by seed."""
+    import tables_lodo
+
+    runs: SeedRuns = {}
+    for r in rows:
+        method = tables_lodo.method_of(r)
+        if method:
+            at = runs.setdefault(float(r["epsilon"]), {}).setdefault((r["dataset"], str(r["size"])), {})
+            at.setdefault(method, {})[int(r["seed"])] = r
+    return runs
+
+
+def spread(seeds: dict[int, dict[str, Any]], key: str, most: int) -> str:
+    """'mean ± sd' of ``key`` over the seeds, with the seed count in brackets where fewer than ``most`` ran."""
+    values = [r[key] for r in seeds.values() if r.get(key) is not None]
+    text = mean_sd(values) if values else "n/a"
+    return text + (f" ({len(seeds)})" if len(seeds) < most else "")
+
+
+def paired(by: dict[str, dict[int, dict[str, Any]]], a: str, b: str, key: str) -> tuple[float, float] | None:
+    """Methods ``a`` and ``b``'s means of ``key`` over the seeds both ran (None where they share none)."""
+    both = sorted(set(by.get(a, {})) & set(by.get(b, {})))
+    pairs = [(by[a][s][key], by[b][s][key]) for s in both if by[a][s].get(key) is not None
+             and by[b][s].get(key) is not None]
+    return (float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))) if pairs else None
+
+
+#: The counts the tables issue sets: (label, peer, score, whether dpgm's mean and the peer's pass).
+TESTS = (("3-way error at or below AIM's", "aim", "tvd3", lambda d, p: d <= p),
+         ("within 1.2x of AIM's", "aim", "tvd3", lambda d, p: d <= 1.2 * p),
+         ("below MST's", "mst", "tvd3", lambda d, p: d < p),
+         ("below the marginals'", "marginals", "tvd3", lambda d, p: d < p),
+         ("AUC at or above AIM's", "aim", "auc", lambda d, p: d >= p))
+
+
+def seed_counts(at: dict[tuple[str, str], dict[str, dict[int, dict[str, Any]]]]) -> str:
+    """On how many settings dpgm's seed mean passes each of ``TESTS`` (over the settings where both ran)."""
+    parts = []
+    for label, peer, key, passes in TESTS:
+        means = [m for m in (paired(by, "dpgm", peer, key) for by in at.values()) if m is not None]
+        if means:
+            parts.append(f"{label} on {sum(passes(d, p) for d, p in means)} of {len(means)}")
+    return "dpgm's " + "; ".join(parts) + "." if parts else ""
+
+
+def lodo_line(rows: list[dict[str, Any]], eps: float) -> str:
+    """The held-out mean and worst of dpgm's score (log of its workload error over the marginals', seed mean)."""
+    import tables_lodo
+
+    held = {t: tables_lodo.held_out(on, "default") for t, on in tables_lodo.candidate_scores(rows).get(eps, {}).items()}
+    if not held:
+        return ""
+    worst = max(held, key=held.__getitem__)
+    return (f"Leave-one-table-out (the shipped rules the only candidate): score mean over held-out tables "
+            f"{np.mean(list(held.values())):+.3f}, worst {held[worst]:+.3f} ({worst}).")
+
+
+def seeds_section() -> str:
+    """Per epsilon, a row per table: each method's 2-way, 3-way error and AUC over seeds (mean ± sd), and counts."""
+    import tables_lodo
+
+    rows = seed_rows()
+    if rows is None:
+        return ""
+    parts = ["## Declared tables over seeds", SEEDS_WHAT]
+    for eps, at in sorted(by_seed(rows).items()):
+        methods = [m for m in tables_lodo.COLOURS if any(m in by for by in at.values())]
+        most = max(len(seeds) for by in at.values() for seeds in by.values())
+        lines = [(name, size, *(" / ".join(spread(at[(name, size)][m], k, most) for k in ("tvd2", "tvd3", "auc"))
+                                if m in at[(name, size)] else "-" for m in methods))
+                 for name, size in sorted(at, key=tables_lodo.setting_order)]
+        parts += [f"Epsilon {eps:g}, {most} seed{'s' * (most > 1)} (2-way / 3-way workload error / AUC, mean ± sd over seeds):",
+                  table(("table", "fit size", *(METHODS.get(m, m) for m in methods)), lines),
+                  " ".join(filter(None, (seed_counts(at), lodo_line(rows, eps))))]
+    return "\n\n".join([*parts, source(SEEDS, NAME)])
