@@ -211,11 +211,16 @@ TESTS = (("3-way error at or below AIM's", "aim", "tvd3", lambda d, p: d <= p),
 
 def seed_counts(at: dict[tuple[str, str], dict[str, dict[int, dict[str, Any]]]]) -> str:
     """On how many settings dpgm's seed mean passes each of ``TESTS`` (over the settings where both ran)."""
+    import tables_lodo
+
     parts = []
     for label, peer, key, passes in TESTS:
-        means = [m for m in (paired(by, "dpgm", peer, key) for by in at.values()) if m is not None]
+        means = {s: m for s, m in ((s, paired(by, "dpgm", peer, key)) for s, by in at.items()) if m is not None}
+        missed = [f"{name} {size}" for (name, size), (d, p) in sorted(means.items(), key=lambda i: tables_lodo.setting_order(i[0]))
+                  if not passes(d, p)]
         if means:
-            parts.append(f"{label} on {sum(passes(d, p) for d, p in means)} of {len(means)}")
+            parts.append(f"{label} on {len(means) - len(missed)} of {len(means)}"
+                         + (f" (not on {', '.join(missed)})" if missed else ""))
     return "dpgm's " + "; ".join(parts) + "." if parts else ""
 
 
