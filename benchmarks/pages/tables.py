@@ -143,14 +143,15 @@ def lodo_tables(found: dict[str, Any]) -> str:
 SEEDS = "tables_lodo_seeds.json"
 
 SEEDS_WHAT = (
-    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 0.3 1 3 --seeds 3 --peers mst marginals`, then "
-    "`--peers aim --peer-options aim.max_rounds=40` (`--resume` into the same file), one process at a time under "
-    "`nice -n 10` on one thread beside other jobs: the table above again, each method fitted on three seeded "
-    "samples of 3,000 records of the same fit half (seed 0 is the sample above), the same scores on the same "
-    "held-out half. AIM's seed 0 at epsilon 1 is the file above's; its other seeds and epsilons are here where "
-    "they ran. Each cell: the mean over seeds ± the standard deviation between them (a value alone: one seed; a "
-    "count in brackets: that many seeds, fewer than the epsilon's most). Counts compare seed means over the "
-    "seeds both methods ran.")
+    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 1 --first-seed S --seeds 1 --peers mst marginals` for seeds "
+    "0, 1 and 2, then `--peers aim --peer-options aim.max_rounds=40` for seeds 1 and 2 table by table in order of "
+    "AIM's time (nist-taxi, salary, online-shoppers, credit-default, bank-marketing; not on temporal-match2 and "
+    "diabetes-130, its two slowest), `--resume` into one file, one process at a time under `nice -n 10` on one "
+    "thread beside other jobs: the table above at epsilon 1 over three seeded samples of 3,000 records of the same "
+    "fit half, the same scores on the same held-out half. Seed 0 is the sample above: dpgm's, the marginals' and "
+    "MST's rows reproduce its rows exactly, and AIM's seed 0 is the file above's. Each cell: the mean over seeds ± "
+    "the standard deviation between them (a value alone: one seed; a count in brackets: that many seeds, fewer "
+    "than the epsilon's most). Counts compare seed means over the seeds both methods ran.")
 
 
 def seed_key(row: dict[str, Any]) -> tuple[str, str, float, str, int]:
