@@ -47,7 +47,7 @@ def box_records(d: int, rng: np.random.Generator, count: int = 300) -> np.ndarra
 def test_add_remove_change_never_exceeds_the_sensitivity_and_is_attained(signature, r):
     op = operator(8, 8, signature, r)  # d = m so that the adversary controls every phase
     rng = np.random.default_rng(7)
-    records = np.vstack([box_records(8, rng, 100), adversarial_records(op)])
+    records = np.vstack([box_records(8, rng, 30), adversarial_records(op)])
     change = one_record_sums(op, records)  # S(D + x) - S(D) under the same masks for D
     assert l1(change).max() <= l1_sensitivity(signature, r)  # exactly: the margin absorbs rounding
     assert l2(change).max() <= l2_sensitivity(signature, r)
