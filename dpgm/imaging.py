@@ -50,14 +50,13 @@ def image_grid(images: np.ndarray, nrow: int, *, scale: int = 1, gap: int = 1) -
 
 
 def save_png(path: Path, grid: np.ndarray) -> None:
-    """Save a grey-level array (values in [0, 1]) as a PNG, atomically."""
-    import matplotlib
+    """Save a grey-level array (values in [0, 1]) as an RGB PNG, atomically (Pillow: a run that writes its
+    sample grid does not pay for importing matplotlib)."""
+    from PIL import Image
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    grey = np.round(np.clip(np.asarray(grid, dtype=np.float64), 0.0, 1.0) * 255.0).astype(np.uint8)
     buf = io.BytesIO()
-    plt.imsave(buf, grid, cmap="gray", vmin=0, vmax=1, format="png")
+    Image.fromarray(np.repeat(grey[..., None], 3, axis=2)).save(buf, format="png")
     with atomic_write(path, "wb") as fh:
         fh.write(buf.getvalue())
 

@@ -176,6 +176,19 @@ def _simplex_grid(n: int, steps: int) -> np.ndarray:
     return np.array(rows, dtype=float) / steps
 
 
+#: Orders above this are rounded up to ``_ROUNDING_STEPS`` points per doubling in ``holder_split_rdp``.
+_ROUNDING_FROM = 256.0
+_ROUNDING_STEPS = 16
+
+
+def _rounded_up(orders: np.ndarray) -> np.ndarray:
+    """``orders`` above ``_ROUNDING_FROM`` rounded up to a geometric grid: RDP is non-decreasing in the order,
+    so each term only grows, and a split's thousands of distinct large orders become a few dozen."""
+    top = _ROUNDING_FROM * 2.0 ** (np.ceil(np.log2(np.maximum(orders, _ROUNDING_FROM) / _ROUNDING_FROM)
+                                           * _ROUNDING_STEPS - 1e-9) / _ROUNDING_STEPS)
+    return np.where(orders > _ROUNDING_FROM, np.maximum(top, orders), orders)
+
+
 def holder_split_rdp(
     orders: Sequence[float], sampling_rate: float, noise_multipliers: Sequence[float], grid_steps: int = 40
 ) -> np.ndarray:
@@ -195,7 +208,7 @@ def holder_split_rdp(
     splits = _simplex_grid(len(sigmas), grid_steps)
     totals = np.zeros((len(a), len(splits)))
     for i, s in enumerate(sigmas):
-        inner = 1.0 + (a[:, None] - 1.0) / splits[None, :, i]
+        inner = _rounded_up(1.0 + (a[:, None] - 1.0) / splits[None, :, i])
         totals += sampled_gaussian_rdp(inner.ravel(), sampling_rate, s).reshape(inner.shape)
     return totals.min(axis=1)
 
