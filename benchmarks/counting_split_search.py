@@ -41,6 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--config", type=Path, default=None, help="base config file (default: configs/<dataset>.yaml)")
     p.add_argument("--candidate", action="append", default=[], help="JSON config sections over the base config")
     p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--baselines", nargs="*", default=["marginals", "mwem"], choices=["marginals", "mwem"],
+                   help="peers fitted on the same half at the same epsilon (default: both)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds; errors are averaged")
     p.add_argument("--top-items", type=int, default=None)
     p.add_argument("--limit", type=int, default=None)
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fit, held_out = data.subset(order[: data.n_records // 2]), data.subset(order[data.n_records // 2:])
     evaluation = start_evaluation(held_out, args.queries, np.random.default_rng(1))
     delta = default_delta(fit.n_records)
-    for method in ("marginals", "mwem"):
+    for method in args.baselines:
         synthetic, _ = run_baseline(method, fit, evaluation.queries, epsilon=args.epsilon, delta=delta,
                                     rng=np.random.default_rng(2), options=None)
         evaluation.add(method, synthetic)

@@ -22,7 +22,6 @@ import numpy as np
 import yaml
 
 from dpgm.config_fields import check_epsilon
-from dpgm.data.paths import data_dir, resolve_data_path
 from dpgm.errors import ConfigError
 from dpgm.evaluation.counting import (
     BASELINES,
@@ -35,6 +34,7 @@ from dpgm.evaluation.counting import (
 from dpgm.evaluation.table_data import Table
 from dpgm.evaluation.table_metrics import DEFAULT_MAX_TRIPLES, TableMetrics
 from dpgm.io import atomic_write_json, check_output
+from dpgm.locations import data_dir, resolve_data_path
 from dpgm.privacy.verdict import judge, stamped
 from dpgm.progress import progress_scope
 from dpgm.registry import Registry

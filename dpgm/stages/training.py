@@ -35,7 +35,7 @@ from dpgm.stages.model_choice import TRAINED, choice, chosen_model, training_pla
 from dpgm.stages.part_means import calibrate_to_means, start_at_means
 from dpgm.training.chunked_sampling import ChunkedPoissonBatches
 from dpgm.training.dpsgd import step_event
-from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore
+from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore, rank_seed
 
 
 class RunInterrupted(DpgmError):
@@ -113,7 +113,8 @@ class TrainingStage(Stage):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         self.model, self.steps, self.step = cfg.model, training_steps(cfg), 0
-        self.trainer: MixtureTrainer | None = None
+        self.trainer: MixtureTrainer | None = None  # None where no DP-SGD step is planned
+        self.models: list[torch.nn.Module] = []
         self.noisy_sizes: np.ndarray | None = None  # the released part sizes the models are mixed by
 
     @classmethod
@@ -148,8 +149,14 @@ class TrainingStage(Stage):
         if trees is not None:
             for j, model in enumerate(models):  # a tree of items or of attributes: its own arrays by name
                 model.set_tree(**{name: torch.as_tensor(value[j]) for name, value in trees.items()})
+        self.models = models
         if isinstance(ctx.data, ChunkedRecords):  # one pass over the file draws a window of steps' batches
             seed = int(torch.randint(2**62, (1,), generator=ctx.generator))  # on resume: the saved one
+        if self.steps == 0:  # no DP-SGD step: no trainer, no copy of the records, no optimiser (seconds of imports)
+            rank_seed(ctx.generator)  # the one draw a trainer takes on several ranks: the same stream after it
+            self.trainer = None
+            return
+        if isinstance(ctx.data, ChunkedRecords):
             records = ChunkedPoissonBatches(ctx.data, partition.parts_of, cfg.training.sampling_rate,
                                             cfg.training.chunk_window, seed, cfg.device)
         else:
@@ -160,6 +167,8 @@ class TrainingStage(Stage):
         )
 
     def state_dict(self) -> dict[str, Any]:
+        if self.trainer is None:
+            return {"step": self.step, "models": [m.state_dict() for m in self.models]}
         state = {"step": self.step, "trainer": self.trainer.state_dict()}
         if isinstance(self.trainer.records, ChunkedPoissonBatches):
             state["chunk_seed"] = self.trainer.records.seed
@@ -167,6 +176,10 @@ class TrainingStage(Stage):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.step = int(state["step"])
+        if self.trainer is None:
+            for model, saved in zip(self.models, state["models"]):
+                model.load_state_dict(saved)
+            return
         self.trainer.load_state_dict(state["trainer"])
         if "chunk_seed" in state:
             self.trainer.records.seed = int(state["chunk_seed"])
@@ -259,13 +272,17 @@ class TrainingStage(Stage):
             return
         g = torch.Generator()
         g.manual_seed(0)
-        images = part_sample_grid(self.trainer.released_models(), ctx.data.image_shape, g)
+        images = part_sample_grid(self._trained(), ctx.data.image_shape, g)
         write_png_grid(layout.in_release(SAMPLES_FILE), images, nrow=8)
         writer.add_image("samples", image_grid(images, nrow=8), self.step, dataformats="HW")
 
+    def _trained(self) -> list[torch.nn.Module]:
+        """The trainer's released models (its weight averages, say), or the models where no step was planned."""
+        return self.models if self.trainer is None else self.trainer.released_models()
+
     def released_models(self, means: np.ndarray | None) -> list[torch.nn.Module]:
         """The trained models, calibrated to the noisy part means ``means`` when ``model.calibrate`` is set."""
-        models = self.trainer.released_models()
+        models = self._trained()
         if not self.model.calibrate:
             return models
         if means is None:

@@ -123,7 +123,7 @@ def test_count_noise_standard_deviation_is_sigma():
     rows, _ = two_blobs(n=20)
     centres = np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0]])
     counts, _ = part_sums(rows, nearest_centre(rows, centres), 2)
-    sigma, bound, reps = 2.0, 3.0, 1500
+    sigma, bound, reps = 2.0, 3.0, 500
     acc = Accountant(delta=1e-5)
     rng = np.random.default_rng(0)
     count_noise = []
@@ -139,7 +139,7 @@ def test_count_noise_standard_deviation_is_sigma():
             min_count=-np.inf,
         )
         count_noise.append(noisy - counts)
-    assert np.std(count_noise) == pytest.approx(sigma, rel=0.05)
+    assert np.std(count_noise) == pytest.approx(sigma, rel=0.08)  # 1,000 draws: 3.5 standard errors
     assert acc.ledger.count(STAGE) == 2 * reps
 
 
