@@ -12,8 +12,9 @@ the only thing a user may share. A run needs a folder, a temporary one removed b
 returns unless ``run_dir`` keeps it. ``sample`` returns the kind of data ``fit`` was given: a
 pandas DataFrame (same columns and dtypes), a scipy CSR matrix, a numpy array or a BinaryDataset.
 
-The command-line fronts are thin layers over ``train``, ``resume`` and ``write_release`` below
-(run directories with checkpoints, as train.py and generate.py need them).
+``train``, ``resume`` and ``write_release`` below are the Python forms of the train and generate
+commands (run directories with checkpoints); the commands themselves call the pipeline and the release
+directly, so that they never import scikit-learn (the Synthesizer's base class).
 """
 
 from __future__ import annotations

@@ -91,9 +91,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     check_release(args.run)  # paths first: a bad one fails in well under a second, before torch loads
     check_output(Path(args.out), mkdir=args.mkdir)
     summary = read_summary(args.run) if args.summary else None  # before the work: a missing one fails fast
-    from dpgm.api import write_release
+    from dpgm.release import release  # torch loads only now (not the Python API: no scikit-learn)
 
-    report = write_release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
+    report = release(args.run, args.out, args.n, fmt=_format_for(args.out, args.format), seed=args.seed,
                      threshold=args.threshold, labels=labels, per_label=args.per_label,
                      progress=not args.no_progress, mkdir=args.mkdir)
     headline = judge(report).headline  # the run's verdict: not private and why, or weak

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dpgm.api import resume, train
+from dpgm.config import load_config
 from dpgm.privacy import collective
 from dpgm.privacy.verdict import judge
 
@@ -62,11 +62,15 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
 def _run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The run the arguments ask for: a fresh one, or the resumed one."""
     if args.resume:
-        return resume(args.resume, progress=not args.no_progress)  # torch loads only now
+        from dpgm.pipeline.run import resume  # torch loads only now
+
+        return resume(args.resume, progress=not args.no_progress)
     flags = {f"threads={args.threads}": args.threads is not None, "data.download=true": args.download,
              "keep_private=true": args.keep_private, "nonprivate_diagnostics=true": args.nonprivate_diagnostics}
-    overrides = list(args.overrides) + [flag for flag, on in flags.items() if on]
-    return train(args.config, overrides=overrides, progress=not args.no_progress)  # config checked first
+    cfg = load_config(args.config, list(args.overrides) + [flag for flag, on in flags.items() if on])  # checked first
+    from dpgm.pipeline.run import train  # the run, not the Python API: no scikit-learn on the command's path
+
+    return train(cfg, progress=not args.no_progress)
 
 
 def _print(args: argparse.Namespace, run_dir: Any, report: dict[str, Any]) -> None:
