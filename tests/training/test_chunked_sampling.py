@@ -64,7 +64,7 @@ def chunked_config(tmp_path: Path, path: Path, **over):
         "partition": {"method": "lloyd", "k": 3, "iterations": 2, "noise_multiplier": 5.0},
         "model": {"kind": "vae", "options": {"hidden": [16], "latent": 2}, "output_bias": "noisy_mean",
                   "length_noise_multiplier": 5.0},
-        "training": {"epochs": 2, "sampling_rate": 0.05, "checkpoint_every": 4, "chunk_window": 6},
+        "training": {"epochs": 1, "sampling_rate": 0.05, "checkpoint_every": 4, "chunk_window": 6},
     }
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
