@@ -182,6 +182,24 @@ def measure_mixture(data: torch.Tensor, k: int, batch_size: float, steps: int, r
     return out
 
 
+def noise_draw(model: torch.nn.Module, device: str, repeats: int = 20) -> dict[str, float]:
+    """Seconds of one model's gradient noise per step (N(0, 1) per trainable parameter, drawn as DP-SGD draws it:
+    ``mechanisms.standard_normal_`` from a torch generator, one thread) and per million draws: with K parts a
+    step draws K times this, so the noise bounds a plan's time from below."""
+    from dpgm.privacy.mechanisms import standard_normal_
+
+    size = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    buffer, gen = torch.empty(size, device=device), torch.Generator(device=device).manual_seed(0)
+    standard_normal_(buffer, gen)  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        standard_normal_(buffer, gen)
+    if buffer.is_cuda:
+        torch.cuda.synchronize()
+    seconds = (time.perf_counter() - start) / repeats
+    return {"parameters": size, "seconds_per_model_step": seconds, "seconds_per_million": seconds * 1e6 / size}
+
+
 def print_table(results: list[dict]) -> None:
     """Records/s per variant, and dpgm's ratios to Opacus and to non-private training."""
     by = {r["variant"]: r["records_per_s"] for r in results}
@@ -220,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {source}, {data.shape[0]} x {data.shape[1]}; threads {args.threads}"
           f" (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}); device {device}; epochs {args.epochs};"
           f" rounds {args.rounds}")
+    with torch.enable_grad():
+        noise = noise_draw(VAE(784, hidden=[200], latent=2, generator=torch.Generator().manual_seed(1)).to(args.device),
+                           args.device)
+    print(f"gradient noise: {noise['seconds_per_model_step'] * 1e3:.2f} ms per model and step "
+          f"({noise['parameters']:,} parameters, {noise['seconds_per_million'] * 1e3:.2f} ms per million draws)")
     all_results = [measure(data, b, args.epochs, args.rounds, args.variants) for b in args.batch_sizes]
     for results in all_results:
         print_table(results)
@@ -232,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             "model": "VAE 784-200-2 (Adam, lr 1e-3)", "data": source, "n": int(data.shape[0]),
             "threads": args.threads, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "epochs": args.epochs, "rounds": args.rounds,
             "torch": torch.__version__, "device": device, "results": all_results[0], "extra_results": [r for res in all_results[1:] for r in res],
-            "mixture_results": mixture,
+            "mixture_results": mixture, "noise_draw": noise,
         })
     return 0
 

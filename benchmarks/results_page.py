@@ -28,7 +28,7 @@ from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
 from pages.tables import seeds_section, tables_section
-from pages.throughput import distributed, large_data, mnist_gpu, throughput, throughput_gpu, wide
+from pages.throughput import distributed, large_data, mnist_gpu, noise_bound, throughput, throughput_gpu, wide
 
 #: The folder the pages and their images are written to.
 DOCS = ROOT / "docs"
@@ -77,7 +77,7 @@ def results() -> str:
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
     sections = (headline(), no_cliff_section(), epsilon_two(), tables_section(), seeds_section(), generic_time(), timings(), train_on_synthetic(),
                 partition_tos(), partitioners(), partition_release(), subspace(), audit(), accounting(), throughput(),
-                throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), *busy, counting())
+                noise_bound(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), *busy, counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
 
 

@@ -42,6 +42,33 @@ def throughput() -> str:
         source("dpsgd_throughput.json")])
 
 
+#: The MNIST plan's parts and DP-SGD steps (configs/mnist.yaml: k = 10, 20 epochs at q = 0.0017).
+MNIST_PARTS, MNIST_STEPS = 10, round(20 / 0.0017)
+
+
+def noise_bound() -> str:
+    """The gradient noise's share of a K-part plan on this CPU: K models' noise every step, whatever the batch."""
+    data = load("dpsgd_throughput_cpu2_noise.json")
+    noise, rate = data["noise_draw"], throughput_rates(data)
+    mixture = {(r["model"], r["path"]): r["records_per_cpu_s"] for r in data["mixture_results"]}
+    core_s = noise["seconds_per_model_step"] * MNIST_PARTS * MNIST_STEPS
+    rows = [(f"{b:g}", THROUGHPUT.get(v, v), f"{r:,.0f}", f"{r / rate[(b, 'plain')]:.2f}x")
+            for (b, v), r in rate.items()]
+    return "\n\n".join([
+        "## The gradient noise bounds the MNIST plan on this CPU",
+        (f"`benchmarks/dpsgd_throughput.py --threads 2 --variants plain dpgm_fixed dpgm_adaptive --mixture-parts "
+         f"{MNIST_PARTS}`: one model's gradient noise ({noise['parameters']:,} N(0, 1) draws from torch's CPU "
+         f"generator) takes {noise['seconds_per_model_step'] * 1e3:.2f} ms, "
+         f"{noise['seconds_per_million'] * 1e3:.2f} ms per million draws. The MNIST plan steps {MNIST_PARTS} such "
+         f"models {MNIST_STEPS:,} times: {core_s:.0f} s of one core for the noise alone, drawn on a worker thread "
+         f"beside the passes, so {core_s / 2:.0f} s on two cores even if the passes cost nothing. A whole "
+         f"{MNIST_PARTS}-part step runs at {mixture.get(('vae', 'batched'), float('nan')):,.0f} records per CPU "
+         "second here. The plan cannot run in two minutes on two cores without a faster Gaussian source (or fewer "
+         "parameters to noise)."),
+        table(("expected batch", "training", "records/s", "x non-private"), rows),
+        source("dpsgd_throughput_cpu2_noise.json")])
+
+
 def throughput_gpu() -> str:
     """The same benchmark on a GPU (``--device cuda``) beside the same machine's CPU cores."""
     gpu, cpu = load("dpsgd_throughput_cuda.json"), load("dpsgd_throughput_gpu_host_cpu.json")
