@@ -80,11 +80,36 @@ def test_dpgm_plan_prints_words_and_every_setting_beside_its_reason(capsys) -> N
     (["--records", "0", "--items", "3", "--epsilon", "1"], "at least 1"),
     (["--records", "1e5", "--items", "3", "--epsilon", "1", "--delta", "0.5"], "above 1/N"),
     (["--records", "1e5", "--items", "3", "--epsilon", "1", "--config", "digits"], "rules: public"),
+    (["--records", "1e5", "--items", "13", "--epsilon", "1", "--attribute-sizes", "2", "4", "6"], "add up to 12"),
 ])
 def test_bad_facts_are_one_line_and_exit_2(args: list[str], message: str, capsys) -> None:
     assert dpgm(["plan", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_declared_schema_is_a_fact_the_plan_reads_as_a_run_does(capsys, tmp_path) -> None:
+    """--attribute-sizes: the tree over a wide table's attributes where --attributes alone plans DP-SGD (its items
+    above the cap on a tree of items), as a run of the same declared schema rules."""
+    sizes = [57] * 47 + [54]
+    facts = ["--records", "50883", "--items", str(sum(sizes)), "--epsilon", "1"]
+    counted = _planned([*facts, "--attributes", str(len(sizes))], capsys)["settings"]
+    declared = _planned([*facts, "--attribute-sizes", *map(str, sizes)], capsys)["settings"]
+    assert counted["model.kind"]["value"] == "vae" and declared["model.kind"]["value"] == "tree"
+    assert declared["model.options"]["value"]["by_attribute"] is True
+    small = [2, 4, 6]
+    args = ["--records", "3000", "--items", "12", "--epsilon", "4", "--attribute-sizes", *map(str, small)]
+    planned = _planned(args, capsys)
+    rng = np.random.default_rng(0)
+    x = np.zeros((3000, 12), dtype=np.uint8)
+    starts = np.cumsum([0, *small[:-1]])
+    x[np.arange(3000)[:, None], starts + rng.integers(0, small, (3000, len(small)))] = 1
+    cfg = load_config("transactions", ["privacy.target_epsilon=4", f"privacy.delta={planned['facts']['delta']}",
+                                       f"data.attribute_sizes={small}", f"runs_dir={json.dumps(str(tmp_path))}"])
+    data = BinaryDataset(records=sp.csr_matrix(x), item_names=[str(j) for j in range(12)], name="table")
+    run = TrainingRun(cfg, tmp_path / "r", data=data, progress=False)
+    told = [*args[:1], repr(run.records), *args[2:], "--delta", repr(planned["facts"]["delta"])]
+    _same(run.ruled, {key: s["value"] for key, s in _planned(told, capsys)["settings"].items()}, "schema")
 
 
 def main() -> int:

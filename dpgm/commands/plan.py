@@ -2,6 +2,7 @@
 
     dpgm plan --records 1e5 --items 100 --epsilon 1
     dpgm plan --records 3000 --items 75 --epsilon 4 --attributes 37 --json
+    dpgm plan --records 50000 --items 2733 --epsilon 1 --attribute-sizes 20 30 ... (one size per attribute)
 
 The facts are those a run of the generic config (configs/transactions.yaml) reads: n (a run reads it as a noisy
 count of its records, released first), the items, epsilon, delta (default 1/(100 N), N the power of ten with
@@ -34,6 +35,9 @@ def parse_args(argv: Sequence[str] | None, prog: str | None = None) -> argparse.
     p.add_argument("--min-items", type=int, default=None, help="data.min_items, if declared")
     p.add_argument("--top-items", type=int, default=None, help="data.top_items, if set")
     p.add_argument("--attributes", type=int, default=None, help="data.attributes, for a declared table")
+    p.add_argument("--attribute-sizes", type=int, nargs="+", default=None, metavar="SIZE",
+                   help="data.attribute_sizes, a declared table's schema: the values of each attribute, adding up "
+                        "to --items")
     p.add_argument("--config", default=DEFAULT_CONFIG, help=f"a config with rules: public (default: {DEFAULT_CONFIG})")
     p.add_argument("--json", action="store_true", help="one JSON object: facts, words, settings and reasons")
     return p.parse_args(argv)
@@ -43,8 +47,12 @@ def stated_config(args: argparse.Namespace) -> Config:
     """The config a run would train: ``--config`` with the budget and what the data section declares."""
     if args.records < 1 or args.items < 1 or args.epsilon <= 0:
         raise ConfigError("dpgm plan: --records and --items must be at least 1 and --epsilon above 0")
+    if args.attribute_sizes is not None and sum(args.attribute_sizes) != args.items:
+        raise ConfigError(f"dpgm plan: --attribute-sizes add up to {sum(args.attribute_sizes):,} values, "
+                          f"not the {args.items:,} of --items")
     declared = {"privacy.target_epsilon": args.epsilon, "privacy.delta": args.delta, "data.min_items": args.min_items,
-                "data.top_items": args.top_items, "data.attributes": args.attributes}
+                "data.top_items": args.top_items, "data.attributes": args.attributes,
+                "data.attribute_sizes": args.attribute_sizes}
     cfg = load_config(args.config, [f"{key}={json.dumps(value)}" for key, value in declared.items()
                                     if value is not None])
     if cfg.rules != "public":
