@@ -123,9 +123,9 @@ def test_marginals_tvd(files, capsys) -> None:
 
 
 def test_a_baseline_option_reaches_its_baseline(files, capsys) -> None:
-    code, out, err = run(["counting", "--real", str(files["real"]), "--baseline", "mwem", "--epsilon", "1",
-                          "--queries", "20", "--seed", "1", "--baseline-option", "mwem.rounds=3",
-                          "--json", str(files["dir"] / "out.json")], capsys)
+    code, _, err = run(["counting", "--real", str(files["real"]), "--baseline", "mwem", "--epsilon", "1",
+                        "--queries", "20", "--seed", "1", "--baseline-option", "mwem.rounds=3",
+                        "--json", str(files["dir"] / "out.json")], capsys)
     assert code == 0, err
     assert json.loads((files["dir"] / "out.json").read_text())["privacy"]["mwem"]["rounds"] == 3
 

@@ -3,6 +3,7 @@ resume, and a plan that changes family only at a threshold its reasons name."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -93,7 +94,7 @@ def test_the_plan_changes_family_or_groups_only_at_a_threshold_its_reasons_name(
     for line in lines:
         plans = [plan(PublicFacts(n_items=items, records_magnitude=100, epsilon=e, delta=1e-6, records=n))
                  for n, e in line]
-        for before, after in zip(plans, plans[1:]):
+        for before, after in itertools.pairwise(plans):
             low, high = before.facts.scale, after.facts.scale
             k = after.settings["partition.k"]
             assert k >= before.settings["partition.k"]

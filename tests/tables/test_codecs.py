@@ -119,8 +119,8 @@ def test_an_undeclared_value_trains_as_the_other_value_and_decodes_as_its_label(
 def test_the_other_value_is_listed_among_the_public_inputs() -> None:
     from dpgm.tables import public_input
 
-    assert public_input(OTHER_SCHEMA)["value"] == ["city: categorical, 2 categories and other ('other'), may be "
-                                                   "missing", "code: categorical, 2 categories and other ('rare')"]
+    assert public_input(OTHER_SCHEMA)["value"] == [("city: categorical, 2 categories and other ('other'), may be "
+                                                    "missing"), "code: categorical, 2 categories and other ('rare')"]
 
 
 def test_an_other_label_among_numbers_comes_back_in_a_column_of_objects() -> None:

@@ -14,10 +14,10 @@ import pytest
 from dpgm.commands.main import main
 from dpgm.commands.schema import report_path
 from dpgm.data.private_schema import plan, release_schema, threshold_for
+from dpgm.data.table import load_table
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.accountant import Accountant, event_delta
 from dpgm.privacy.rdp import threshold_delta
-from dpgm.data.table import load_table
 from dpgm.tables import MISSING, table_schema
 from dpgm.tables.private import GRID_POINTS, ordered_bounds, resolved, unknowns
 
