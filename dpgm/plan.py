@@ -45,7 +45,9 @@ class Case:
                 "empty": empty,
                 "attributes": self.facts.attributes, "min_items": self.facts.min_items,
                 "pairs": self.items * (self.items - 1) / 2,
-                "tree": f"a tree of items per group, fitted to {fitted}"}
+                "tree": ("a tree over the table's attributes per group, fitted to noisy tables of value pairs along "
+                         "privately chosen edges" if options.get("by_attribute")
+                         else f"a tree of items per group, fitted to {fitted}")}
 
 
 @dataclass(frozen=True)

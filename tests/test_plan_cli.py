@@ -94,9 +94,11 @@ def test_a_declared_schema_is_a_fact_the_plan_reads_as_a_run_does(capsys, tmp_pa
     sizes = [57] * 47 + [54]
     facts = ["--records", "50883", "--items", str(sum(sizes)), "--epsilon", "1"]
     counted = _planned([*facts, "--attributes", str(len(sizes))], capsys)["settings"]
-    declared = _planned([*facts, "--attribute-sizes", *map(str, sizes)], capsys)["settings"]
+    schema = _planned([*facts, "--attribute-sizes", *map(str, sizes)], capsys)
+    declared = schema["settings"]
     assert counted["model.kind"]["value"] == "vae" and declared["model.kind"]["value"] == "tree"
     assert declared["model.options"]["value"]["by_attribute"] is True
+    assert schema["rules"].startswith("The rules chose a tree over the table's attributes per group")
     small = [2, 4, 6]
     args = ["--records", "3000", "--items", "12", "--epsilon", "4", "--attribute-sizes", *map(str, small)]
     planned = _planned(args, capsys)
@@ -109,7 +111,9 @@ def test_a_declared_schema_is_a_fact_the_plan_reads_as_a_run_does(capsys, tmp_pa
     data = BinaryDataset(records=sp.csr_matrix(x), item_names=[str(j) for j in range(12)], name="table")
     run = TrainingRun(cfg, tmp_path / "r", data=data, progress=False)
     told = [*args[:1], repr(run.records), *args[2:], "--delta", repr(planned["facts"]["delta"])]
-    _same(run.ruled, {key: s["value"] for key, s in _planned(told, capsys)["settings"].items()}, "schema")
+    again = _planned(told, capsys)
+    _same(run.ruled, {key: s["value"] for key, s in again["settings"].items()}, "schema")
+    assert run.rules_why == again["rules"]
 
 
 def main() -> int:

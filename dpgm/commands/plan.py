@@ -19,7 +19,7 @@ from typing import Any
 from dpgm.config import DEFAULT_CONFIG, Config, load_config
 from dpgm.errors import ConfigError
 from dpgm.pipeline.plan import declared_facts, rules_why, run_delta
-from dpgm.plan import Plan, config_plan
+from dpgm.plan import Plan, apply_plan, config_plan
 from dpgm.privacy.calibrate import records_magnitude
 
 
@@ -67,6 +67,7 @@ def planned(args: argparse.Namespace) -> tuple[Plan, dict[str, Any], str]:
     magnitude = records_magnitude(int(args.records))
     facts = declared_facts(cfg, args.items, magnitude, run_delta(cfg, magnitude), records=args.records)
     p, kept = config_plan(cfg, facts, cfg.stated)
+    apply_plan(cfg, p, kept)  # as a run's config: the report's words read the settings the plan gives it
     return p, {key: value for key, value in p.settings.items() if key not in kept}, rules_why(cfg, facts)
 
 

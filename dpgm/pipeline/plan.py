@@ -105,8 +105,8 @@ def rules_why(cfg: Config, facts: PublicFacts) -> str:
     """The rules' choice of model family and parts in words, and which of it the config stated."""
     stated = sorted(key for key in ("model.kind", "partition.k", "partition.method") if key in cfg.stated)
     kept = f" Stated in the config, so kept: {', '.join(stated)}." if stated else ""
-    over = (" Its tree spans the attributes, not the items: one value of each per record, each drawn given "
-            "another's." if cfg.model.options.get("by_attribute") else "")
+    by_attribute = cfg.model.options.get("by_attribute")
+    over = " A record draws one value of each attribute, each given another's." if by_attribute else ""
     schema = (" The declared schema (data.attribute_sizes) makes each group's noisy value frequencies of one "
               "attribute add up to one before its tree is fitted." + over if cfg.data.attribute_sizes is not None
               and cfg.model.kind == "tree" else "")
