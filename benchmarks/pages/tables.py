@@ -262,3 +262,46 @@ def seeds_section() -> str:
                   table(("table", "fit size", *(METHODS.get(m, m) for m in methods)), lines),
                   " ".join(filter(None, (seed_counts(at), lodo_line(rows, eps))))]
     return "\n\n".join([*parts, source(SEEDS, NAME)])
+
+
+#: The seeds' run at the two other epsilons (``eps_section``).
+EPS = "tables_lodo_eps.json"
+
+EPS_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 0.3 3 --first-seed S --seeds 1 --peers marginals mst`, "
+    "`--resume` into one file, one process at a time under `nice -n 10` on one thread beside other jobs: the seeds' "
+    "table above at epsilon 0.3 and 3, the same fit half, samples of 3,000 records, held-out half and scores (AIM "
+    "only where its row is shown, capped at 40 rounds). Each cell: the 3-way workload error / the AUC, mean ± the "
+    "standard deviation over seeds (a count in brackets: that many seeds, fewer than the most). Counts compare "
+    "seed means over the seeds both methods ran.")
+
+
+def below(runs: SeedRuns, peer: str) -> tuple[int, int]:
+    """Over every epsilon and table: on how many settings dpgm's 3-way error is below ``peer``'s, of those both ran."""
+    means = [m for at in runs.values() for m in (paired(by, "dpgm", peer, "tvd3") for by in at.values()) if m]
+    return sum(d < p for d, p in means), len(means)
+
+
+def eps_section() -> str:
+    """A row per table and epsilon: each method's 3-way error and AUC over seeds, and dpgm's counts against the peers."""
+    import tables_lodo
+
+    found = load_if_there(EPS)
+    if found is None:
+        return ""
+    runs = by_seed(found["rows"])
+    methods = [m for m in tables_lodo.COLOURS if any(m in by for at in runs.values() for by in at.values())]
+    most = max(len(seeds) for at in runs.values() for by in at.values() for seeds in by.values())
+    lines = [(name, size, f"{eps:g}", *(" / ".join(spread(at[(name, size)][m], k, most) for k in ("tvd3", "auc"))
+                                        if m in at[(name, size)] else "-" for m in methods))
+             for (name, size), eps, at in sorted(((s, e, at) for e, at in runs.items() for s in at),
+                                                 key=lambda i: (tables_lodo.setting_order(i[0]), i[1]))]
+    counts = [f"Epsilon {eps:g}: {seed_counts(at)}" for eps, at in sorted(runs.items())]
+    totals = "; ".join(f"below {whose} on {n} of {of}" for whose, (n, of) in
+                       (("MST's", below(runs, "mst")), ("the marginals'", below(runs, "marginals"))) if of)
+    return "\n\n".join([
+        "## Declared tables at epsilon 0.3 and 3", EPS_WHAT,
+        f"3-way workload error / AUC (lower error and higher AUC are better), up to {most} seed{'s' * (most > 1)}:",
+        table(("table", "fit size", "epsilon", *(METHODS.get(m, m) for m in methods)), lines),
+        " ".join(counts) + (f" Over every table and epsilon dpgm's 3-way error is {totals}." if totals else ""),
+        source(EPS)])
