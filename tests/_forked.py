@@ -4,8 +4,9 @@ A test that runs ``python SCRIPT ARGS`` pays for importing torch, scikit-learn, 
 6 CPU seconds) in every process. ``run_script`` forks the process instead from a server that imported
 them once (multiprocessing's forkserver with those modules preloaded; the server runs no torch op, so
 no thread pool is forked), then runs the script as ``__main__`` with its own argv, working folder,
-environment and output files: what ``python SCRIPT ARGS`` does, less the imports. A test of signals or of
-the interpreter's own behaviour keeps a real subprocess.
+environment and output files: what ``python SCRIPT ARGS`` does, less the imports. ``start_script`` starts one
+without waiting (a test that kills it). A test of the interpreter's own behaviour (its start-up, its signal
+handlers as Python installs them) keeps a real subprocess.
 """
 
 from __future__ import annotations
@@ -73,13 +74,22 @@ def _main(script: str, argv: list[str], cwd: str, env: dict[str, str], out: str,
     runpy.run_path(script, run_name="__main__")
 
 
+def start_script(script: Path, argv: list[str], *, cwd: Path, env: dict[str, str],
+                 folder: Path) -> multiprocessing.process.BaseProcess:
+    """``python script argv`` started in ``cwd`` with ``env``, forked from the preloaded server and not waited
+    for: a real process of its own (``kill()`` sends it SIGKILL); its outputs go to files in ``folder``."""
+    out, err = folder / "forked.stdout", folder / "forked.stderr"
+    child = _forkserver().Process(target=_main, args=(str(script), list(argv), str(cwd), dict(env), str(out), str(err)))
+    child.start()
+    return child
+
+
 def run_script(script: Path, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float,
                folder: Path) -> Done:
     """``python script argv`` in ``cwd`` with ``env``, forked from the preloaded server; its outputs
     are kept in ``folder``. A run past ``timeout`` seconds is killed and reported as exit status -9."""
     out, err = folder / "forked.stdout", folder / "forked.stderr"
-    child = _forkserver().Process(target=_main, args=(str(script), list(argv), str(cwd), dict(env), str(out), str(err)))
-    child.start()
+    child = start_script(script, argv, cwd=cwd, env=env, folder=folder)
     child.join(timeout)
     if child.is_alive():
         child.kill()

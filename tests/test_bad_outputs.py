@@ -9,8 +9,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from dpgm.cli import run_cli
 from dpgm.errors import ConfigError, DpgmError
 from dpgm.io import OutputError, check_output
 from dpgm.pipeline import run as run_mod
+from tests._forked import start_script
 from tests.test_train_cli import DIGITS, load_script
 from tests.training.test_run import tiny_config
 
@@ -240,39 +239,25 @@ def test_least_bytes_is_a_lower_bound(trained_run, tmp_path, name, fmt):
 # ---------------------------------------------------------------- SIGTERM mid-write
 
 
-def test_sigterm_removes_the_temporary_file(trained_run, tmp_path):
+def test_sigterm_removes_the_temporary_file(trained_run, tmp_path, tmp_path_factory):
     out = tmp_path / "big.csv"
+    logs = tmp_path_factory.mktemp("logs")  # the child's outputs, outside the folder that must end empty
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "generate.py"),
-            "--run",
-            str(trained_run),
-            "--n",
-            "2000000",
-            "--out",
-            str(out),
-            "--no-progress",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_script(ROOT / "generate.py", ["--run", str(trained_run), "--n", "2000000", "--out", str(out),
+                                               "--no-progress"], cwd=ROOT, env=env, folder=logs)
     try:
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob(".big.csv.*.tmp")):  # the release is being written
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            assert proc.is_alive() and time.monotonic() < deadline, (logs / "forked.stderr").read_text()
             time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.terminate()  # SIGTERM
+        proc.join(timeout=60)
     finally:
-        if proc.poll() is None:
+        if proc.is_alive():
             proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM
-    assert err.splitlines() == ["terminated (SIGTERM)"]
+            proc.join()
+    assert proc.exitcode == 128 + signal.SIGTERM
+    assert (logs / "forked.stderr").read_text().splitlines() == ["terminated (SIGTERM)"]
     assert list(tmp_path.iterdir()) == []
 
 

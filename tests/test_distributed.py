@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests._forked import queue, spawn
+from tests._forked import queue, run_script, spawn
 from tests.data.test_shards import transaction_file
 
 WORLD = 2
@@ -190,9 +190,7 @@ def test_a_run_on_two_ranks_resumes_bit_identically(tmp_path: Path) -> None:
 def test_torchrun_runs_train_py_on_two_ranks(tmp_path: Path) -> None:
     """No new flag: torchrun starts two ranks of train.py on a folder of three files (each rank reads its
     whole files); rank 0 writes the release and prints."""
-    import subprocess
-    import sys
-
+    import torch.distributed.run
     import yaml
 
     lines = transaction_file(tmp_path, n=400).read_text().splitlines(keepends=True)
@@ -203,9 +201,10 @@ def test_torchrun_runs_train_py_on_two_ranks(tmp_path: Path) -> None:
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           str(root / "train.py"), "--config", str(tmp_path / "run.yaml"), "--no-progress"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    launcher = Path(torch.distributed.run.__file__)  # what ``torchrun`` runs, forked: its ranks are new processes
+    done = run_script(launcher, ["--standalone", "--nproc-per-node", "2", str(root / "train.py"), "--config",
+                                 str(tmp_path / "run.yaml"), "--no-progress"], cwd=tmp_path, env=env, timeout=300,
+                      folder=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("privacy: epsilon") == 1  # rank 0 speaks
     assert (tmp_path / "runs" / "d" / "release" / "privacy_report.json").is_file()

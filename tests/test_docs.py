@@ -7,8 +7,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
-import sys
 from html import escape
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from dpgm.commands.main import component_options, components
 from dpgm.config import describe
+from tests._forked import run_script  # forked from a server that imported torch and dpgm once
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -35,22 +34,20 @@ def generator():
     return module
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """This Python with ``args`` in the repository root; the caller checks the exit code."""
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site built by ``mkdocs build --strict`` (a warning fails the build)."""
     for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (pip install -e '.[dev]')")
-    out = tmp_path_factory.mktemp("docs") / "site"
+    import mkdocs.__main__
+
+    folder = tmp_path_factory.mktemp("docs")
+    out = folder / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
-    done = run("-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-               "-d", str(out), env=env)
+    # ``python -m mkdocs build``, forked from the server that imported dpgm (its hook reads dpgm's registries)
+    done = run_script(Path(mkdocs.__main__.__file__), ["build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+                                                       "-d", str(out)], cwd=ROOT, env=env, timeout=300, folder=folder)
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     return out
 
@@ -89,8 +86,6 @@ def test_built_config_reference_is_the_generated_one(site: Path) -> None:
 
 
 def test_results_page_is_generated_from_the_current_json(tmp_path: Path) -> None:
-    from tests._forked import run_script  # forked from a server that imported torch and dpgm once
-
     done = run_script(ROOT / "benchmarks" / "results_page.py", ["--check"], cwd=ROOT,
                       env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}, timeout=300, folder=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -4,9 +4,8 @@ against them, so a new component cannot be left out."""
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from dpgm.config import describe
 from dpgm.evaluation.baselines import BASELINES
 from dpgm.models import MODELS
 from dpgm.stages import STAGES
+from tests._forked import run_script
 from tests.test_docs import generator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,9 +45,11 @@ def test_the_config_help_lists_every_registered_component(key: str, capsys) -> N
     assert all(f"{name}: " in rows[key] for name in REGISTRIES[key].names())
 
 
-def test_python_m_dpgm_config_prints_the_same_help() -> None:
-    out = subprocess.run([sys.executable, "-m", "dpgm.config"], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
+def test_python_m_dpgm_config_prints_the_same_help(tmp_path: Path) -> None:
+    done = run_script(ROOT / "dpgm" / "config" / "__main__.py", [], cwd=ROOT, env=dict(os.environ), timeout=120,
+                      folder=tmp_path)  # ``python -m dpgm.config``, forked from a server that imported dpgm
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert option_line(out.splitlines(), "partition.method") == option_line(
         describe(registered=components()), "partition.method")
     assert "lsh_tree: " in option_line(out.splitlines(), "partition.method")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from dpgm.cli import run_cli
 from dpgm.clustering.base import size_shares
 from dpgm.errors import DpgmError
 from dpgm.pipeline import run as run_mod
+from tests._forked import Done, run_script
 from tests.training.test_run import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,14 +107,16 @@ def test_bad_requests_are_one_line_errors(trained_run, tmp_path):
 
 def test_generate_cli(trained_run, tmp_path):
     out = tmp_path / "synthetic.csv"
-    proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), "--run", str(trained_run), "--n", "1000",
-                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT, check=False)
+    def generate(*argv: str) -> Done:  # ``python generate.py ARGV``, forked from a server that imported dpgm
+        return run_script(ROOT / "generate.py", list(argv), cwd=ROOT, env=dict(os.environ), timeout=120,
+                          folder=tmp_path)
+
+    proc = generate("--run", str(trained_run), "--n", "1000", "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert "epsilon" in proc.stdout and "add_remove" in proc.stdout
     assert len(out.read_text().splitlines()) == 1001
     assert Path(f"{out}.privacy.json").is_file()
-    bad = subprocess.run([sys.executable, str(ROOT / "generate.py"), "--run", str(tmp_path / "nope"), "--n", "5",
-                          "--out", str(tmp_path / "y.csv")], capture_output=True, text=True, cwd=ROOT, check=False)
+    bad = generate("--run", str(tmp_path / "nope"), "--n", "5", "--out", str(tmp_path / "y.csv"))
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 

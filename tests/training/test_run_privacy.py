@@ -11,8 +11,6 @@ import json
 import os
 import signal
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from dpgm.errors import ConfigError, DataError
 from dpgm.pipeline import run as run_mod
 from dpgm.stages.partition import PartitionStage
 from dpgm.training.mechanism import poisson_sample
+from tests._forked import start_script
 from tests.training.test_run import killed_run, terminated_run, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,16 +190,16 @@ def test_sigkill_at_a_random_time_then_resume_is_exact(tmp_path):
     import yaml
 
     config.write_text(yaml.safe_dump(body))
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", str(config), "--no-progress"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_script(ROOT / "train.py", ["--config", str(config), "--no-progress"], cwd=ROOT, env=dict(os.environ),
+                        folder=tmp_path)
     checkpoint = tmp_path / "runs" / "killed" / "private" / "checkpoint.pt"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline and proc.is_alive():
         if checkpoint.is_file() and torch.load(checkpoint, weights_only=True)["stages"]["training"]["step"] > 0:
             break
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.kill()  # SIGKILL
+    proc.join()
     run_dir = tmp_path / "runs" / "killed"
     if checkpoint.is_file():  # killed mid-run (the usual case): resume
         run_mod.resume(run_dir, progress=False)
