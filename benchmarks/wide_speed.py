@@ -107,7 +107,7 @@ def instrument(clock: Clock) -> None:
     clock.wrap(training_mod.TrainingStage, "train", "training")
     clock.wrap(training_mod, "calibrate_to_means", "calibration")
     clock.wrap(release_mod, "draw_records", "drawing")
-    for name in ("length_problem", "resample", "tilted_picks"):
+    for name in ("features", "length_problem", "resample"):
         clock.wrap(release_mod, name, "tilt")
     for name in ("write_csv", "write_transactions"):
         clock.wrap(release_mod, name, "release_loop")

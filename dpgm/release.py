@@ -12,7 +12,9 @@ changes which parts are drawn: still post-processing.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,13 +36,13 @@ from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DpgmError
 from dpgm.io import atomic_write, atomic_write_json, check_free_space, check_output
 from dpgm.mixture_draws import check_acceptance, draw_records, mixture_shares
-from dpgm.models.tilt import length_problem, resample, tilted_picks
+from dpgm.models.tilt import features, length_problem, resample
 from dpgm.privacy.verdict import stamped
 from dpgm.progress import progress_scope, stage_bar, timed
 from dpgm.release_writers import text_stream, write_csv, write_png, write_table_csv, write_transactions
 from dpgm.tables import TableSchema, released_schema
 
-#: Draws per released record whose tilt follows a record-length histogram (``_Following.draw``): a larger pool lets
+#: Draws per released record whose tilt follows a record-length histogram (``_Following.pool``): a larger pool lets
 #: the tilt reach rarer lengths, and move the rest further from what the models measured.
 LENGTH_POOL = 3
 
@@ -66,29 +68,52 @@ def sample_chunks(
     A record with fewer than ``mixture.min_items`` items (``data.min_items``) is rejected and
     drawn again from its part: each part's model conditioned on that public fact (post-processing,
     ``part_records``); see ``check_acceptance`` for the bound. When the run released a record-length histogram
-    (``model.length_noise_multiplier``), the kept records follow it (``_Following.draw``); when it measured
-    global item pairs, a plain release (no ``shares`` or ``threshold``) follows them (``_Tilt.draw``).
+    (``model.length_noise_multiplier``), the kept records follow it (``_Following``); when it measured
+    global item pairs, a plain release (no ``shares`` or ``threshold``) follows them (``_Tilt``).
     """
     probs = torch.as_tensor(mixture_shares(mixture) if shares is None else shares, dtype=torch.float64)
     lengths = _length_targets(mixture)
-    following = None if lengths is None else _Following(lengths)
-    tilt = _tilt_of(mixture) if shares is None and threshold is None else None
-    done = drawn = 0
-    while done < n:
-        c = min(chunk_size, n - done)
-        if following is not None:
-            records, parts, tried = following.draw(mixture, c, probs, generator, threshold)
-        elif tilt is not None:
-            records, parts, tried = tilt.draw(mixture, c, probs, generator)
-        else:
+    tilt = _Following(lengths, threshold) if lengths is not None else (
+        _tilt_of(mixture) if shares is None and threshold is None else None)
+    if tilt is None:
+        done = drawn = 0
+        while done < n:
             with timed("drawing"):
-                records, parts, tried = draw_records(mixture, c, probs, generator, threshold, mixture.min_items)
-        drawn += tried
-        if mixture.min_items > 0:
-            check_acceptance(done + len(records), drawn, mixture.min_items)
-        done += len(records)
-        if len(records):
-            yield records, parts
+                records, parts, tried = draw_records(mixture, min(chunk_size, n - done), probs, generator, threshold,
+                                                     mixture.min_items)
+            drawn += tried
+            done = _checked(mixture, done, drawn, len(records))
+            if len(records):
+                yield records, parts
+        return
+    yield from _tilted_chunks(tilt, mixture, n, chunk_size, probs, generator)
+
+
+def _checked(mixture: ReleasedMixture, done: int, drawn: int, kept: int) -> int:
+    """The records released so far with ``kept`` more, after ``check_acceptance`` of the draws they took."""
+    if mixture.min_items > 0:
+        check_acceptance(done + kept, drawn, mixture.min_items)
+    return done + kept
+
+
+def _tilted_chunks(tilt: _Tilt | _Following, mixture: ReleasedMixture, n: int, chunk_size: int,
+                   probs: torch.Tensor, generator: torch.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``sample_chunks`` with a tilt, in two stages: each chunk's pool is drawn here (every use of ``generator``,
+    ``_Pool``) while the previous chunk's tilt is fitted on a worker thread, one chunk after another (each from the
+    last one's theta): the records of one stage after the other, in the same order, with the two overlapping."""
+    done = drawn = 0
+    fitting: Future | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpgm-tilt") as worker:
+        while done < n:
+            pool = tilt.pool(mixture, min(chunk_size, n - done), probs, generator)
+            drawn += pool.tried
+            done = _checked(mixture, done, drawn, pool.count)
+            previous = fitting
+            fitting = worker.submit(contextvars.copy_context().run, _picks, tilt, pool) if pool.count else None
+            if previous is not None:
+                yield previous.result()
+        if fitting is not None:
+            yield fitting.result()
 
 
 def _length_targets(mixture: ReleasedMixture) -> torch.Tensor | None:
@@ -101,6 +126,45 @@ def _length_targets(mixture: ReleasedMixture) -> torch.Tensor | None:
 
 
 @dataclass
+class _Pool:
+    """One chunk's draws before its tilt: the pool (records, parts), the records it gives (``count``: the chunk's,
+    none from an empty pool) and the draws they count for (``tried``: their share of the pool's), the resample's
+    uniform ``offset``, the picks' random ``order``, and the tilt's problem (features, targets, ridge)."""
+
+    records: np.ndarray
+    parts: np.ndarray
+    count: int
+    tried: int
+    offset: float = 0.0
+    order: np.ndarray | None = None
+    problem: tuple[sp.csr_matrix, np.ndarray, np.ndarray | None] | None = None
+
+    @torch.no_grad()
+    def picks(self, start: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(records, parts, theta): the pool's tilt from ``start`` (``resample``), its picks in the pool's order."""
+        f, targets, ridge = self.problem
+        with timed("tilt"):
+            picks, theta = resample(f, targets, count=self.count, offset=self.offset, ridge=ridge, start=start)
+        picks = picks[self.order]
+        return self.records[picks], self.parts[picks], theta
+
+
+def _draw_pool(mixture: ReleasedMixture, c: int, size: int, probs: torch.Tensor, generator: torch.Generator,
+               threshold: float | None) -> _Pool:
+    """``size`` independent draws for a chunk of ``c`` records, then the offset and order of its picks: every use
+    of the generator a tilted chunk makes. The draws counted are the c records' share (``check_acceptance``
+    bounds rejections, not the pool)."""
+    with timed("drawing"):
+        pool, parts, drawn = draw_records(mixture, size, probs, generator, threshold, mixture.min_items,
+                                          systematic=False)
+    if len(pool) == 0:
+        return _Pool(pool, parts, 0, drawn)
+    offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
+    order = torch.randperm(c, generator=generator).numpy()
+    return _Pool(pool, parts, c, drawn * c // len(pool), offset, order)
+
+
+@dataclass
 class _Tilt:
     """The targets a release follows (``_tilt_of``; post-processing) and the last chunk's tilt, the next one's start."""
 
@@ -109,23 +173,15 @@ class _Tilt:
     empty: bool
     theta: np.ndarray | None = None
 
-    def draw(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor,
-             generator: torch.Generator) -> tuple[np.ndarray, np.ndarray, int]:
-        """``c`` records picked by weight among ``pairs_pool`` x c draws (``tilted_picks``), in random order; the
-        draws counted are the c records' share (``check_acceptance`` bounds rejections, not the pool). The pool is
-        drawn independently: the tilt sets the followed frequencies itself and its resample draws the rest anew,
-        so systematic draws bought nothing here (docs/results.md) and cost time."""
-        with timed("drawing"):
-            pool, parts, drawn = draw_records(mixture, c * mixture.pairs_pool, probs, generator, None,
-                                              mixture.min_items, systematic=False)
-        if len(pool) == 0:
-            return pool, parts, drawn
-        offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
-        with timed("tilt"):
-            picks, self.theta = tilted_picks(pool, self.edges, self.targets, count=c, offset=offset,
-                                             empty=self.empty, start=self.theta)
-        picks = picks[torch.randperm(c, generator=generator).numpy()]
-        return pool[picks], parts[picks], drawn * c // len(pool)
+    def pool(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator) -> _Pool:
+        """``pairs_pool`` x c draws for c records, and their tilt to the item and pair frequencies (``features``).
+        Independent draws: the tilt sets the followed frequencies itself and its resample draws the rest anew, so
+        systematic draws bought nothing here (docs/results.md) and cost time."""
+        pool = _draw_pool(mixture, c, c * mixture.pairs_pool, probs, generator, None)
+        if pool.count:
+            with timed("tilt"):
+                pool.problem = features(pool.records, self.edges, empty=self.empty), self.targets, None
+        return pool
 
 
 def _tilt_of(mixture: ReleasedMixture) -> _Tilt | None:
@@ -140,32 +196,30 @@ def _tilt_of(mixture: ReleasedMixture) -> _Tilt | None:
 
 @dataclass
 class _Following:
-    """The record-length shares a release follows (``_length_targets``) and the last chunk's tilt, the next one's
-    start (every chunk poses the same features: the parts, their items and pairs, the lengths)."""
+    """The record-length shares a release follows (``_length_targets``), the draws' threshold, and the last chunk's
+    tilt, the next one's start (every chunk poses the same features: the parts, their items and pairs, the lengths)."""
 
     shares: torch.Tensor
+    threshold: float | None = None
     theta: np.ndarray | None = None
 
-    def draw(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator,
-             threshold: float | None) -> tuple[np.ndarray, np.ndarray, int]:
-        """``c`` records whose lengths follow the shares, their parts, and how many were drawn.
+    def pool(self, mixture: ReleasedMixture, c: int, probs: torch.Tensor, generator: torch.Generator) -> _Pool:
+        """LENGTH_POOL x c draws for c records, and their tilt (dpgm.models.tilt, ``length_problem``) to the noisy
+        length shares that keeps each part's share, its items' frequencies and its tree's pairs'."""
+        pool = _draw_pool(mixture, c, c * LENGTH_POOL, probs, generator, self.threshold)
+        if pool.count:
+            with timed("tilt"):
+                pool.problem = length_problem(pool.records, pool.parts, mixture.models, probs.numpy(),
+                                              self.shares.numpy())
+        return pool
 
-        A pool of LENGTH_POOL x c draws is tilted (dpgm.models.tilt, ``length_problem``) to the noisy length shares
-        while each part keeps its share, its items' frequencies and its tree's pairs', then resampled systematically
-        by the tilt's weights, in random order: the lengths move, what the models measured stays. Post-processing of
-        the models and of the released histogram.
-        """
-        with timed("drawing"):
-            pool, parts, drawn = draw_records(mixture, c * LENGTH_POOL, probs, generator, threshold,
-                                              mixture.min_items, systematic=False)
-        if len(pool) == 0:
-            return pool, parts, drawn
-        offset = float(torch.rand(1, generator=generator, dtype=torch.float64))
-        with timed("tilt"):
-            f, targets, ridge = length_problem(pool, parts, mixture.models, probs.numpy(), self.shares.numpy())
-            picks, self.theta = resample(f, targets, count=c, offset=offset, ridge=ridge, start=self.theta)
-        picks = picks[torch.randperm(c, generator=generator).numpy()]
-        return pool[picks], parts[picks], drawn * c // len(pool)
+
+def _picks(tilt: _Tilt | _Following, pool: _Pool) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk's records and parts: its pool resampled systematically by the tilt's weights, in random order (the
+    followed frequencies move, what the models measured stays; post-processing); the next chunk's tilt starts
+    from this one's theta."""
+    records, parts, tilt.theta = pool.picks(tilt.theta)
+    return records, parts
 
 
 def _label_parts(mixture: ReleasedMixture, labels: Sequence[int] | None) -> list[int]:

@@ -7,7 +7,7 @@ feature means are t is q(x) exp(theta . f(x)) / Z (Csiszar 1975; the raking of s
 log mean exp(F theta) - theta . t + theta . (ridge theta) / 2 (the ridge keeps theta finite when noisy
 targets lie outside what the pool can reach; per feature, the primal pays gap^2 / (2 ridge) for missing a
 target, so a noisier target gets a larger ridge); ``tilt_weights`` gives each draw of the pool its
-weight, and ``tilted_picks`` resamples the pool by them, balanced (``balance``; the release fits each
+weight, and ``resample`` resamples the pool by them, balanced (``balance``; the release fits each
 chunk's own pool, dpgm/release.py: a theta fitted on one pool over-weights another's rare draws). ``length_problem``
 poses the tilt of a mixture's draws to a noisy histogram of record lengths that keeps what the models
 measured: each part's share, items and tree pairs. Post-processing of the model and of the measured
@@ -102,13 +102,6 @@ def tilt_weights(f: sp.csr_matrix, theta: np.ndarray) -> np.ndarray:
     z = f @ theta
     w = np.exp(z - z.max())
     return w / w.sum()
-
-
-def tilted_picks(pool: Any, edges: np.ndarray, targets: np.ndarray, *, count: int, offset: float,
-                 empty: bool = False, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of ``count`` pool records, theta): the pool's tilt to ``targets`` (``fit_tilt`` from ``start``),
-    then a systematic resample by its weights (``resample``)."""
-    return resample(features(pool, edges, empty=empty), targets, count=count, offset=offset, start=start)
 
 
 def resample(f: sp.csr_matrix, targets: np.ndarray, *, count: int, offset: float, start: np.ndarray | None = None,

@@ -15,7 +15,6 @@ from dpgm.models.tilt import (
     resample,
     tilt_targets,
     tilt_weights,
-    tilted_picks,
 )
 
 
@@ -51,7 +50,7 @@ def test_independent_draws_tilted_to_correlated_targets_reach_them() -> None:
     # without the tilt the pairs sit at 0.09
     assert feature_means(pool, edges)[4:] == pytest.approx(0.09, abs=0.01)
     # a systematic resample of the tilted pool: the picks hold the targets within sampling error (0.003)
-    picks, _ = tilted_picks(pool, edges, targets, count=20_000, offset=0.5)
+    picks, _ = resample(f, targets, count=20_000, offset=0.5)
     assert feature_means(pool[picks], edges) == pytest.approx(targets, abs=6e-3)
 
 
