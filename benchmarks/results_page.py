@@ -28,7 +28,16 @@ from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
 from pages.tables import eps_section, seeds_section, tables_section
-from pages.throughput import distributed, large_data, mnist_gpu, noise_bound, throughput, throughput_gpu, wide
+from pages.throughput import (
+    distributed,
+    large_data,
+    mnist_gpu,
+    noise_bound,
+    throughput,
+    throughput_gpu,
+    wide,
+    wide_wall,
+)
 
 #: The folder the pages and their images are written to.
 DOCS = ROOT / "docs"
@@ -78,7 +87,8 @@ def results() -> str:
     sections = (headline(), no_cliff_section(), epsilon_two(), tables_section(), seeds_section(), eps_section(),
                 generic_time(), timings(), train_on_synthetic(), partition_tos(), partitioners(), partition_release(),
                 subspace(), audit(), accounting(), throughput(),
-                noise_bound(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), *busy, counting())
+                noise_bound(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall(), *busy,
+                counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
 
 

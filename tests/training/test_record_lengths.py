@@ -81,3 +81,37 @@ def test_each_chunk_of_a_release_starts_its_tilt_where_the_last_one_ended(tmp_pa
     assert len(calls) == 3 and calls[0][0] is None
     assert all(start is previous for (start, _), (_, previous) in zip(calls[1:], calls))
     assert _bimodal(lengths.astype(np.int64))
+
+
+def test_the_tilts_fitted_beside_the_draws_give_the_records_of_one_stage_after_the_other(tmp_path, monkeypatch) -> None:
+    """The release fits each chunk's tilt on a worker thread while it draws the next pool: its chunks are, bit for
+    bit, those of drawing each pool and fitting its tilt in turn on one thread (the generator is used in the same
+    order, each tilt starts from the last one's theta)."""
+    import threading
+
+    import torch
+
+    from dpgm import release
+    from dpgm.artifact import load_release
+
+    run_dir, _ = _bimodal_run(tmp_path)
+    mixture = load_release(run_dir)
+    threads = []
+    fit = release.resample
+
+    def recorded(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(release, "resample", recorded)
+    piped = list(release.sample_chunks(mixture, 9_000, torch.Generator().manual_seed(3), chunk_size=3_000))
+    assert len(threads) == 3 and all(name.startswith("dpgm-tilt") for name in threads)
+    generator, probs = torch.Generator().manual_seed(3), torch.as_tensor(release.mixture_shares(mixture),
+                                                                          dtype=torch.float64)
+    tilt = release._Following(release._length_targets(mixture))
+    with torch.no_grad():
+        serial = [release._picks(tilt, tilt.pool(mixture, 3_000, probs, generator)) for _ in range(3)]
+    assert len(piped) == 3
+    for (records, parts), (want_records, want_parts) in zip(piped, serial):
+        assert np.array_equal(records, want_records) and np.array_equal(parts, want_parts)
+    assert threads[3:] == [threading.current_thread().name] * 3  # the reference ran here
