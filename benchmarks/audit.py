@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
+    for scale in args.scales:  # a release audit's settings, checked before any setting runs
+        ReleaseAudit(trials=args.trials, noise_scale=scale, confidence=args.confidence).validate()
 
     torch.set_num_threads(args.threads)
     omp = os.environ.get("OMP_NUM_THREADS")
@@ -153,4 +155,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from dpgm.cli import run_cli  # a bad input: one line, exit 2
+
+    sys.exit(run_cli(main))

@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -394,4 +395,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from dpgm.cli import run_cli  # a bad input: one line, exit 2
+
+    sys.exit(run_cli(main))

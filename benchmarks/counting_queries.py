@@ -278,4 +278,6 @@ def tvd_table(rows: list[dict[str, Any]]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dpgm.cli import run_cli  # a bad input: one line, exit 2
+
+    sys.exit(run_cli(main))

@@ -92,4 +92,6 @@ def seed_means(group_means: dict[str, dict[int, float]]) -> dict[str, dict[int, 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dpgm.cli import run_cli  # a bad input: one line, exit 2
+
+    sys.exit(run_cli(main))

@@ -203,4 +203,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dpgm.cli import run_cli  # a bad input: one line, exit 2
+
+    sys.exit(run_cli(main))

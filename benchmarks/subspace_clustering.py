@@ -19,6 +19,7 @@ positive the exact exponential mechanism itself prefers collapsed subspaces to t
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -164,14 +165,14 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--sweeps", type=int, default=300, help="Gibbs sweeps (the paper: 10000)")
     parser.add_argument("--epsilons", type=float, nargs="+", default=EPSILONS, help="the budgets (default: the paper's)")
     parser.add_argument("--json", type=Path, default=RESULTS / "subspace_clustering.json")
     parser.add_argument("--png", type=Path, default=RESULTS / "subspace_clustering.png")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     records = run(args.seeds, args.sweeps, args.epsilons)
     table = summary(records)
     gaps = {f"{s['name']} eps={eps:g}": float(np.mean([r["collapsed_minus_truth"] for r in records if r["method"]
@@ -187,7 +188,10 @@ def main() -> None:
               f"±{r['wasserstein_std']:.3f} cost={r['cost_mean']:.4f}±{r['cost_std']:.4f}")
     for key, gap in gaps.items():
         print(f"target: log marginal, collapsed minus truth, {key}: {gap:+.1f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    from dpgm.cli import run_cli  # a bad input: one line, exit 2
+
+    sys.exit(run_cli(main))

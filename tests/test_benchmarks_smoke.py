@@ -94,6 +94,21 @@ def test_every_benchmark_script_has_a_smoke_run() -> None:
     assert all((BENCHMARKS.parent / path).is_file() for path in COVERED.values())
 
 
+def test_every_benchmark_script_runs_its_main_through_run_cli() -> None:
+    """A bad input to a script is one line and exit 2, as for the commands (dpgm.cli.run_cli), not a traceback."""
+    for script in sorted(set(BENCHMARKS.glob("*.py")) - {BENCHMARKS / f"{name}.py" for name in LIBRARIES}):
+        tail = script.read_text().split('if __name__ == "__main__":')[-1]
+        assert "run_cli(main" in tail, script.name
+
+
+def test_a_bad_setting_of_a_script_is_one_line_and_exit_2_before_any_work(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(BENCHMARKS.parent)}
+    done = run_script(BENCHMARKS / "audit.py", ["--trials", "10"], cwd=BENCHMARKS.parent, env=env, timeout=TIMEOUT,
+                      folder=tmp_path)
+    assert done.returncode == 2 and done.stderr == "error: audit: trials must be >= 20, got 10\n"
+    assert "[digits" not in done.stdout  # refused before the first setting ran
+
+
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_benchmark_runs_end_to_end_on_tiny_data(name: str, tmp_path: Path) -> None:
     argv, datasets, peers = RUNS[name]
