@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgm import rules
-from dpgm.config import Config
+from dpgm.config import STATISTICS_ONLY, Config
 from dpgm.errors import ConfigError
 from dpgm.privacy.calibrate import zcdp_rho
 from dpgm.rules import PublicFacts
@@ -188,6 +188,9 @@ def plan(facts: PublicFacts, *, top_items: int | None = None, **options: Any) ->
     values.update(case.words())
     reasons = {key: (share_reason(value, rho) if key.endswith("noise_multiplier") else "fixed by dpgm/rules.py")
                for key, value in settings.items()}
+    if settings["model.kind"] in STATISTICS_ONLY:  # its models are released statistics: DP-SGD's settings are idle
+        reasons.update({key: f"unused: {settings['model.kind']} models take no DP-SGD step"
+                        for key in settings if key.startswith("training.")})
     if settings["partition.k"] > 1:  # the partitioner's releases share its multiplier
         reasons["partition.noise_multiplier"] = f"{rules.PARTITION_SHARE:.0%} of rho over the partitioner's releases"
     rows = {setting: row_for(setting, case) for setting in DECIDED if setting in settings}
