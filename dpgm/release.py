@@ -41,6 +41,7 @@ from dpgm.privacy.verdict import stamped
 from dpgm.progress import progress_scope, stage_bar, timed
 from dpgm.release_writers import text_stream, write_csv, write_png, write_table_csv, write_transactions
 from dpgm.tables import TableSchema, released_schema
+from dpgm.threads import serial_blas
 
 #: Draws per released record whose tilt follows a record-length histogram (``_Following.pool``): a larger pool lets
 #: the tilt reach rarer lengths, and move the rest further from what the models measured.
@@ -100,10 +101,11 @@ def _tilted_chunks(tilt: _Tilt | _Following, mixture: ReleasedMixture, n: int, c
                    probs: torch.Tensor, generator: torch.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``sample_chunks`` with a tilt, in two stages: each chunk's pool is drawn here (every use of ``generator``,
     ``_Pool``) while the previous chunk's tilt is fitted on a worker thread, one chunk after another (each from the
-    last one's theta): the records of one stage after the other, in the same order, with the two overlapping."""
+    last one's theta): the records of one stage after the other, in the same order, with the two overlapping.
+    BLAS runs on one thread meanwhile (``serial_blas``)."""
     done = drawn = 0
     fitting: Future | None = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpgm-tilt") as worker:
+    with serial_blas(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpgm-tilt") as worker:
         while done < n:
             pool = tilt.pool(mixture, min(chunk_size, n - done), probs, generator)
             drawn += pool.tried

@@ -15,6 +15,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 _LIMITS: list[object] = []  # keeps the threadpoolctl limit alive for the process
 
@@ -73,3 +74,12 @@ def set_threads(threads: int | None = None) -> int:
     torch.set_num_threads(n)
     _LIMITS[:] = [threadpool_limits(limits=n)]
     return n
+
+
+def serial_blas() -> Any:
+    """A context in which the BLAS libraries run on one thread (torch keeps its own): a release's tilt makes many
+    small BLAS calls, where idle BLAS threads cost it twice its time on two cores, and their summation order
+    would make a seeded release depend on the thread count."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")

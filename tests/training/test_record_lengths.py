@@ -115,3 +115,28 @@ def test_the_tilts_fitted_beside_the_draws_give_the_records_of_one_stage_after_t
     for (records, parts), (want_records, want_parts) in zip(piped, serial):
         assert np.array_equal(records, want_records) and np.array_equal(parts, want_parts)
     assert threads[3:] == [threading.current_thread().name] * 3  # the reference ran here
+
+
+def test_the_tilts_run_with_one_blas_thread_whatever_the_run_uses(tmp_path, monkeypatch) -> None:
+    """BLAS on one thread through a tilted release (``threads.serial_blas``): on two cores its idle threads cost the
+    tilt twice its time, and their summation order would tie the seeded release to the thread count."""
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from dpgm import release
+    from dpgm.artifact import load_release
+
+    run_dir, _ = _bimodal_run(tmp_path)
+    seen = []
+    fit = release.resample
+
+    def recorded(*args, **kwargs):
+        seen.append({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(release, "resample", recorded)
+    with threadpool_limits(limits=2, user_api="blas"):
+        list(release.sample_chunks(load_release(run_dir), 6_000, torch.Generator().manual_seed(0), chunk_size=3_000))
+        after = {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+    assert seen == [{1}, {1}]
+    assert after == {2}  # the run's own setting comes back after the release
