@@ -269,8 +269,8 @@ EPS = "tables_lodo_eps.json"
 
 EPS_WHAT = (
     "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 0.3 3 --first-seed S --seeds 1 --peers marginals mst` for "
-    "seeds 0, 1 and 2, and `--peers aim` (the authors' defaults, no rounds cap) for seed 0 (not diabetes-130 at "
-    "epsilon 3, cut for time: a dash), `--resume` into one file, one process at a "
+    "seeds 0, 1 and 2, and `--peers aim` (the authors' defaults, no rounds cap) for seed 0, `--resume` into one "
+    "file, one process at a "
     "time under `nice` on one thread beside other jobs: the seeds' table above at epsilon 0.3 and 3, the same "
     "fit half, samples of 3,000 records, held-out half and scores. At seed 0 the marginals' rows reproduce the first "
     "table's at these epsilons exactly; dpgm's differ from it by less than 5% either way (that table's came from an "
