@@ -16,7 +16,11 @@ half), epsilon and seed, every method is fitted on the same seeded sample of the
   fitted on each column's value index under the schema's discretization (a category, a bin of a number by
   the schema's bins, missing the last: ``Table.codes``, the values the workload error counts) with the
   columns' sizes (``dpgm.evaluation.pgm.CodedRecords``); their draws are decoded back to the table
-  (``dpgm.tables.records.decode``).
+  (``dpgm.tables.records.decode``);
+- ``dpctgan`` and ``patectgan`` (``--peers``; need ``--deep-python``): smartnoise-synth's deep DP
+  synthesizers on the same codes, every column categorical over its declared domain, run by the Python of
+  an environment of their own (``benchmarks/peers/snsynth_table.py``: smartnoise-synth pins opacus < 0.15
+  and mbi < 2, which do not install beside dpgm's) on ``--threads`` threads.
 
 Scores, on the held-out half (``dpgm.evaluation.table_metrics``): AIM's workload error (mean TVD of the
 1-, 2- and 3-way marginals of the schema's discretization; all triples up to ``--max-triples``, else a
@@ -37,7 +41,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +59,7 @@ from rules_lodo import owner, patched, peer_options, row_size, size_order
 
 from dpgm.data.dataset import BinaryDataset
 from dpgm.data.table import table_dataset
+from dpgm.errors import ConfigError
 from dpgm.evaluation.baselines import CodedRecords, baseline_options, fit_baseline
 from dpgm.evaluation.table_data import Table, table_of
 from dpgm.evaluation.table_metrics import wasserstein, workload_error
@@ -80,11 +88,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # no groups) and of a group of rare values sharing its mass equally (uniform, MST's decompression): both lost
 }
 #: Peers fitted on the same records; ``marginals`` is always fitted (the score's reference).
-PEERS = ("marginals", "mst", "aim")
+PEERS = ("marginals", "mst", "aim", "dpctgan", "patectgan")
+#: Peers run by another environment's Python (``--deep-python``): this script, their end of the pipe.
+DEEP_PEERS, DEEP_SCRIPT = ("dpctgan", "patectgan"), Path(__file__).resolve().parent / "peers" / "snsynth_table.py"
 #: The peers' generators are seeded with this integer plus the seed (marginals: MARGINALS_SEED).
 PEER_SEED, MARGINALS_SEED = 3_000, 2_000
 #: Display order and plot colours of the methods (dpgm is C0).
-COLOURS = {"dpgm": "C0", "marginals": "C7", "mst": "C1", "aim": "C3"}
+COLOURS = {"dpgm": "C0", "marginals": "C7", "mst": "C1", "aim": "C3", "dpctgan": "C4", "patectgan": "C5"}
 
 
 def candidate_patch(name: str) -> dict[str, Any]:
@@ -196,8 +206,30 @@ SEED_BASE = {"marginals": MARGINALS_SEED}
 DRAWS = {"marginals": marginals_draws}
 
 
+def fit_deep_peer(peer: str, split: Split, fit: Fit, args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
+    """A deep peer (``DEEP_PEERS``) fitted on the fit sample's codes by ``--deep-python``; its draws as a table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        codes, out = Path(tmp) / "fit.npz", Path(tmp) / "synthetic.npz"
+        np.savez(codes, codes=fit.table.codes, sizes=np.asarray(split.schema.attribute_sizes))
+        argv = [args.deep_python, str(DEEP_SCRIPT), "--synth", peer, "--codes", str(codes), "--out", str(out),
+                "--epsilon", repr(fit.epsilon), "--delta", repr(fit.delta), "--records", str(fit.table.n),
+                "--seed", str(PEER_SEED + fit.seed), "--threads", str(args.threads)]
+        threads = str(args.threads)
+        done = subprocess.run(argv, check=False, capture_output=True, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+        if done.returncode:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise RuntimeError(f"{peer} failed (exit {done.returncode}): {last}")
+        drawn = np.load(out)["codes"]
+    rng = np.random.default_rng(PEER_SEED + fit.seed)
+    return decoded(split, one_hot(drawn, split.schema.attribute_sizes), rng), {"options": {}, "rounds": None,
+                                                                               "spent_epsilon": fit.epsilon}
+
+
 def fit_peer(peer: str, split: Split, fit: Fit, args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
     """Peer ``peer`` fitted on the fit sample (``INPUTS``: the columns' codes, or items); its release as a table."""
+    if peer in DEEP_PEERS:
+        return fit_deep_peer(peer, split, fit, args)
     real = INPUTS.get(peer, codes_of)(split, fit)
     rng = np.random.default_rng(SEED_BASE.get(peer, PEER_SEED) + fit.seed)
     options = {**TABLE_OPTIONS.get(peer, lambda schema: {})(split.schema), **peer_options(args, peer)}
@@ -472,7 +504,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="run seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1 (split one setting's seeds over processes)")
     p.add_argument("--candidates", nargs="+", default=["default"], choices=list(CANDIDATES))
     p.add_argument("--peers", nargs="*", default=["marginals"], choices=PEERS,
-                   help="fit these beside dpgm (marginals always: the score's reference; aim and mst need mbi)")
+                   help="fit these beside dpgm (marginals always: the score's reference; aim and mst need mbi; "
+                        "dpctgan and patectgan need --deep-python)")
+    p.add_argument("--deep-python", default=os.environ.get("DPGM_DEEP_PEER_PYTHON"), metavar="PYTHON",
+                   help="the Python of an environment with smartnoise-synth, for the deep peers "
+                        "(default: $DPGM_DEEP_PEER_PYTHON)")
     p.add_argument("--peer-options", nargs="*", default=[], metavar="PEER.KEY=VALUE",
                    help="a peer's options, e.g. aim.max_rounds=40 (a public cap on AIM's rounds)")
     p.add_argument("--skip", nargs="*", default=[], metavar="PEER:TABLE",
@@ -500,6 +536,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     for name in args.candidates:
         candidate_patch(name)
+    deep = [p for p in args.peers if p in DEEP_PEERS]
+    if deep and not (args.deep_python and Path(args.deep_python).is_file()):
+        raise ConfigError(f"tables_lodo: the deep peers ({', '.join(deep)}) need --deep-python, the Python of an environment with "
+                          "smartnoise-synth (pip install smartnoise-synth there)")
     folder = (args.data_dir or default_data_dir()) / "tables"
     kept = json.loads(Path(args.json).read_text()) if args.resume and args.json and Path(args.json).exists() else {}
     rows = kept.get("rows", [])
