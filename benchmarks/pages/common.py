@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 #: Display names of the methods the benchmarks' JSON names.
 METHODS = {"dpgm (generic)": "dpgm (generic)", "aim": "AIM", "mst": "MST",
-           "mwem_pgm": "MWEM+PGM", "mwem": "MWEM", "marginals": "marginals"}
+           "mwem_pgm": "MWEM+PGM", "mwem": "MWEM", "marginals": "marginals", "dpctgan": "DP-CTGAN",
+           "patectgan": "PATE-CTGAN"}
 
 
 def load(name: str) -> dict[str, Any]:

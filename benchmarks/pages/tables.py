@@ -309,3 +309,42 @@ def eps_section() -> str:
         table(("table", "fit size", "epsilon", *(METHODS.get(m, m) for m in methods)), lines),
         " ".join(counts) + (f" Over every table and epsilon dpgm's 3-way error is {totals}." if totals else ""),
         source(EPS)])
+
+
+#: The deep peers' run (``deep_section``).
+DEEP = "tables_lodo_deep.json"
+
+DEEP_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 1 --seeds 1 --peers marginals dpctgan patectgan "
+    "--deep-python PYTHON`, one thread, beside other jobs: smartnoise-synth's DP-CTGAN and PATE-CTGAN (version 1.0.8, "
+    "their defaults but a batch of 500 records, each column categorical over its declared domain, no budget spent on "
+    "preprocessing) in an environment of their own, because smartnoise-synth pins opacus below 0.15 and mbi below 2; "
+    "the same split, 3,000-record samples, (epsilon, delta) and scores as the tables above, dpgm as shipped in the "
+    "same run. Each cell: the 2-way / 3-way workload error / the AUC.")
+
+
+def deep_section() -> str:
+    """A row per table: dpgm, the marginals and the deep peers, with their seconds."""
+    import tables_lodo
+
+    found = load_if_there(DEEP)
+    if found is None:
+        return ""
+    runs = by_seed(found["rows"])
+    methods = [m for m in tables_lodo.COLOURS if any(m in by for at in runs.values() for by in at.values())]
+    lines, took = [], {m: [] for m in methods}
+    for eps, at in sorted(runs.items()):
+        for name, size in sorted(at, key=tables_lodo.setting_order):
+            by = at[(name, size)]
+            lines.append((name, size, f"{eps:g}", *(
+                " / ".join(spread(by[m], k, 1) for k in ("tvd2", "tvd3", "auc")) if m in by else "-" for m in methods)))
+            for m in methods:
+                took[m] += [r["fit_seconds"] for r in by.get(m, {}).values()]
+    deep = [m for m in tables_lodo.DEEP_PEERS if m in methods]
+    ahead = [f"dpgm's 3-way error is below {METHODS.get(m, m)}'s on {below(runs, m)[0]} of {below(runs, m)[1]} tables"
+             for m in deep]
+    times = ", ".join(f"{METHODS.get(m, m)} {seconds(float(np.mean(took[m])))} s" for m in methods if took[m])
+    return "\n\n".join([
+        "## A deep peer on the declared tables", DEEP_WHAT,
+        table(("table", "fit size", "epsilon", *(METHODS.get(m, m) for m in methods)), lines),
+        "; ".join(ahead) + f". Mean seconds per fit and draw: {times}.", source(DEEP)])
