@@ -71,6 +71,25 @@ def test_fractional_orders_at_once_equal_each_on_its_own() -> None:
     np.testing.assert_allclose(batch, single, rtol=1e-13)
 
 
+def test_integer_orders_at_once_equal_each_on_its_own() -> None:
+    """The integer orders of a call are summed together, one padded row each: each equals its own row alone."""
+    alphas = list(range(2, 257))
+    for q, sigma in [(0.0123, 1.37), (0.3, 0.6), (1e-5, 5.0)]:
+        together = SG._log_a_ints(q, sigma, alphas)
+        np.testing.assert_allclose(together, [SG._log_a_int(q, sigma, a) for a in alphas], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.1, 0.5), (0.3, 0.7), (0.0017, 1.0), (0.05, 20.0)])
+def test_fractional_series_matches_opacus_s_term_by_term_one(q: float, sigma: float) -> None:
+    """The blocked series (positive and negative terms summed apart) against Opacus's term-by-term series,
+    where a series needs one block and where it needs hundreds of terms."""
+    opacus_rdp = pytest.importorskip("opacus.accountants.analysis.rdp")
+    orders = [1.1, 1.5, 2.5, 10.5, 33.3, 63.9]
+    ours = SG._log_a_frac(q, sigma, np.array(orders))
+    theirs = [opacus_rdp._compute_log_a_for_frac_alpha(q, sigma, a) for a in orders]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-14)
+
+
 def test_sampled_gaussian_limits() -> None:
     orders = [2.0, 5.5, 32.0]
     np.testing.assert_allclose(R.sampled_gaussian_rdp(orders, 1.0, 1.3), R.gaussian_rdp(orders, 1.3))
