@@ -269,9 +269,10 @@ EPS = "tables_lodo_eps.json"
 
 EPS_WHAT = (
     "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 0.3 3 --first-seed S --seeds 1 --peers marginals mst` for "
-    "seeds 0, 1 and 2, and `--peers aim` (the authors' defaults, no rounds cap) for seed 0, `--resume` into one "
-    "file, one process at a "
-    "time under `nice` on one thread beside other jobs: the seeds' table above at epsilon 0.3 and 3, the same "
+    "seeds 0, 1 and 2, and `--peers aim` (the authors' defaults, no rounds cap) for seeds 0 and 1 on every table and "
+    "seed 2 where the count in brackets says so, `--resume` into one file, one process at a "
+    "time under `nice` on one thread beside other jobs (AIM's seconds are upper bounds: its seed 1 ran beside two "
+    "other jobs and was stopped for minutes at a time): the seeds' table above at epsilon 0.3 and 3, the same "
     "fit half, samples of 3,000 records, held-out half and scores. At seed 0 the marginals' rows reproduce the first "
     "table's at these epsilons exactly; dpgm's differ from it by less than 5% either way (that table's came from an "
     "earlier version of the shipped rules). Each cell: the 3-way workload error / the AUC, mean ± the standard "
