@@ -342,7 +342,7 @@ def deep_section() -> str:
             for m in methods:
                 took[m] += [r["fit_seconds"] for r in by.get(m, {}).values()]
     deep = [m for m in tables_lodo.DEEP_PEERS if m in methods]
-    ahead = [f"dpgm's 3-way error is below {METHODS.get(m, m)}'s on {below(runs, m)[0]} of {below(runs, m)[1]} tables"
+    ahead = [f"dpgm's 3-way error is below {METHODS.get(m, m)}'s on {below(runs, m)[0]} of {below(runs, m)[1]} settings"
              for m in deep]
     times = ", ".join(f"{METHODS.get(m, m)} {seconds(float(np.mean(took[m])))} s" for m in methods if took[m])
     return "\n\n".join([
