@@ -286,15 +286,25 @@ def below(runs: SeedRuns, peer: str) -> tuple[int, int]:
     return sum(d < p for d, p in means), len(means)
 
 
+def runs_and_methods(name: str) -> tuple[SeedRuns, list[str]] | None:
+    """A seeds' file's runs (``by_seed``) and the methods in them, in display order; None where it was not run."""
+    import tables_lodo
+
+    found = load_if_there(name)
+    if found is None:
+        return None
+    runs = by_seed(found["rows"])
+    return runs, [m for m in tables_lodo.COLOURS if any(m in by for at in runs.values() for by in at.values())]
+
+
 def eps_section() -> str:
     """A row per table and epsilon: each method's 3-way error and AUC over seeds; dpgm's counts against peers."""
     import tables_lodo
 
-    found = load_if_there(EPS)
-    if found is None:
+    ran = runs_and_methods(EPS)
+    if ran is None:
         return ""
-    runs = by_seed(found["rows"])
-    methods = [m for m in tables_lodo.COLOURS if any(m in by for at in runs.values() for by in at.values())]
+    runs, methods = ran
     most = max(len(seeds) for at in runs.values() for by in at.values() for seeds in by.values())
     lines = [(name, size, f"{eps:g}", *(" / ".join(spread(at[(name, size)][m], k, most) for k in ("tvd3", "auc"))
                                         if m in at[(name, size)] else "-" for m in methods))
@@ -328,11 +338,10 @@ def deep_section() -> str:
     """A row per table: dpgm, the marginals and the deep peers, with their seconds."""
     import tables_lodo
 
-    found = load_if_there(DEEP)
-    if found is None:
+    ran = runs_and_methods(DEEP)
+    if ran is None:
         return ""
-    runs = by_seed(found["rows"])
-    methods = [m for m in tables_lodo.COLOURS if any(m in by for at in runs.values() for by in at.values())]
+    runs, methods = ran
     lines, took = [], {m: [] for m in methods}
     for eps, at in sorted(runs.items()):
         for name, size in sorted(at, key=tables_lodo.setting_order):
