@@ -25,6 +25,7 @@ import secrets
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -89,11 +90,9 @@ def noisy_max_index(scores: np.ndarray, scale: float, rng: np.random.Generator |
 @lru_cache(maxsize=64)
 def _opendp_noisy_max(scale: float) -> Any:
     """OpenDP's exact report-noisy-max with Gumbel noise (its zCDP measure: the exponential mechanism)."""
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
-    return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
+    dp = opendp()
+    space = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False)), dp.metrics.linf_distance(T=float)
+    return dp.measurements.make_noisy_max(*space, dp.measures.zero_concentrated_divergence(), scale=scale)
 
 
 def _draw(
@@ -116,16 +115,25 @@ def _draw(
     return np.asarray(draws, dtype=np.int64).reshape(size)
 
 
+@lru_cache(maxsize=1)
+def opendp() -> SimpleNamespace:
+    """OpenDP's domains, metrics, measures and measurements, its contrib features on. Not ``opendp.prelude``:
+    its extras import scikit-learn and polars, seconds of every process's start."""
+    from opendp import domains, measurements, measures, metrics
+    from opendp.mod import enable_features
+
+    enable_features("contrib")
+    return SimpleNamespace(domains=domains, metrics=metrics, measures=measures, measurements=measurements)
+
+
 @lru_cache(maxsize=256)
 def _opendp_measurement(kind: str, scale: float) -> Any:
     """OpenDP's exact sampler on int64 vectors (its noise alone: the input is a zero vector)."""
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    domain = dp.vector_domain(dp.atom_domain(T="i64"))
+    dp = opendp()
+    domain = dp.domains.vector_domain(dp.domains.atom_domain(T="i64"))
     if kind == "gaussian":
-        return dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=scale)
-    return dp.m.make_laplace(domain, dp.l1_distance(T="i64"), scale=scale)
+        return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T="i64"), scale=scale)
+    return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T="i64"), scale=scale)
 
 
 # ----------------------------------------------- CKS 2020 Algorithms 1-3, exact rationals

@@ -29,7 +29,7 @@ import numpy as np
 from dpgm.errors import ConfigError
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
-from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace, is_secure, noisy_max_index
+from dpgm.privacy.discrete import discrete_gaussian, discrete_laplace, is_secure, noisy_max_index, opendp
 from dpgm.privacy.events import (
     AsymptoticExponentialEvent,
     DiscreteGaussianEvent,
@@ -257,14 +257,13 @@ def quantile_releases(values: np.ndarray, candidates: Sequence[float], levels: S
     """The ``levels`` quantiles of ``values`` among the public ``candidates``, each by an epsilon exponential
     mechanism (OpenDP's make_private_quantile in its zCDP form: Gumbel noise, rho = epsilon^2 / 8, epsilon-
     bounded range): one ExponentialEvent per level, at the epsilon OpenDP's map gives, charged first."""
-    import opendp.prelude as dp
-    dp.enable_features("contrib")
-    space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance())
+    dp = opendp()
+    space = (dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False)), dp.metrics.symmetric_distance())
     grid = [float(c) for c in candidates]
 
     def measure(level: float, scale: float) -> Any:
-        return dp.m.make_private_quantile(*space, dp.zero_concentrated_divergence(), candidates=grid,
-                                          alpha=float(level), scale=scale)
+        return dp.measurements.make_private_quantile(*space, dp.measures.zero_concentrated_divergence(),
+                                                     candidates=grid, alpha=float(level), scale=scale)
     scales = [math.sqrt(8.0 * measure(level, 1.0).map(1)) / float(epsilon) for level in levels]  # rho ~ scale^-2
     events = [ExponentialEvent(epsilon=_up(math.sqrt(8.0 * measure(level, scale).map(1))))
               for level, scale in zip(levels, scales)]
@@ -278,12 +277,12 @@ def thresholded_counts(keys: Sequence[str], *, noise_multiplier: float, threshol
     """The noisy counts that reach ``threshold`` of a histogram over ``keys`` (one per record, the set of keys
     not known in advance), by OpenDP's make_gaussian_threshold (exact discrete Gaussian noise of std
     ``noise_multiplier``): ONE ThresholdGaussianEvent charged first. A key held by few records is absent."""
-    import opendp.prelude as dp
-    dp.enable_features("contrib")
+    dp = opendp()
     accountant.spend(stage, ThresholdGaussianEvent(noise_multiplier=noise_multiplier, threshold=threshold))
-    measure = dp.m.make_gaussian_threshold(dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int)),
-                                           dp.l02inf_distance(dp.absolute_distance(T=int)),
-                                           scale=float(noise_multiplier) * noise_scale(), threshold=int(threshold))
+    domain = dp.domains.map_domain(dp.domains.atom_domain(T=str), dp.domains.atom_domain(T=int))
+    measure = dp.measurements.make_gaussian_threshold(
+        domain, dp.metrics.l02inf_distance(dp.metrics.absolute_distance(T=int)),
+        scale=float(noise_multiplier) * noise_scale(), threshold=int(threshold))
     return {str(key): int(count) for key, count in measure(dict(Counter(str(k) for k in keys))).items()}
 
 

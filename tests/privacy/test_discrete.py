@@ -142,3 +142,16 @@ def test_noisy_max_sources_and_bad_inputs() -> None:
     for scores, scale in ((np.array([]), 1.0), (np.array([1.0, math.nan]), 1.0), (np.arange(3.0), 0.0)):
         with pytest.raises(ValueError):
             noisy_max_index(scores, scale, np.random.default_rng(0))
+
+
+def test_a_secure_draw_loads_opendp_without_its_prelude() -> None:
+    """The secure samplers import OpenDP's own modules, not ``opendp.prelude``, whose extras (scikit-learn,
+    polars) cost seconds of every run's start."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dpgm.privacy.discrete import discrete_gaussian, secure_generator; "
+            "discrete_gaussian(3, 2.0, secure_generator()); "
+            "print(sorted(m for m in sys.modules if m in ('opendp.prelude', 'sklearn') or m.startswith('opendp.extras')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
