@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,12 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
     # one part per table at any size
     "onepart": {"dpgm.rules.RECORDS_PER_PART": 10**9},
+    # no value's count over all records where parts form (the parts' means alone; before: shipped)
+    "nototals": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.0},
+    # every value's count over all records at 10% of rho where parts form (shipped: 25%)
+    "ttot10": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.1},
+    # tables_lodo_large.json also holds the rows of one part for a table of more than 12 attributes (tattr12, seed 0;
+    # a rule since removed: lost)
     # tables_lodo_attribute_tree.json also holds the rows of DP-SGD above 1,000 items of a declared table (the rules
     # before a tree over its attributes took DP-SGD's place there too: diabetes-130's 2,733 items)
     # tables_lodo_fix.json also holds the rows of the part sizes read off the noisy means' sums (sums; before: with
@@ -405,11 +411,43 @@ def held_out(on: dict[str, dict[str, float]], candidate: str) -> float:
     return float(np.mean([by.get(candidate, math.nan) for by in on.values()]))
 
 
+def candidates_in(settings: Iterable[dict[str, float]]) -> list[str]:
+    """The candidates scored on any of ``settings``: CANDIDATES' order first, then the others' (rules since removed,
+    whose rows a result file keeps)."""
+    seen = {c for by in settings for c in by}
+    return [c for c in CANDIDATES if c in seen] + sorted(seen - set(CANDIDATES))
+
+
 def lodo_choice(at: dict[str, dict[str, dict[str, float]]], table: str) -> str | None:
-    """The candidate of the lowest mean score over the other tables' settings (those every one of them holds)."""
+    """The candidate of the lowest mean score over the other tables' settings, among those that every one of them
+    and every setting of ``table`` hold."""
     others = [by for t, sizes in at.items() if t != table for by in sizes.values()]
-    common = [c for c in CANDIDATES if others and all(c in by for by in others)]
+    common = [c for c in candidates_in(others) if all(c in by for by in [*others, *at[table].values()])]
     return min(common, key=lambda c: float(np.mean([by[c] for by in others]))) if common else None
+
+
+def one_rule_text(rows: list[dict[str, Any]]) -> str:
+    """Leave-one-table-out with one rule for every epsilon: each held-out table gets the candidate of the lowest mean
+    score over the other tables' settings (every size and epsilon) that hold every candidate, scored on its own."""
+    settings = {(t, z, eps): by for eps, at in candidate_scores(rows).items() for t, sizes in at.items()
+                for z, by in sizes.items()}
+    names = candidates_in(settings.values())
+    full = {k: by for k, by in settings.items() if all(c in by for c in names)}
+    held = {}
+    for t in sorted({k[0] for k in full}, key=lambda t: setting_order((t, "0"))):
+        others, mine = [by for k, by in full.items() if k[0] != t], [by for k, by in full.items() if k[0] == t]
+        if others:
+            chosen = min(names, key=lambda c: float(np.mean([by[c] for by in others])))
+            held[t] = (chosen, *(float(np.mean([by[c] for by in mine])) for c in (chosen, "default")), len(mine))
+    if not held or "default" not in names:
+        return ""
+    lines = [f"LODO with one rule for every epsilon, among {', '.join(names)} (settings where all ran)",
+             *(f"  {t:<18}{c:<10}{a:>+8.3f}  default {d:+.3f}  ({n} settings)" for t, (c, a, d, n) in held.items())]
+    for i, label in ((1, "LODO choice"), (2, "default")):
+        worst = max(held, key=lambda t: held[t][i])
+        lines.append(f"  {label:<12} mean over held-out tables {np.mean([h[i] for h in held.values()]):+.3f}, "
+                     f"worst {held[worst][i]:+.3f} ({worst})")
+    return "\n".join(lines) + "\n"
 
 
 def lodo_text(rows: list[dict[str, Any]]) -> str:
@@ -419,7 +457,8 @@ def lodo_text(rows: list[dict[str, Any]]) -> str:
     for eps, at in sorted(candidate_scores(rows).items()):
         tables = sorted(at, key=lambda t: setting_order((t, "0")))
         wide = max(len(t) for t in tables) + 2
-        names = max([len(c) for c in CANDIDATES] + [len("LODO choice")]) + 2
+        names = max([len(c) for c in candidates_in(by for sizes in at.values() for by in sizes.values())]
+                    + [len("LODO choice")]) + 2
         lines += [(f"LODO at epsilon {eps:g} (score: log(workload error / marginals'), mean over the table's sizes; "
                    "below 0: better than the marginals)"),
                   f"  {'held out':<{wide}}{'sizes':<16}{'LODO choice':<{names}}{'chosen':>8}{'default':>9}  best on it"]
@@ -429,7 +468,8 @@ def lodo_text(rows: list[dict[str, Any]]) -> str:
             if chosen is None:
                 lines.append(f"  {t:<{wide}}no other table's settings to choose on")
                 continue
-            best = min((c for c in CANDIDATES if not math.isnan(held_out(on, c))), key=lambda c: held_out(on, c))
+            best = min((c for c in candidates_in(on.values()) if not math.isnan(held_out(on, c))),
+                       key=lambda c: held_out(on, c))
             held[t] = {"chosen": held_out(on, chosen), "default": held_out(on, "default"), "best": held_out(on, best)}
             sizes = ",".join(sorted(on, key=size_order))
             lines.append(f"  {t:<{wide}}{sizes:<16}{chosen:<{names}}{held[t]['chosen']:>+8.3f}"
@@ -449,7 +489,7 @@ def lodo_text(rows: list[dict[str, Any]]) -> str:
 
 def summarize(rows: list[dict[str, Any]]) -> str:
     """The comparison per epsilon, then the LODO choice among the candidates (``lodo_text``)."""
-    return comparison_text(rows) + "\n" + lodo_text(rows)
+    return comparison_text(rows) + "\n" + lodo_text(rows) + one_rule_text(rows)
 
 
 def plot(rows: list[dict[str, Any]], folder: Path, candidate: str = "default") -> list[Path]:

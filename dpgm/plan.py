@@ -132,6 +132,12 @@ TABLE: tuple[Row, ...] = (
         lambda c: c.settings["model.pairs_noise_multiplier"] is not None),
     Row("model.pairs_noise_multiplier", "none", "otherwise", "No pairs are measured over all records.",
         lambda c: True, said=False),
+    Row("model.totals_noise_multiplier", "every value's count over all records", "a declared table in k > 1 groups",
+        "Every value's count over all records is measured once ({TABLE_TOTALS_SHARE:.0%} of rho, from the means'), "
+        "and the groups' means are made to agree with it: their sum alone would carry every group's noise.",
+        lambda c: c.settings["model.totals_noise_multiplier"] is not None),
+    Row("model.totals_noise_multiplier", "none", "otherwise", "No value's count is measured over all records.",
+        lambda c: True, said=False),
     Row("partition.merge_below", "{MERGE_BELOW:g}", "k > 1 over at most {PAIRS_MAX_ITEMS:,} items, not a declared "
         "table, a partitioner whose budget the means can take, parts not stated",
         "The items' dependence on each other is measured first, and the records form one group where it is below "

@@ -62,6 +62,10 @@ RECORDS_PER_PART, MAX_PARTS = 5_000, 20
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
 #: three groups halve each group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
+#: Share of rho on every value's noisy count over all records of a declared table where it forms k > 1 groups
+#: (``model.totals_noise_multiplier``, from the means' share; 0: none): the groups' means, each noisy over its own
+#: records, then agree with it (dpgm.stages.item_totals), where their sum alone adds k groups' noise to each value.
+TABLE_TOTALS_SHARE = 0.25
 LLOYD_ITERATIONS = 10
 #: The partitioner of k > 1 parts, by its rule in PARTITIONER_RULES (lloyd, kernel_kmeans, lsh_tree).
 PARTITIONER = "lloyd"
@@ -283,17 +287,19 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     bound_share = LENGTH_BOUND_SHARE if bound and not table else 0.0
     shared = LENGTHS_FROM_BOUND and bound_lengths and lengths_share > 0 and bound_share > 0  # one for clip and release
     pairs_share = PAIRS_SELECT_SHARE + PAIRS_COUNTS_SHARE if pairs and measures_pairs(facts, kind, items) else 0.0
+    totals_share = TABLE_TOTALS_SHARE if table and k > 1 else 0.0
     merged = merge and measures_dependence(facts, k, partitioner, items)
     dependence_share = DEPENDENCE_SHARE if merged else 0.0
     fixed = (COUNT_SHARE + items_share + partition_share + lengths_share + empty_share + bound_share + pairs_share
-             + dependence_share)
+             + dependence_share + totals_share)
     # a kind without DP-SGD leaves the means its share too, but a tree in DP-SGD's place takes DP-SGD's; the
     # length histogram's share comes from the means'
     trained = MEANS_SHARE - lengths_share
     if kind == "tree" and tree_for_training(facts, items):
-        tree_share = 1.0 - fixed - trained + pairs_share - MARGIN  # the pairs' share comes from the means'
+        tree_share = 1.0 - fixed - trained + pairs_share + totals_share - MARGIN  # the pairs' and totals' come from
+        # the means'
     means_share = (1.0 - fixed - tree_share - MARGIN if kind in STATISTICS_ONLY
-                   else trained - pairs_share - dependence_share)
+                   else trained - pairs_share - dependence_share - totals_share)
     out: dict[str, Any] = {
         **({"data.top_items_noise_multiplier": sigma_for_share(rho, items_share)} if items_share > 0 else {}),
         "partition.k": k,
@@ -307,7 +313,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
         "model.length_noise_multiplier": (sigma_for_share(rho, lengths_share) if lengths_share > 0 and not shared
                                           else None),
         "model.lengths_from_bound": shared,
-        "model.totals_noise_multiplier": None,  # no item totals over all records (leave-one-dataset-out)
+        "model.totals_noise_multiplier": sigma_for_share(rho, totals_share) if totals_share > 0 else None,
         "model.pairs_noise_multiplier": sigma_for_share(rho, PAIRS_COUNTS_SHARE) if pairs_share > 0 else None,
         "model.pairs_select_epsilon": select_epsilon(rho, PAIRS_SELECT_SHARE, items) if pairs_share > 0 else 0.1,
         "model.pairs_clip": PAIRS_CLIP if pairs_share > 0 and bound_share > 0 else "means",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -530,18 +531,24 @@ def test_a_declared_tables_own_tree_keeps_its_shares_where_the_tree_takes_dp_sgd
     assert public_defaults(larger, top_items=None)["model.kind"] == "tree" and "DP-SGD's place" in why(larger)
 
 
-def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> None:
-    rng = np.random.default_rng(0)
-    x = np.concatenate([np.eye(2)[rng.integers(0, 2, 2_000)], np.eye(3)[rng.integers(0, 3, 2_000)]], axis=1)
+def table_run(tmp_path: Path, first: np.ndarray, second: np.ndarray, epsilon: float) -> tuple[Any, TrainingRun, dict]:
+    """A whole ``rules: public`` run on a declared table of two attributes of 2 and 3 values (each record's values
+    ``first`` and ``second``): its config, the run and its report."""
+    x = np.concatenate([np.eye(2)[first], np.eye(3)[second]], axis=1)
     data = BinaryDataset(records=x.astype(np.uint8), item_names=[f"v{j}" for j in range(5)], name="table")
-    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": 1.0, "delta": 1e-6},
+    cfg = config_from_dict({"rules": "public", "privacy": {"target_epsilon": epsilon, "delta": 1e-6},
                             "data": {"records_magnitude": 1_000, "attribute_sizes": [2, 3]},
                             "runs_dir": str(tmp_path), "seed": 0})
     run = TrainingRun(cfg, tmp_path / "r", data=data, progress=False)
     run.start()
     run.checkpoint()
     run.train({})
-    report = run.finish()
+    return cfg, run, run.finish()
+
+
+def test_the_report_says_a_declared_schema_shapes_the_tables_trees(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    cfg, run, report = table_run(tmp_path, rng.integers(0, 2, 2_000), rng.integers(0, 3, 2_000), 1.0)
     assert cfg.model.kind == "tree" and cfg.data.attributes == 2
     assert "declared schema (data.attribute_sizes)" in report["rules"]
     assert report["rules"] in (run.run_dir / "release" / "privacy_report.md").read_text()
@@ -658,3 +665,43 @@ def test_a_declared_schema_keeps_the_tree_over_its_attributes_above_the_items_ca
     chosen = public_defaults(declared, top_items=None)
     assert chosen["model.kind"] == "tree" and chosen["model.options"]["by_attribute"] is True
     assert "in DP-SGD's place" in plan(declared).reasons["model.kind"]
+
+
+def test_a_declared_table_in_groups_measures_every_values_total_from_the_means_share(monkeypatch) -> None:
+    """Where a declared table forms k > 1 groups, every value's count over all records is released at
+    TABLE_TOTALS_SHARE of rho, taken from the means' share (the tree's and the rest unchanged); in one group, or
+    for records that are not a declared table, none is."""
+    from dpgm import rules
+    from dpgm.privacy.calibrate import sigma_for_share
+
+    table = PublicFacts(n_items=2_733, records_magnitude=10_000, epsilon=1.0, delta=1e-6, attributes=48,
+                        schema=True, records=50_000.0)
+    rho = zcdp_rho(table.epsilon, table.delta)
+    shipped = public_defaults(table, top_items=None)
+    assert rules.TABLE_TOTALS_SHARE > 0 and shipped["partition.k"] > 1
+    assert shipped["model.totals_noise_multiplier"] == pytest.approx(sigma_for_share(rho, rules.TABLE_TOTALS_SHARE))
+    monkeypatch.setattr(rules, "TABLE_TOTALS_SHARE", 0.0)
+    without = public_defaults(table, top_items=None)
+    assert without["model.totals_noise_multiplier"] is None
+    cost = lambda s: 1 / (2 * s["model.mean_noise_multiplier"] ** 2)  # a Gaussian release's rho
+    monkeypatch.undo()
+    assert cost(without) - cost(shipped) == pytest.approx(rules.TABLE_TOTALS_SHARE * rho)
+    assert shipped["model.options"] == without["model.options"]  # the tree keeps its share
+    one_group = dataclasses.replace(table, records=3_000.0)
+    items = dataclasses.replace(table, attributes=None, schema=False, n_items=100)
+    assert public_defaults(one_group, top_items=None)["model.totals_noise_multiplier"] is None
+    assert parts(items) > 1 and public_defaults(items, top_items=None)["model.totals_noise_multiplier"] is None
+    assert "model.totals_noise_multiplier" in plan(table).reasons
+
+
+def test_a_run_on_a_declared_table_in_groups_charges_the_totals_and_spends_the_budget(tmp_path) -> None:
+    """A table of two attributes at N x epsilon = 25,000: k > 1 groups, the values' totals one charged release beside
+    the groups' means, the whole run within its target."""
+    from dpgm.stages.item_totals import STAGE as TOTALS
+
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 2, 2_500)
+    cfg, _, report = table_run(tmp_path, first, np.where(rng.random(2_500) < 0.8, first, rng.integers(0, 3, 2_500)),
+                               10.0)
+    assert cfg.partition.k > 1 and cfg.model.kind == "tree" and cfg.model.totals_noise_multiplier is not None
+    assert TOTALS in report["stage_epsilons"] and report["epsilon"] <= 10.0

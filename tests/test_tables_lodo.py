@@ -75,3 +75,17 @@ def test_a_deep_peer_fits_a_tiny_table_in_its_own_environment(tmp_path: Path) ->
     table, _ = lodo.fit_peer("dpctgan", split, fit, argparse.Namespace(deep_python=python, threads=1))
     sizes = np.asarray(split.schema.attribute_sizes)
     assert table.n == 300 and ((table.codes >= 0) & (table.codes < sizes)).all()
+
+
+def test_one_rule_for_every_epsilon_scores_each_table_by_what_the_others_choose() -> None:
+    """Three tables, two epsilons: a candidate that wins on two tables is chosen for the third, where it loses, and
+    scored there; a candidate no longer in CANDIDATES (a rule since removed) is read from the rows alike."""
+    scores = {"t1": (-1.0, -2.0), "t2": (-1.0, -2.0), "t3": (-1.0, -0.5)}  # (default, gone)
+    rows = [{"dataset": t, "size": "3000", "epsilon": eps, "seed": 0, "candidate": c, "score": s + eps}
+            for t, pair in scores.items() for eps in (0.3, 1.0) for c, s in zip(("default", "gone"), pair)]
+    text = lodo.one_rule_text(rows)
+    assert "among default, gone" in text
+    lines = {line.split()[0]: line.split() for line in text.splitlines()[1:4]}
+    assert lines["t3"][1] == "gone" and float(lines["t3"][2]) == pytest.approx(-0.5 + 0.65)
+    assert lines["t1"][1] == "gone" and float(lines["t1"][2]) == pytest.approx(-2.0 + 0.65)
+    assert "mean over held-out tables -0.850, worst +0.150 (t3)" in text.splitlines()[4]
