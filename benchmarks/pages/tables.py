@@ -379,9 +379,9 @@ LARGE_WHAT = (
     "(`dpgm.stages.item_totals`: the weighted least-squares fit of the groups' sums to it); `ttot10` the same at 10%; "
     "`onepart` one group at any size; `tattr12` one group for a table of more than 12 attributes. `default` "
     "reproduces `ttot25`'s rows of the run exactly (checked on bank-marketing, the whole fit half at epsilon 1). Each "
-    "cell: the 3-way workload error (the 1-way in brackets) / the train-on-synthetic AUC, seed means (a count in "
-    "brackets: that many seeds, fewer than the most). Where N epsilon is below 20,000 every candidate forms one "
-    "group and all ran alike (seed 0 only).")
+    "cell: the 3-way workload error (the 1-way in brackets) / the train-on-synthetic AUC, the mean ± the standard "
+    "deviation over the setting's seeds (a count in brackets: a candidate that ran fewer). Where N epsilon is below "
+    "20,000 every candidate forms one group and all ran alike, on seed 0 only.")
 
 
 def large_section() -> str:
@@ -398,11 +398,11 @@ def large_section() -> str:
     peers = by_seed([r for r in rows if r.get("peer")])
     runs = {cand: by_seed([dict(r, candidate="default") for r in rows if not r.get("peer") and r["candidate"] == cand])
             for cand in LARGE_CANDIDATES}  # each candidate's rows as dpgm's
-    most = max(len(seeds) for at in runs["default"].values() for by in at.values() for seeds in by.values())
     lines = []
     for eps, at in sorted(peers.items()):
         for setting in sorted(at, key=tables_lodo.setting_order):
             marg = at[setting].get("marginals", {})
+            most = len(marg)  # the setting's seeds: a candidate's count is shown where it ran fewer
             cells = [f"{spread(marg, 'tvd3', most)} ({spread(marg, 'tvd1', most)})" if marg else "-"]
             for cand in LARGE_CANDIDATES:
                 seeds = runs[cand].get(eps, {}).get(setting, {}).get("dpgm", {})
