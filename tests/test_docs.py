@@ -52,7 +52,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.xdist_group("site")  # one worker builds the site once
 def test_mkdocs_builds_every_page(site: Path) -> None:
     pages = ["index", "privacy", "results", "results-rules", "development", "reference/config", "reference/api",
              *(f"guide/{name}" for name in ("data", "configs", "commands", "python", "tools"))]
@@ -76,7 +75,6 @@ def test_config_reference_generator_covers_every_option() -> None:
     assert all(f"| {gen.breakable(key)} |" in text for key in listed)
 
 
-@pytest.mark.xdist_group("site")  # one worker builds the site once
 def test_built_config_reference_is_the_generated_one(site: Path) -> None:
     gen = generator()
     html = (site / "reference" / "config.html").read_text().replace("<wbr>", "")

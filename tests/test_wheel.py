@@ -40,7 +40,6 @@ def _missing_machinery() -> str | None:
 
 pytestmark = [
     pytest.mark.wheel,
-    pytest.mark.xdist_group("wheel"),  # one worker builds the wheel and its venv once
     pytest.mark.skipif(_missing_machinery() is not None, reason=f"cannot build the wheel: {_missing_machinery()}"),
 ]
 
