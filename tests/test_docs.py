@@ -52,13 +52,21 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_mkdocs_builds_every_page(site: Path) -> None:
+def test_mkdocs_builds_every_page_and_the_generated_config_reference(site: Path) -> None:
+    """One test of the built site, so that one worker builds it (a build takes seconds)."""
     pages = ["index", "privacy", "results", "results-rules", "development", "reference/config", "reference/api",
              *(f"guide/{name}" for name in ("data", "configs", "commands", "python", "tools"))]
     for page in pages:
         assert (site / f"{page}.html").is_file(), page
     api = (site / "reference" / "api.html").read_text()
     assert 'id="dpgm.api.fit"' in api and 'id="dpgm.api.Release.sample"' in api
+    gen = generator()
+    html = (site / "reference" / "config.html").read_text().replace("<wbr>", "")
+    assert gen.MARKER not in html and "generated: configuration options" not in html
+    for _, _, rows in gen.sections():
+        for key, default, _, _ in rows:
+            assert f"<code>{key}</code>" in html, key
+            assert f"<code>{escape(default, quote=False)}</code>" in html, (key, default)
 
 
 def config_keys() -> list[str]:
@@ -73,16 +81,6 @@ def test_config_reference_generator_covers_every_option() -> None:
     assert listed == config_keys()
     text = gen.reference_markdown()
     assert all(f"| {gen.breakable(key)} |" in text for key in listed)
-
-
-def test_built_config_reference_is_the_generated_one(site: Path) -> None:
-    gen = generator()
-    html = (site / "reference" / "config.html").read_text().replace("<wbr>", "")
-    assert gen.MARKER not in html and "generated: configuration options" not in html
-    for _, _, rows in gen.sections():
-        for key, default, _, _ in rows:
-            assert f"<code>{key}</code>" in html, key
-            assert f"<code>{escape(default, quote=False)}</code>" in html, (key, default)
 
 
 def test_results_page_is_generated_from_the_current_json(tmp_path: Path) -> None:
