@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 _LIMITS: list[object] = []  # keeps the threadpoolctl limit alive for the process
+_CONTROLLER: dict[int, Any] = {}  # threadpoolctl's view of the loaded libraries, by the count of imported modules
 
 
 def available_cores() -> int:
@@ -76,10 +78,21 @@ def set_threads(threads: int | None = None) -> int:
     return n
 
 
+def _controller() -> Any:
+    """threadpoolctl's controller of the loaded BLAS and OpenMP libraries, found again only after a module was
+    imported (a library loads with the module that needs it): finding them reads the process's library map,
+    milliseconds, and a sketch sum limits its threads on every call."""
+    from threadpoolctl import ThreadpoolController
+
+    modules = len(sys.modules)
+    if modules not in _CONTROLLER:
+        _CONTROLLER.clear()
+        _CONTROLLER[modules] = ThreadpoolController()
+    return _CONTROLLER[modules]
+
+
 def serial_blas() -> Any:
     """A context in which the BLAS libraries run on one thread (torch keeps its own): a release's tilt makes many
     small BLAS calls, where idle BLAS threads cost it twice its time on two cores, and their summation order
     would make a seeded release depend on the thread count."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
+    return _controller().limit(limits=1, user_api="blas")

@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 from threadpoolctl import threadpool_info
 
-from dpgm.threads import available_cores, default_threads, running_elsewhere, set_threads
+import dpgm.threads
+from dpgm.threads import available_cores, default_threads, running_elsewhere, serial_blas, set_threads
 
 
 def test_available_cores_respects_the_affinity_mask() -> None:
@@ -39,6 +40,21 @@ def fake_proc(root: Path, states: dict[int, list[str]]) -> Path:
             folder.mkdir(parents=True)
             (folder / "stat").write_text(f"{pid + t} (a (b) c) {state} 1 2 3")  # a name may hold ")"
     return root
+
+
+def test_serial_blas_runs_blas_on_one_thread_and_finds_the_libraries_again_only_after_an_import(monkeypatch) -> None:
+    before = torch.get_num_threads()
+    try:
+        set_threads(2)
+        with serial_blas():
+            assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+        assert all(p["num_threads"] == 2 for p in threadpool_info() if p["user_api"] == "blas")
+        found = dpgm.threads._controller()
+        assert dpgm.threads._controller() is found  # nothing imported since: the same view
+        monkeypatch.setitem(sys.modules, "a_module_just_imported", sys)
+        assert dpgm.threads._controller() is not found
+    finally:
+        set_threads(before)
 
 
 def test_running_threads_of_other_processes_are_counted(tmp_path: Path) -> None:

@@ -25,12 +25,9 @@ from dpgm.audit.bounds import (
 def _theorem_5_2_by_tails(m: int, r: int, v: int, eps: float, delta: float) -> float:
     """f(v) + 2 m delta max_i (f(v - i) - f(v)) / i, f(k) = P[Binomial(r, q) >= k], term by term."""
     q = 1.0 / (1.0 + math.exp(-eps))
-
-    def f(k: int) -> float:
-        return float(stats.binom.sf(k - 1, r, q))
-
-    slack = max(((f(v - i) - f(v)) / i for i in range(1, v + 1)), default=0.0)
-    return min(1.0, f(v) + 2 * m * delta * slack)
+    f = stats.binom.sf(np.arange(-1, v), r, q)  # f[k] = P[Binomial(r, q) >= k], k = 0 .. v
+    slack = max(((f[v - i] - f[v]) / i for i in range(1, v + 1)), default=0.0)
+    return min(1.0, float(f[v]) + 2 * m * delta * slack)
 
 
 def _lower_bound_by_brentq(m: int, r: int, v: int, delta: float, significance: float) -> float:

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import numpy as np
 from scipy import optimize
-from threadpoolctl import threadpool_limits
 
 from dpgm.progress import StageBar, stage_bar
+from dpgm.threads import serial_blas
 
 #: Random start points scored per atom search, and how many of the best are refined.
 N_RANDOM_STARTS = 256
@@ -183,7 +183,7 @@ def decode(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, 
     """Best of ``restarts`` CL-OMPR runs by relative residual (uses only the released sketch)."""
     restarts = max(1, restarts)
     # small matmuls: threads only add overhead
-    with threadpool_limits(1, user_api="blas"), stage_bar("partition: sketch decoder", restarts * 2 * k,
+    with serial_blas(), stage_bar("partition: sketch decoder", restarts * 2 * k,
                                                           unit="iter") as bar:
         runs = [cl_ompr(z, op, k, lower, upper, rng, candidates=candidates, bar=bar) for _ in range(restarts)]
     return min(runs, key=lambda r: r.residual)

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from dpgm.clustering.sketch.frequencies import FrequencyLaw, draw_frequencies
 from dpgm.clustering.sketch.signature import C_F, GAIN, Signature, signature_parts, signature_sums
 from dpgm.errors import ConfigError, DataError
 from dpgm.privacy.clipping import clip_target
 from dpgm.progress import progress_scope, share_bar
+from dpgm.threads import serial_blas
 
 #: Entries of the (chunk x m) phase block computed at once (cache-sized): memory O(m + chunk).
 CHUNK_ENTRIES = 128_000
@@ -199,7 +199,7 @@ class SketchOperator:
         # Scratch reused by every block: fresh large temporaries per block cost page faults.
         scratch = np.empty((2, rows, self.m), dtype=dtype), np.empty((rows, self.m), dtype=np.int32)
         total = records.shape[0] if isinstance(records, np.ndarray) or sp.issparse(records) else 0
-        with threadpool_limits(1, user_api="blas"), progress_scope(enabled=total > 0), \
+        with serial_blas(), progress_scope(enabled=total > 0), \
                 share_bar("partition: sketch sum") as bar:  # small blocks: BLAS threads only add overhead
             for block in _chunks(records, rows):
                 if block.shape[1] != self.dim:

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
-from threadpoolctl import threadpool_limits
 
 from dpgm.clustering.sketch.operator import SketchOperator
+from dpgm.threads import serial_blas
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def make_projection(
         mean = public.mean(axis=0)
         centred = public - mean
         top = (n_items - dims, n_items - 1)  # the principal axes: top eigenvectors of the scatter
-        with threadpool_limits(1, user_api="blas"):  # threads lose on a shared, busy machine
+        with serial_blas():  # threads lose on a shared, busy machine
             basis = linalg.eigh(centred.T @ centred, subset_by_index=top)[1][:, ::-1]
         y = (public - mean) @ basis
         pad = 0.1 * (y.max(axis=0) - y.min(axis=0))
