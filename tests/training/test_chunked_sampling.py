@@ -69,11 +69,17 @@ def chunked_config(tmp_path: Path, path: Path, **over):
     return config_from_dict(data, [f"{k}={v}" for k, v in over.items()])
 
 
+#: Each partitioner's options here: the fewest decodes and iterations that still run every step (the runs compare
+#: chunks with memory; the partitioners' quality has tests of its own).
+QUICK = {"sketch": "{decodes: 1, size: 200}", "subspace": "{iterations: 4}"}
+
+
 @pytest.mark.parametrize("method", ["lloyd", "kernel_kmeans", "sketch", "lsh_tree", "subspace", "none"])
 def test_a_chunked_run_spends_what_the_run_in_memory_spends_and_resumes_exactly(tmp_path: Path, monkeypatch,
                                                                                method: str) -> None:
     path = transaction_file(tmp_path, n=300)
-    k = {"partition.method": method, "partition.k": 1 if method == "none" else 3}
+    k = {"partition.method": method, "partition.k": 1 if method == "none" else 3,
+         **({"partition.options": QUICK[method]} if method in QUICK else {})}
     whole, report = run_mod.train(chunked_config(tmp_path, path, name="whole", **k), progress=False)
     _, memory = run_mod.train(chunked_config(tmp_path, path, name="memory", **{"data.chunk_mb": "null"}, **k),
                               progress=False)
