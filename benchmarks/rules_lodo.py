@@ -616,7 +616,12 @@ def plot_peers(rows: list[dict[str, Any]], folder: Path, candidate: str = "defau
 
 def read_rows(path: str) -> list[dict[str, Any]]:
     """A result file's rows; rows of older files without an epsilon get the file's ``--epsilon``."""
-    payload = json.loads(Path(path).read_text())
+    return rows_of(json.loads(Path(path).read_text()))
+
+
+def rows_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """A parsed result file's rows, each a new dict; rows of older files without an epsilon get the file's
+    ``--epsilon``."""
     eps = float(payload.get("settings", {}).get("epsilon", 1.0))
     return [{"epsilon": eps, **r} for r in payload["rows"]]
 

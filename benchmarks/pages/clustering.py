@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pages.common import RESULTS, load_if_there, num, source, table
+from pages.common import RESULTS, load_if_there, lodo_rows, num, source, table
 
 
 def _cells(summary: list[dict[str, Any]], dataset: str, method: str) -> dict[tuple[int, Any], dict[str, Any]]:
@@ -109,7 +109,7 @@ def partition_release() -> str:
         return ""
     text = []
     for name in names:
-        summary = rules_lodo.summarize(rules_lodo.read_rows(str(RESULTS / name)), groups=False)
+        summary = rules_lodo.summarize(lodo_rows(name), groups=False)
         text += ["", "```text", summary.rstrip(), "```", "", source(name)]
     return "\n".join([
         "## Each partitioner in the release", "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,18 @@ METHODS = {"dpgm (generic)": "dpgm (generic)", "aim": "AIM", "mst": "MST",
            "patectgan": "PATE-CTGAN"}
 
 
+@cache
 def load(name: str) -> dict[str, Any]:
-    """One benchmark's JSON, by its name under benchmarks/results/."""
+    """One benchmark's JSON, by its name under benchmarks/results/: parsed once, shared by every section that reads
+    it (its rows and its provenance line), so never changed by a reader."""
     return json.loads((RESULTS / name).read_text())
+
+
+def lodo_rows(name: str) -> list[dict[str, Any]]:
+    """A leave-one-dataset-out file's rows as ``rules_lodo.read_rows`` gives them, from the shared parse."""
+    import rules_lodo
+
+    return rules_lodo.rows_of(load(name))
 
 
 def load_if_there(name: str) -> dict[str, Any] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pages.common import RESULTS, source
+from pages.common import RESULTS, lodo_rows, source
 
 
 def peers(name: str, title: str, what: str, level: str = "##") -> str:
@@ -11,7 +11,7 @@ def peers(name: str, title: str, what: str, level: str = "##") -> str:
 
     if not (RESULTS / name).is_file():
         return ""
-    rows = rules_lodo.read_rows(str(RESULTS / name))
+    rows = lodo_rows(name)
     table = rules_lodo.peer_table([r for r in rows if not r.get("peer")], [r for r in rows if r.get("peer")])
     return "\n".join([f"{level} {title}", "", what, "", "```text", table.rstrip(), "```", "", source(name)])
 

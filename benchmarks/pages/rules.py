@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pages.common import METHODS, RESULTS, load, load_if_there, num, source, table
+from pages.common import METHODS, RESULTS, load, load_if_there, lodo_rows, num, source, table
 from pages.tried_first import FIRST
 from pages.tried_later import LATER
 
@@ -16,7 +16,7 @@ def generic_rules() -> str:
     import rules_lodo  # the benchmark's own summary: one computation of the choice, here and on its command line
 
     name = "rules_lodo_seven_bound.json"
-    summary = rules_lodo.summarize(rules_lodo.read_rows(str(RESULTS / name)))
+    summary = rules_lodo.summarize(lodo_rows(name))
     return "\n".join([
         "## The generic rules, chosen over seven datasets", "",
         ("Each candidate patches the generic rules (`dpgm/rules.py`); `default` is the rule before the "
@@ -36,7 +36,7 @@ def tried(title: str, name: str, what: str) -> list[str]:
 
     if not (RESULTS / name).is_file():
         return []
-    summary = rules_lodo.summarize(rules_lodo.read_rows(str(RESULTS / name)), groups=False)
+    summary = rules_lodo.summarize(lodo_rows(name), groups=False)
     return ["", f"### {title}", "", what, "", "```text", summary.rstrip(), "```", "", source(name)]
 
 
