@@ -46,9 +46,11 @@ def test_serial_blas_runs_blas_on_one_thread_and_finds_the_libraries_again_only_
     before = torch.get_num_threads()
     try:
         set_threads(2)
+        blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+        assert blas and max(blas) > 1  # a library that runs several threads (capped by the cores it found)
         with serial_blas():
             assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
-        assert all(p["num_threads"] == 2 for p in threadpool_info() if p["user_api"] == "blas")
+        assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] == blas  # restored
         found = dpgm.threads._controller()
         assert dpgm.threads._controller() is found  # nothing imported since: the same view
         monkeypatch.setitem(sys.modules, "a_module_just_imported", sys)
