@@ -92,7 +92,7 @@ def _controller() -> Any:
 
 
 def serial_blas() -> Any:
-    """A context in which the BLAS libraries run on one thread (torch keeps its own): a release's tilt makes many
-    small BLAS calls, where idle BLAS threads cost it twice its time on two cores, and their summation order
-    would make a seeded release depend on the thread count."""
+    """A context in which the BLAS libraries run on one thread (torch keeps its own): a release's tilt and the
+    sketch's sums and decoder make many small BLAS calls, where idle BLAS threads cost twice the time on two cores,
+    and their summation order would make a seeded release depend on the thread count."""
     return _controller().limit(limits=1, user_api="blas")

@@ -183,7 +183,6 @@ def decode(z: np.ndarray, op: AtomOperator, k: int, lower: Bound, upper: Bound, 
     """Best of ``restarts`` CL-OMPR runs by relative residual (uses only the released sketch)."""
     restarts = max(1, restarts)
     # small matmuls: threads only add overhead
-    with serial_blas(), stage_bar("partition: sketch decoder", restarts * 2 * k,
-                                                          unit="iter") as bar:
+    with serial_blas(), stage_bar("partition: sketch decoder", restarts * 2 * k, unit="iter") as bar:
         runs = [cl_ompr(z, op, k, lower, upper, rng, candidates=candidates, bar=bar) for _ in range(restarts)]
     return min(runs, key=lambda r: r.residual)
