@@ -183,6 +183,14 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "noempty1_seen5": {"EMPTY_SEEN_SHARE": 0.05},
     "noempty1_0": {"EMPTY_SEEN_SHARE": math.inf},
     "emptykept": {"EMPTY_SEEN_SHARE": 0.0},
+    # the empty records' count where the length bound reads dense records (long ones pass its cut, no short one): read
+    # as none below 1 (shipped) or 2 of its noise stds, or as drawn (edense0, the rules before). Lost and removed
+    # (rows in rules_lodo_empty_cut.json): a cut at 1 or 2 stds on every data (ecut1, ecut2) or 1 std subtracted
+    # (esoft1), which cost sparse baskets their empty records; dense read as no record of one item even where no
+    # length passed the cut (edense1, edense2; foodmart at 1,000 records and epsilon 0.1); edc1 and edc2 read the
+    # first bin only, where the shipped rule reads two
+    "edense0": {"EMPTY_DENSE_CUT": 0.0},
+    "edw2": {"EMPTY_DENSE_CUT": 2.0},
     # tree0 with MST's budget split: its selections take a third of rho where tree0's take 9% (each edge's epsilon
     # half MST's), the means and the pair counts the rest (msel: 0.24 of the tree's 0.35, means 0.58; mthirds:
     # means 0.33, selections 0.30, pairs 0.30)

@@ -147,8 +147,9 @@ TABLE: tuple[Row, ...] = (
     Row("partition.empty_part_noise_multiplier", "a noisy count of the empty records", "records may be empty (data."
         "min_items 0, not a declared table, no length histogram the release follows) and the length bound is measured",
         "{empty}; the release draws no empty record where the length bound's noisy histogram holds no record of one "
-        "item although its cut would have let through a length of {EMPTY_SEEN_SHARE:.0%} of the records (dense "
-        "records: the count's noise alone would draw some empty)",
+        "item although its cut would have let through a length of {EMPTY_SEEN_SHARE:.0%} of the records, nor where "
+        "that histogram's cut lets through long records and no short one and the count is below "
+        "{EMPTY_DENSE_CUT:g} of its noise stds (dense records: the count's noise alone would draw some empty)",
         lambda c: _empty(c) and c.settings["model.mean_clip_quantile"] is not None and rules.EMPTY_SEEN_SHARE > 0,
         said=False),
     Row("partition.empty_part_noise_multiplier", "a noisy count of the empty records", "records may be empty",

@@ -13,7 +13,9 @@ Dense records (chess: every record holds 37 of 75 items) hold no empty record, b
 noise (std 340 records at epsilon 0.1) has the release draw up to a third of its records empty. The length bound's
 noisy histogram (dpgm.stages.length_bound) reads the other records' lengths: where it holds no record of one item
 although its cut would have let through a length holding dpgm.rules.EMPTY_SEEN_SHARE of the records, the empty part
-is read as empty too (``read_as_none``; post-processing of both releases).
+is read as empty too (``read_as_none``; post-processing of both releases). Where that histogram is read at all (some
+length passes its cut) and holds no record of one item, a count below dpgm.rules.EMPTY_DENSE_CUT of its noise stds is
+read as none: on sparse baskets a third of the records can be empty and the count stands as drawn.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class EmptyRecordsStage(Stage):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         self.none = False  # read as no empty record by the length bound (``read_as_none``)
+        self.dense = False  # the length bound's histogram, read, holds no record of one item (``read_as_dense``)
 
     def run(self, ctx: StageContext) -> float:
         return noisy_empty_count(ctx.data, noise_multiplier=self.cfg.partition.empty_part_noise_multiplier,
@@ -74,18 +77,33 @@ class EmptyRecordsStage(Stage):
         """No empty part: the length histogram says none (``none_empty``); the noisy count stays in the report."""
         self.none = True
 
+    def read_as_dense(self) -> None:
+        """Dense records: the length bound's read histogram holds no record of one item (``read``)."""
+        self.dense = True
+
     def narrow(self, data: BinaryDataset) -> BinaryDataset:
         return drop_short_records(data, 1)
 
     def payload(self) -> dict[str, Any]:
         """The noisy count: the release draws empty records with its share."""
-        return {"empty_size": 0.0 if self.none else float(self.output)}
+        return {"empty_size": self.read()}
+
+    def kept(self) -> bool:
+        """Whether the release draws empty records: not where the length bound reads none, nor where it reads dense
+        records and the count is below rules.EMPTY_DENSE_CUT noise stds (post-processing of both releases)."""
+        cut = rules.EMPTY_DENSE_CUT * self.cfg.partition.empty_part_noise_multiplier
+        return not self.none and not (self.dense and self.output < cut)
+
+    def read(self) -> float:
+        """The count the release draws with (0 where the part is not ``kept``)."""
+        return float(self.output) if self.kept() else 0.0
 
     def report(self) -> dict[str, Any]:
-        return {"noisy_empty_records": float(self.output), "empty_part": not self.none}
+        return {"noisy_empty_records": float(self.output), "empty_part": self.kept()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "none": self.none}
+        return {"output": self.output, "none": self.none, "dense": self.dense}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.output, self.none = state["output"], state.get("none", False)
+        self.dense = state.get("dense", False)

@@ -54,20 +54,37 @@ def coarse_shares(counts: np.ndarray, shares: np.ndarray, *, count_noise: float)
     lengths as the projected ``shares`` within it (evenly where they hold none), renormalised; None where no w has
     one (post-processing). A broad histogram (pixels: a hundred lengths of a few records each) is read in bins its
     noise does not swamp, a sharp one (baskets of one or two items) where its largest shares are."""
+    width = coarse_width(counts, count_noise=count_noise)
+    if width is None:
+        return None
+    starts = np.arange(0, counts.size, width)
+    binned = np.add.reduceat(counts, starts)
+    kept = binned >= tail_noise(binned.size) * count_noise * math.sqrt(width)
+    within = np.add.reduceat(shares, starts)
+    bin_of = np.arange(counts.size) // width
+    inner = np.where(within[bin_of] > 0, shares / np.where(within[bin_of] > 0, within[bin_of], 1.0),
+                     1.0 / np.diff(np.append(starts, counts.size))[bin_of])
+    spread = np.where(kept[bin_of], binned[bin_of] * inner, 0.0)
+    return spread / spread.sum()
+
+
+def coarse_width(counts: np.ndarray, *, count_noise: float) -> int | None:
+    """The smallest bin width w = 1, 2, 4, ... at which some bin's sum of the noisy length ``counts`` passes
+    ``tail_noise`` of the bins x its noise (count_noise sqrt(w)); None where none does (``coarse_shares``)."""
     width = 1
     while width < counts.size:
-        starts = np.arange(0, counts.size, width)
-        binned = np.add.reduceat(counts, starts)
-        kept = binned >= tail_noise(binned.size) * count_noise * math.sqrt(width)
-        if kept.any():
-            within = np.add.reduceat(shares, starts)
-            bin_of = np.arange(counts.size) // width
-            inner = np.where(within[bin_of] > 0, shares / np.where(within[bin_of] > 0, within[bin_of], 1.0),
-                             1.0 / np.diff(np.append(starts, counts.size))[bin_of])
-            spread = np.where(kept[bin_of], binned[bin_of] * inner, 0.0)
-            return spread / spread.sum()
+        binned = np.add.reduceat(counts, np.arange(0, counts.size, width))
+        if (binned >= tail_noise(binned.size) * count_noise * math.sqrt(width)).any():
+            return width
         width *= 2
     return None
+
+
+def reads_dense(read: np.ndarray, width: int | None) -> bool:
+    """Whether the read length shares, in bins of ``width`` (``coarse_width``), hold no record in the first two bins
+    past length 0 while some bin passes its cut: no short record to be seen beside long ones (dense records; the
+    empty records' count is then read with dpgm.rules.EMPTY_DENSE_CUT)."""
+    return width is not None and read.size > 1 and float(read[1:2 * width].sum()) <= 0.0
 
 
 def quantile_length(shares: np.ndarray, q: float) -> int:
@@ -165,9 +182,11 @@ class LengthBoundStage(Stage):
         read = cut_shares(shares, records=records, count_noise=noise) if coarse is None else coarse
         length = quantile_length(read, self.cfg.model.mean_clip_quantile)
         empty = ctx.stages.get(EMPTY)
-        if isinstance(empty, EmptyRecordsStage) and none_empty(read, records=records,
-                                                                cut=tail_noise(read.size) * noise):
-            empty.read_as_none()
+        if isinstance(empty, EmptyRecordsStage):
+            if reads_dense(read, coarse_width(counts, count_noise=noise)):
+                empty.read_as_dense()
+            if none_empty(read, records=records, cut=tail_noise(read.size) * noise):
+                empty.read_as_none()
         if self.cfg.model.mean_clip_balance is not None:
             length = max(length, balanced_length(shares, records=records,
                                                  noise_multiplier=mean_noise(self.cfg, ctx),

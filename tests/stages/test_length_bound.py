@@ -259,3 +259,20 @@ def test_coarse_shares_spread_each_passing_bin_as_the_shares_within_it(monkeypat
     expected[[8, 9, 10, 11]] = [3.0, 3.0, 4.5, 1.5]
     assert np.allclose(coarse_shares(flat, projected, count_noise=1.5), expected / 12.0)
     assert coarse_shares(np.zeros(16), np.zeros(16), count_noise=1.0) is None
+
+
+def test_dense_reads_need_a_passing_bin_and_no_record_in_the_first_two_bins() -> None:
+    from dpgm.stages.length_bound import coarse_width, reads_dense
+
+    read = np.zeros(40)
+    read[37] = 1.0  # chess: every record holds 37 items
+    assert reads_dense(read, 1) and reads_dense(read, 16)
+    assert not reads_dense(read, None)  # no bin passed: the read is the noisy argmax, not evidence
+    short = np.zeros(40)
+    short[[2, 3]] = 0.5  # records of two and three items, read in bins of 2: the second bin holds them
+    assert reads_dense(short, 1) and not reads_dense(short, 2)
+    counts = np.zeros(16)
+    counts[5] = 10.0
+    assert coarse_width(counts, count_noise=1.0) == 1 and coarse_width(counts, count_noise=100.0) is None
+    counts[4:8] = 2.0  # four lengths of 2 records: none passes 2.35 (16 lengths), a bin of two (4) passes 2.88
+    assert coarse_width(counts, count_noise=1.0) == 2

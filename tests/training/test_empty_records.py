@@ -17,7 +17,7 @@ from dpgm.errors import ConfigError
 from dpgm.models.independent import Independent
 from dpgm.pipeline import run as run_mod
 from dpgm.privacy.accountant import Accountant
-from dpgm.stages.empty_records import STAGE, noisy_empty_count, none_empty
+from dpgm.stages.empty_records import STAGE, EmptyRecordsStage, noisy_empty_count, none_empty
 
 from .test_run import killed_run
 
@@ -125,23 +125,57 @@ def test_the_length_histogram_reads_no_empty_record_only_where_it_would_see_shor
     assert not none_empty(shares, records=1_000.0, cut=100.0)
 
 
+def dense_records(dense: bool) -> BinaryDataset | None:
+    """800 records of 6 of the 12 items each (dense), or None: the config's sparse sessions (``sessions``)."""
+    if not dense:
+        return None
+    rng = np.random.default_rng(3)
+    x = np.zeros((800, N_ITEMS), dtype=np.uint8)
+    for row in x:
+        row[rng.choice(N_ITEMS, 6, replace=False)] = 1
+    return BinaryDataset(records=x, item_names=[str(j) for j in range(N_ITEMS)])
+
+
+def empty_part_run(tmp_path: Path, dense: bool, length_noise: float) -> tuple[ReleasedMixture, dict]:
+    """One group of independent items over ``dense_records``, the length bound measured at ``length_noise``."""
+    cfg = config(tmp_path, f"d{dense}", sigma=40.0, **{"model.kind": "independent", "model.options": {},
+                                                        "model.mean_clip_quantile": 0.9,
+                                                        "model.length_bound_noise_multiplier": length_noise,
+                                                        "partition.method": "none", "partition.k": 1})
+    run_dir, report = run_mod.train(cfg, data=dense_records(dense), progress=False)
+    return load_release(run_dir), report
+
+
 @pytest.mark.parametrize("dense", [True, False])
 def test_dense_records_release_no_empty_part_sparse_ones_keep_theirs(tmp_path, dense):
     """Every record holds 6 of 12 items: the length bound's histogram holds no record of one item, so the release
     draws no empty record, whatever the count's noise; 40% empty sessions of 1-3 items keep their empty part."""
-    rng = np.random.default_rng(3)
-    if dense:
-        x = np.zeros((800, N_ITEMS), dtype=np.uint8)
-        for row in x:
-            row[rng.choice(N_ITEMS, 6, replace=False)] = 1
-        data = BinaryDataset(records=x, item_names=[str(j) for j in range(N_ITEMS)])
-    else:
-        data = None
-    cfg = config(tmp_path, f"d{dense}", sigma=40.0, **{"model.kind": "independent", "model.options": {},
-                                                        "model.mean_clip_quantile": 0.9,
-                                                        "model.length_bound_noise_multiplier": 5.0,
-                                                        "partition.method": "none", "partition.k": 1})
-    run_dir, report = run_mod.train(cfg, data=data, progress=False)
-    mixture = load_release(run_dir)
+    mixture, report = empty_part_run(tmp_path, dense, length_noise=5.0)
     assert report["stage_epsilons"][STAGE] > 0 and report["noisy_empty_records"] != 0.0  # charged, reported
+    assert (mixture.empty_size == 0.0) == dense and report["empty_part"] == (not dense)
+
+
+def test_a_count_below_the_dense_cut_draws_no_empty_record_and_one_above_it_stands(tmp_path, monkeypatch):
+    stage = EmptyRecordsStage(config(tmp_path, "cut", sigma=40.0))
+    stage.output = 30.0  # below one noise std
+    assert stage.read() == 30.0 and stage.kept()  # records not read as dense: the count stands as drawn
+    stage.read_as_dense()
+    assert stage.read() == 0.0 and not stage.kept()
+    stage.output = 50.0
+    assert stage.read() == 50.0
+    monkeypatch.setattr(rules, "EMPTY_DENSE_CUT", 2.0)
+    assert stage.read() == 0.0
+    monkeypatch.setattr(rules, "EMPTY_DENSE_CUT", 0.0)
+    stage.output = 1.0
+    assert stage.read() == 1.0
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_the_length_bound_reads_dense_records_where_no_short_record_passes_its_cut(tmp_path, monkeypatch, dense):
+    """Without the seen-share rule, the length bound still reads the dense records (800 of length 6 pass its cut, none
+    of one or two items) and not the sparse sessions (lengths 1-3): with a dense cut no count reaches, the dense
+    records draw no empty record and the sparse sessions keep theirs."""
+    monkeypatch.setattr(rules, "EMPTY_SEEN_SHARE", 0.0)
+    monkeypatch.setattr(rules, "EMPTY_DENSE_CUT", 1e9)
+    mixture, report = empty_part_run(tmp_path, dense, length_noise=20.0)
     assert (mixture.empty_size == 0.0) == dense and report["empty_part"] == (not dense)
