@@ -4,13 +4,16 @@ report's words read those reasons, and a plan applies only options the config ha
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from dpgm.config import config_from_dict
 from dpgm.errors import ConfigError
-from dpgm.plan import DECIDED, TABLE, Plan, apply_plan, plan, table_markdown, words
+from dpgm.plan import DECIDED, TABLE, Case, Plan, Row, apply_plan, plan, row_for, table_markdown, words
 from dpgm.rules import PublicFacts
 from tests.test_rules_pinned import _config, _facts, settings
 
@@ -61,3 +64,63 @@ def test_the_rules_page_shows_the_decision_table_of_the_code() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "rules.md").read_text()
     shown = page.split("<!-- generated: decision table -->\n")[1].split("\n<!-- end of the decision table -->")[0]
     assert shown == table_markdown()
+
+
+def near(a: Any, b: Any) -> bool:
+    """Whether two values of a setting are neighbours: equal, numbers within 25% (counts within one or 25%), or
+    dicts of such values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(near(a[key], b[key]) for key in a)
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+    if not numbers or a == b:
+        return a == b
+    if isinstance(a, int) and isinstance(b, int) and abs(a - b) <= max(1, 0.25 * max(a, b)):
+        return True
+    return min(a, b) > 0 and max(a, b) / min(a, b) <= 1.25
+
+
+def planned_rows(f: PublicFacts) -> tuple[Plan, dict[str, Row]]:
+    """The plan at ``f`` and the table's row behind each decided setting."""
+    p = plan(f)
+    case = Case(f, f.n_items, p.settings)
+    return p, {setting: row_for(setting, case) for setting in DECIDED if setting in p.settings}
+
+
+def walks() -> list[list[PublicFacts]]:
+    """Fine walks through the public facts: n from 500 to 2,000,000 records in 2% steps (as a noisy count reads it)
+    at four epsilons, and epsilon from 0.05 to 10 in 2% steps at four n, over 17, 119 and 2,000 items."""
+    out = []
+    for items in (17, 119, 2_000):
+        for eps in (0.1, 0.3, 1.0, 4.0):
+            out.append([PublicFacts(n_items=items, records_magnitude=1_000, epsilon=eps, delta=1e-6, records=n)
+                        for n in np.exp(np.arange(math.log(500), math.log(2e6), 0.02))])
+        for n in (1_000.0, 3_000.0, 17_721.0, 100_000.0):
+            out.append([PublicFacts(n_items=items, records_magnitude=1_000, epsilon=eps, delta=1e-6, records=n)
+                        for eps in np.exp(np.arange(math.log(0.05), math.log(10.0), 0.02))])
+    return out
+
+
+def test_along_n_and_epsilon_every_jump_of_the_plan_is_a_rule_that_changes_with_its_reason() -> None:
+    """No hidden cliff: between two neighbours of a fine walk through n or epsilon, a decided setting whose value
+    jumps (any change but a small step of a number) is decided by another row of the table, so its reason in the
+    report changes with it; any other setting jumps only where some decided setting's row changes; and where the
+    model family changes, the report's words name both families."""
+    jumps = 0
+    for walk in walks():
+        before, rows_before = planned_rows(walk[0])
+        for f in walk[1:]:
+            after, rows_after = planned_rows(f)
+            moved = {s for s in rows_after if rows_before.get(s) is not rows_after[s]}
+            for setting in set(before.settings) | set(after.settings):
+                if near(before.settings.get(setting), after.settings.get(setting)):
+                    continue
+                jumps += 1
+                step = f"{setting} from {before.settings.get(setting)!r} to {after.settings.get(setting)!r} at {f}"
+                numbers = all(isinstance(p.settings.get(setting), (int, float, dict)) for p in (before, after))
+                assert moved, f"a jump no rule explains: {step}"
+                assert numbers or setting not in rows_after or setting in moved, f"a jump within one row: {step}"
+            if before.settings["model.kind"] != after.settings["model.kind"]:
+                assert before.reasons["model.kind"] in words(before) and after.reasons["model.kind"] in words(after)
+                assert before.reasons["model.kind"] != after.reasons["model.kind"]
+            before, rows_before = after, rows_after
+    assert jumps > 0  # the walks cross the rules' thresholds
