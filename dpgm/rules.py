@@ -42,9 +42,10 @@ EMPTY_SHARE, EMPTY_SCALE = 0.01, 0
 #: would have let through a length holding this share of the records (dense records: chess's all hold 37 items, and
 #: the empty count's noise alone drew up to a third of them empty; 0: never; dpgm.stages.empty_records).
 EMPTY_SEEN_SHARE = 0.15
-#: Where the length bound's histogram, read where some length passes its cut, holds no record of one item (dense
-#: records), the release reads an empty-record count below this many of the count's noise stds as none (0: never):
-#: at a thousand records the count's noise alone drew 7% of chess's records empty in one seed of four.
+#: Where the length bound's histogram, read where some length passes its cut, holds no record in its first two bins
+#: past length 0 (dense records: no short record beside long ones; ``length_bound.reads_dense``), the release reads
+#: an empty-record count below this many of the count's noise stds as none (0: never): at a thousand records the
+#: count's noise alone drew 7% of chess's records empty in one seed of four.
 EMPTY_DENSE_CUT = 1.0
 #: Share of the noisy length histogram whose LENGTH_QUANTILE-quantile L bounds the records in the
 #: means (clip sqrt(L), ``model.mean_clip_quantile``; 0: off, the clip is MEAN_CLIP_ITEMS items). A

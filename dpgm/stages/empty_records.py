@@ -14,8 +14,9 @@ noise (std 340 records at epsilon 0.1) has the release draw up to a third of its
 noisy histogram (dpgm.stages.length_bound) reads the other records' lengths: where it holds no record of one item
 although its cut would have let through a length holding dpgm.rules.EMPTY_SEEN_SHARE of the records, the empty part
 is read as empty too (``read_as_none``; post-processing of both releases). Where that histogram is read at all (some
-length passes its cut) and holds no record of one item, a count below dpgm.rules.EMPTY_DENSE_CUT of its noise stds is
-read as none: on sparse baskets a third of the records can be empty and the count stands as drawn.
+length passes its cut) and holds no record in its first two bins (``length_bound.reads_dense``), a count below
+dpgm.rules.EMPTY_DENSE_CUT of its noise stds is read as none: on sparse baskets a third of the records can be empty
+and the count stands as drawn.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class EmptyRecordsStage(Stage):
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
         self.none = False  # read as no empty record by the length bound (``read_as_none``)
-        self.dense = False  # the length bound's histogram, read, holds no record of one item (``read_as_dense``)
+        self.dense = False  # the length bound's read histogram holds no short record (``read_as_dense``)
 
     def run(self, ctx: StageContext) -> float:
         return noisy_empty_count(ctx.data, noise_multiplier=self.cfg.partition.empty_part_noise_multiplier,
@@ -78,7 +79,7 @@ class EmptyRecordsStage(Stage):
         self.none = True
 
     def read_as_dense(self) -> None:
-        """Dense records: the length bound's read histogram holds no record of one item (``read``)."""
+        """Dense records: the length bound's read histogram holds no short record (``length_bound.reads_dense``)."""
         self.dense = True
 
     def narrow(self, data: BinaryDataset) -> BinaryDataset:
