@@ -55,8 +55,12 @@ def coarse_shares(counts: np.ndarray, shares: np.ndarray, *, count_noise: float)
     one (post-processing). A broad histogram (pixels: a hundred lengths of a few records each) is read in bins its
     noise does not swamp, a sharp one (baskets of one or two items) where its largest shares are."""
     width = coarse_width(counts, count_noise=count_noise)
-    if width is None:
-        return None
+    return None if width is None else binned_shares(counts, shares, width, count_noise=count_noise)
+
+
+def binned_shares(counts: np.ndarray, shares: np.ndarray, width: int, *, count_noise: float) -> np.ndarray:
+    """``coarse_shares`` at a given bin ``width`` (``coarse_width``'s): each passing bin's sum spread as the
+    projected ``shares`` within it, renormalised."""
     starts = np.arange(0, counts.size, width)
     binned = np.add.reduceat(counts, starts)
     kept = binned >= tail_noise(binned.size) * count_noise * math.sqrt(width)
@@ -178,12 +182,13 @@ class LengthBoundStage(Stage):
         counts = noisy_length_counts(ctx.data, noise_multiplier=noise, accountant=ctx.accountant, rng=ctx.rng,
                                      stage=STAGE)
         shares, records = length_shares(counts)
-        coarse = coarse_shares(counts, shares, count_noise=noise)
+        width = coarse_width(counts, count_noise=noise)
+        coarse = None if width is None else binned_shares(counts, shares, width, count_noise=noise)
         read = cut_shares(shares, records=records, count_noise=noise) if coarse is None else coarse
         length = quantile_length(read, self.cfg.model.mean_clip_quantile)
         empty = ctx.stages.get(EMPTY)
         if isinstance(empty, EmptyRecordsStage):
-            if reads_dense(read, coarse_width(counts, count_noise=noise)):
+            if reads_dense(read, width):
                 empty.read_as_dense()
             if none_empty(read, records=records, cut=tail_noise(read.size) * noise):
                 empty.read_as_none()
