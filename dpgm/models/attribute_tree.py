@@ -6,7 +6,10 @@ a tree of binary items cannot say so (two values of one attribute are two items,
 Here each attribute is one variable whose values are its modelled items and ``none`` (value 0: a value
 not modelled, or none at all), each drawn given its parent attribute's value. Parameters are released
 statistics, not trained: dpgm.stages.item_pairs fits them from the part's noisy means and the noisy
-tables of the chosen attribute pairs. Sampling is ancestral, parents first.
+tables of the chosen attribute pairs. An attribute may also have a second parent, a neighbour of its parent in
+the tree (its grandparent or an earlier sibling): it is then drawn given both, from a noisy table of the three
+(a junction tree of triples, as PrivBayes's degree-2 networks; ``model.options.triple_noise_multiplier``).
+Sampling is ancestral, parents first.
 """
 
 from __future__ import annotations
@@ -57,20 +60,22 @@ def systematic_choices(probs: Tensor, counts: Tensor, generator: torch.Generator
 
 
 class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
-    """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root). Values 0 (none)
-    and 1 .. (the attribute's items in id order) fall in groups, ``groups[t, v]``; P(attribute t takes value v |
-    its parent takes value u) = cell (group of u, group of v) of t's table times ``within[t, v]``. t's table has
-    a row per group of its parent's values (one for a root) and a column per group of its own, ``shapes[t]``;
-    the tables lie one after another in ``tables``. Every value its own group: a dense table, of the attributes'
-    own sizes. The buffers take their shapes from ``set_tree``."""
+    """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root); ``second[t]``:
+    its second parent (-1: none), a neighbour of its parent drawn before it. Values 0 (none) and 1 .. (the
+    attribute's items in id order) fall in groups, ``groups[t, v]``; P(attribute t takes value v | its parents'
+    values) = cell (row, group of v) of t's table times ``within[t, v]``, the row its parent's group (0 for a
+    root), times the second parent's number of groups plus the second's group where it has one. t's table has
+    ``shapes[t]`` = (rows, groups of t); the tables lie one after another in ``tables``. Every value its own group:
+    a dense table, of the attributes' own sizes. The buffers take their shapes from ``set_tree``."""
 
-    resized = ("parent", "groups", "within", "tables", "shapes")
+    resized = ("parent", "second", "groups", "within", "tables", "shapes")
 
     def __init__(self, n_items: int) -> None:
         super().__init__()
         self.n_items = int(n_items)
         self.register_buffer("attribute", torch.zeros(self.n_items, dtype=torch.long))
         self.register_buffer("parent", torch.full((1,), -1, dtype=torch.long))
+        self.register_buffer("second", torch.full((1,), -1, dtype=torch.long))
         self.register_buffer("groups", torch.zeros(1, 1, dtype=torch.long))
         self.register_buffer("within", torch.ones(1, 1, dtype=torch.float64))
         self.register_buffer("tables", torch.ones(1, dtype=torch.float64))
@@ -82,21 +87,27 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
 
     @torch.no_grad()
     def set_tree(self, attribute: Tensor, parent: Tensor, groups: Tensor, within: Tensor, tables: Tensor,
-                 shapes: Tensor) -> None:
+                 shapes: Tensor, second: Tensor | None = None) -> None:
         """The items' attributes [n_items], the forest over attributes [T] (checked acyclic), each value's group and
-        weight in it [T, W] (W: the most values of one attribute) and the tables over groups (``tables`` [>= L]
-        read by ``shapes`` [T, 2]; L the sum of their cells, what follows is padding)."""
+        weight in it [T, W] (W: the most values of one attribute), the tables over groups (``tables`` [>= L] read by
+        ``shapes`` [T, 2]; L the sum of their cells, what follows is padding) and the second parents [T] (default:
+        none; each its parent's parent or a sibling of lower index, which ancestral order draws first)."""
         attribute, parent = torch.as_tensor(attribute, dtype=torch.long), torch.as_tensor(parent, dtype=torch.long)
+        second = torch.full_like(parent, -1) if second is None else torch.as_tensor(second, dtype=torch.long)
         groups, shapes = torch.as_tensor(groups, dtype=torch.long), torch.as_tensor(shapes, dtype=torch.long)
         within, tables = torch.as_tensor(within, dtype=torch.float64), torch.as_tensor(tables, dtype=torch.float64)
         cells = int(shapes.prod(dim=1).sum()) if shapes.numel() else 0
         if (attribute.shape != (self.n_items,) or groups.shape != within.shape or groups.shape[0] != parent.numel()
-                or shapes.shape != (parent.numel(), 2) or tables.numel() < cells):
+                or shapes.shape != (parent.numel(), 2) or tables.numel() < cells or second.shape != parent.shape):
             raise ValueError("attribute tree: one attribute per item and one table per attribute")
         order_of(parent)  # refuses a cycle
+        for t, s in enumerate(second.tolist()):
+            p = int(parent[t])
+            if s >= 0 and not (p >= 0 and (s == int(parent[p]) or (int(parent[s]) == p and s < t))):
+                raise ValueError("attribute tree: a second parent is its parent's parent or an earlier sibling")
         self.attribute, self.parent, self.groups, self.within = attribute.clone(), parent.clone(), groups.clone(), \
             within.clone()
-        self.tables, self.shapes = tables[:cells].clone(), shapes.clone()
+        self.tables, self.shapes, self.second = tables[:cells].clone(), shapes.clone(), second.clone()
 
     def set_dense(self, attribute: Tensor, parent: Tensor, probs: Tensor) -> None:
         """``set_tree`` from dense conditional tables [T, W, W], ``probs[t, u, v]``: every value its own group."""
@@ -129,8 +140,21 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
         rows, columns = self.shapes[t].tolist()
         return self.tables[start: start + rows * columns].view(rows, columns)
 
+    def group_counts(self) -> Tensor:
+        """Each attribute's number of groups [T]."""
+        sizes = self.sizes()
+        held = torch.arange(self.groups.shape[1], device=self.groups.device) < sizes[:, None]
+        return torch.where(held, self.groups, 0).max(dim=1).values + 1
+
+    def rows(self, v: Tensor) -> Tensor:
+        """[n, T]: the row of each attribute's table that records of values ``v`` [n, T] read (class docstring)."""
+        parent, second = self.parent.clamp_min(0).expand_as(v), self.second.clamp_min(0).expand_as(v)
+        first = torch.where(self.parent >= 0, self.groups[parent, v.gather(1, parent)], torch.zeros_like(v))
+        both = first * self.group_counts()[second] + self.groups[second, v.gather(1, second)]
+        return torch.where(self.second >= 0, both, first)
+
     def conditional(self, t: int, size: int) -> Tensor:
-        """[t's parent's groups, W]: P(attribute t takes each of its ``size`` values | its parent's group), zero
+        """[t's table's rows, W]: P(attribute t takes each of its ``size`` values | its parents' groups' row), zero
         past them."""
         table = self.table(t)
         out = torch.zeros(table.shape[0], self.groups.shape[1], dtype=torch.float64, device=table.device)
@@ -144,47 +168,67 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
         x = torch.zeros(n, self.n_items, dtype=torch.float32)
         drawn = torch.zeros(n, self.parent.numel(), dtype=torch.long)
         sizes = self.sizes().tolist()
+        width = self.groups.shape[1]
         for t in order_of(self.parent).tolist():
-            p = int(self.parent[t])
+            p, s = int(self.parent[t]), int(self.second[t])
             given = drawn[:, p] if p >= 0 else torch.zeros(n, dtype=torch.long)
-            group = self.groups[p].cpu() if p >= 0 else torch.zeros(self.groups.shape[1], dtype=torch.long)
+            if s >= 0:  # the records of each pair of the parents' values
+                given = given * width + drawn[:, s]
             conditional = self.conditional(t, sizes[t]).cpu()
             order = torch.argsort(given, stable=True)  # the records of each parent value, in record order
             values, counts = torch.unique_consecutive(given[order], return_counts=True)
+            row = self._row_of(t, values)
             if systematic:
-                drawn[order, t] = systematic_choices(conditional[group[values]], counts, generator)
+                drawn[order, t] = systematic_choices(conditional[row], counts, generator)
             else:
-                for u, rows in zip(values.tolist(), torch.split(order, counts.tolist())):
-                    drawn[rows, t] = choose(conditional[int(group[u])], rows.numel(), generator, systematic=False)
+                for r, rows in zip(row.tolist(), torch.split(order, counts.tolist())):
+                    drawn[rows, t] = choose(conditional[r], rows.numel(), generator, systematic=False)
             items = self.items_of(t).cpu()
             held = drawn[:, t] > 0
             if items.numel():
                 x[held.nonzero().flatten(), items[(drawn[held, t] - 1).clamp_max(items.numel() - 1)]] = 1.0
         return x.to(self.tables.device)
 
+    def _row_of(self, t: int, given: Tensor) -> Tensor:
+        """The table rows of attribute t for its parents' values ``given`` (the parent's, times W plus the second's
+        where t has one; 0 for a root), on the CPU."""
+        p, s, width = int(self.parent[t]), int(self.second[t]), self.groups.shape[1]
+        if p < 0:
+            return torch.zeros_like(given)
+        groups = self.groups.cpu()
+        if s < 0:
+            return groups[p][given]
+        return groups[p][given // width] * int(self.group_counts()[s]) + groups[s][given % width]
+
     def marginals(self) -> Tensor:
-        """Each item's exact frequency under the model [n_items] (parents first)."""
-        sizes = self.sizes().tolist()
-        value = torch.zeros(self.parent.numel(), self.groups.shape[1], dtype=torch.float64, device=self.tables.device)
+        """Each item's exact frequency under the model [n_items] (parents first), from each attribute's joint with its
+        parent over groups (a second parent's joint with the first is such a joint: theirs is a tree edge)."""
+        sizes, counts = self.sizes().tolist(), self.group_counts().tolist()
+        marginal: dict[int, Tensor] = {}
+        joint: dict[int, Tensor] = {}  # t -> [parent's groups, t's groups]
         for t in order_of(self.parent).tolist():
-            p, size = int(self.parent[t]), sizes[t]
-            mass = torch.ones(1, dtype=torch.float64, device=value.device)
-            if p >= 0:  # the parent's frequency of each of its groups
-                mass = torch.zeros(int(self.shapes[t, 0]), dtype=torch.float64, device=value.device).index_add_(
-                    0, self.groups[p, :sizes[p]], value[p, :sizes[p]])
-            value[t, :size] = (mass @ self.table(t))[self.groups[t, :size]] * self.within[t, :size]
+            p, s, table = int(self.parent[t]), int(self.second[t]), self.table(t)
+            if p < 0:
+                marginal[t] = table[0]
+                continue
+            if s < 0:
+                joint[t] = marginal[p][:, None] * table
+            else:
+                pair = joint[p].T if s == int(self.parent[p]) else joint[s]  # [p's groups, s's groups]
+                joint[t] = (pair[:, :, None] * table.view(counts[p], counts[s], -1)).sum(dim=1)
+            marginal[t] = joint[t].sum(dim=0)
         out = torch.zeros(self.n_items, dtype=torch.float64, device=self.tables.device)
         for t in range(self.parent.numel()):
             items = self.items_of(t)
-            out[items] = value[t, 1: items.numel() + 1]
+            value = marginal[t][self.groups[t, :sizes[t]]] * self.within[t, :sizes[t]]
+            out[items] = value[1: items.numel() + 1]
         return out
 
     def record_losses(self, x: Tensor, noise: Tensor) -> Tensor:
         """Negative log-likelihood of each row of ``x`` [B, m] (0/1) under the tree -> [B]."""
         v = self.values(x)
         t = torch.arange(v.shape[1], device=v.device).expand_as(v)
-        parent = self.parent.clamp_min(0).expand_as(v)
-        row = torch.where(self.parent >= 0, self.groups[parent, v[:, self.parent.clamp_min(0)]], torch.zeros_like(v))
+        row = self.rows(v)
         starts = torch.cumsum(self.shapes.prod(dim=1), 0) - self.shapes.prod(dim=1)
         cell = self.tables[starts[t] + row * self.shapes[t, 1] + self.groups[t, v]] * self.within[t, v]
         return -torch.log(cell.clamp_min(1e-12)).sum(dim=1)

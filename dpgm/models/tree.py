@@ -27,18 +27,24 @@ from dpgm.models.protocol import BernoulliSampling, NoPostProcessing
 class TreeOptions:
     """``model.options`` of ``model.kind: tree`` (spent by dpgm.stages.item_pairs)."""
 
-    select_epsilon: float = opt(0.1, "epsilon of each of the n_items - 1 edge selections (exponential mechanism)")
+    select_epsilon: float = opt(0.1, "epsilon of each of the n_items - 1 edge selections (exponential mechanism), "
+                                     "and of each second parent's")
     pair_noise_multiplier: float = opt(20.0, "noise std / L2 sensitivity of the chosen pairs' counts")
     by_attribute: bool = opt(False, "a tree over a declared table's attributes (dpgm.models.attribute_tree; needs "
                                     "data.attribute_sizes)")
     all_pairs: bool = opt(False, "release every pair's count (no selections) and let the release follow them all "
                                  "(needs length_noise_multiplier or lengths_from_bound)")
+    triple_noise_multiplier: float | None = opt(None, "by_attribute: give attributes a second parent (each chosen "
+                                                      "by a select_epsilon exponential mechanism) and release the "
+                                                      "triples' tables at this noise std / L2 sensitivity (None: none)")
 
     def __post_init__(self) -> None:
         if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):
             raise ValueError("select_epsilon and pair_noise_multiplier must be > 0")
         if self.all_pairs and self.by_attribute:
             raise ValueError("all_pairs is for a tree of items, not by_attribute")
+        if self.triple_noise_multiplier is not None and not (self.by_attribute and self.triple_noise_multiplier > 0):
+            raise ValueError("triple_noise_multiplier must be > 0, and is for a tree by_attribute")
 
 
 class ResizedBuffers:

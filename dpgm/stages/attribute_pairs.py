@@ -109,19 +109,27 @@ def merged_marginals(marginals: list[np.ndarray], groups: list[np.ndarray]) -> t
 
 
 def tree_arrays(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
-                width: int) -> dict[str, np.ndarray]:
+                width: int, second: np.ndarray | None = None,
+                triples: dict[int, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The tree as dpgm.models.attribute_tree keeps it (``AttributeTree.set_tree``): each value's group and its share
     of its group's noisy frequency [T, width], and each attribute's table of its group given its parent's (``probs``
-    over groups: a row per group of the parent's, one for a root), one after another. Post-processing."""
+    over groups: a row per group of the parent's, one for a root), or given both parents' where ``second`` names a
+    second one (``triples[t]``: ``triple_conditional``), one after another. Post-processing."""
     T = len(marginals)
+    second = np.full(T, -1, dtype=np.int64) if second is None else np.asarray(second, dtype=np.int64)
     group_of, within, shapes = np.zeros((T, width), dtype=np.int64), np.zeros((T, width)), np.zeros((T, 2), np.int64)
     tables = []
     for t, (q, g) in enumerate(zip(marginals, groups)):
         group_of[t, :g.size] = g
         within[t, :q.size] = q / np.maximum(np.bincount(g, weights=q)[g], 1e-300)
-        shapes[t] = (int(groups[parent[t]].max()) + 1 if parent[t] >= 0 else 1), int(g.max()) + 1
-        tables.append(probs[t, :shapes[t, 0], :shapes[t, 1]].ravel())
-    return {"groups": group_of, "within": within, "tables": np.concatenate(tables), "shapes": shapes}
+        if second[t] >= 0:
+            table = (triples or {})[t]
+        else:
+            table = probs[t, :(int(groups[parent[t]].max()) + 1 if parent[t] >= 0 else 1), :int(g.max()) + 1]
+        shapes[t] = table.shape
+        tables.append(table.ravel())
+    return {"groups": group_of, "within": within, "tables": np.concatenate(tables), "shapes": shapes,
+            "second": second}
 
 
 def attribute_distances(counts: np.ndarray, size: float, marginals: list[np.ndarray],
@@ -186,3 +194,4 @@ def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: f
         rows = joint.sum(axis=1, keepdims=True)  # a value its parent never takes: the marginal
         probs[v, :joint.shape[0], :joint.shape[1]] = np.where(rows > 0, joint / np.maximum(rows, 1e-300), marginals[v])
     return parent, probs
+

@@ -59,6 +59,7 @@ from dpgm.stages.attribute_pairs import (
     value_counts,
     value_offsets,
 )
+from dpgm.stages.attribute_triples import second_parents
 from dpgm.stages.attributes import Schema, project_values, schema_of
 from dpgm.stages.base import DictStage, StageContext
 from dpgm.stages.dependence import plain_counts
@@ -336,7 +337,12 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
         noisy[cells] = gaussian_release(tables[cells], sensitivity=sensitivity, rng=ctx.rng, stage=STAGE,
                                         noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant)
     fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (q, _) in zip(edges, noisy, sizes, parts)]
-    trees = [tree_arrays(f[0], f[1], q, g, width) for f, q, g in zip(fits, marginals, groups)]
+    seconds, triples = [None] * partition.k, [None] * partition.k
+    if options.triple_noise_multiplier is not None and T > 2:
+        seconds, triples = second_parents(ctx, lambda chunk: part_rows(chunk, partition), sizes, schema, groups, fits,
+                                          [q for q, _ in parts], options, STAGE)
+    trees = [tree_arrays(f[0], f[1], q, g, width, s2, tr)
+             for f, q, g, s2, tr in zip(fits, marginals, groups, seconds, triples)]
     length = max(tree["tables"].size for tree in trees)
     for tree in trees:
         tree["tables"] = np.pad(tree["tables"], (0, length - tree["tables"].size))
