@@ -81,11 +81,19 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # rare values below one standard deviation of a cell's noise grouped (MST: three)
     "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
     # one part per table at any size
-    "onepart": {"dpgm.rules.RECORDS_PER_PART": 10**9},
+    "onepart": {"dpgm.rules.TABLE_RECORDS_PER_PART": 10**9},
     # no value's count over all records where parts form (the parts' means alone; before: shipped)
     "nototals": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.0},
     # every value's count over all records at 10% of rho where parts form (shipped: 25%)
     "ttot10": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.1},
+    # a part per 5,000 (the rules before), 10,000 (shipped) or 15,000 records at epsilon 1 for a declared table
+    "p5": {"dpgm.rules.TABLE_RECORDS_PER_PART": 5_000},
+    "p10": {"dpgm.rules.TABLE_RECORDS_PER_PART": 10_000},
+    "p15": {"dpgm.rules.TABLE_RECORDS_PER_PART": 15_000},
+    # tables_lodo_parts.json also holds the rows of second parents (``model.options.triple_noise_multiplier``) from
+    # N x epsilon = 30,000 up at 30% (tri3) or 10% (tri1) of rho beside the tree's 10% : 30%, in one part (tri3one),
+    # from 10,000 up (tri3s10), with a part per 15,000 records (tri3p15), and of epsilon counted up to 1 in k (kmin1,
+    # tri3kmin1): rules since removed (a wash beside the parts' own size), their patches under "removed_candidates"
     # tables_lodo_large.json also holds the rows of one part for a table of more than 12 attributes (tattr12, seed 0;
     # a rule since removed: lost)
     # tables_lodo_attribute_tree.json also holds the rows of DP-SGD above 1,000 items of a declared table (the rules
@@ -433,13 +441,15 @@ def one_rule_text(rows: list[dict[str, Any]]) -> str:
                 for z, by in sizes.items()}
     names = candidates_in(settings.values())
     full = {k: by for k, by in settings.items() if all(c in by for c in names)}
-    held = {}
+    held: dict[str, tuple[str, float, float, int]] = {}
+    if "default" not in names:
+        return ""
     for t in sorted({k[0] for k in full}, key=lambda t: setting_order((t, "0"))):
         others, mine = [by for k, by in full.items() if k[0] != t], [by for k, by in full.items() if k[0] == t]
         if others:
             chosen = min(names, key=lambda c: float(np.mean([by[c] for by in others])))
             held[t] = (chosen, *(float(np.mean([by[c] for by in mine])) for c in (chosen, "default")), len(mine))
-    if not held or "default" not in names:
+    if not held:
         return ""
     lines = [f"LODO with one rule for every epsilon, among {', '.join(names)} (settings where all ran)",
              *(f"  {t:<18}{c:<10}{a:>+8.3f}  default {d:+.3f}  ({n} settings)" for t, (c, a, d, n) in held.items())]

@@ -106,6 +106,10 @@ TABLE: tuple[Row, ...] = (
         lambda c: c.settings["partition.k"] == 1 and 2 * rules.RECORDS_PER_PART <= c.scale < rules.PARTITION_SCALE),
     Row("partition.k", "1", "N x epsilon below {PARTITION_SCALE:,}", "one group",
         lambda c: c.settings["partition.k"] == 1),
+    Row("partition.k", "N x epsilon / {TABLE_RECORDS_PER_PART:,}, at most {MAX_PARTS}", "a tree over a declared "
+        "table's attributes, otherwise", "{k} groups (one per {TABLE_RECORDS_PER_PART:,} records at epsilon 1, at "
+        "most {MAX_PARTS}: a declared table's groups are larger than other data's, for their trees' tables of value "
+        "pairs)", lambda c: rules.by_attribute(c.facts)),
     Row("partition.k", "N x epsilon / {RECORDS_PER_PART:,}, at most {MAX_PARTS}", "otherwise",
         "{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})", lambda c: True),
     Row("model.lengths_from_bound", "on", "N x epsilon at least {LENGTHS_SCALE:,}, not a declared table, and the "

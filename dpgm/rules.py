@@ -64,6 +64,9 @@ DEPENDENCE_SHARE, MERGE_BELOW = 0.02, 0.025
 PAIRS_MAX_ITEMS = 1_000
 #: Records per part wanted at epsilon 1 (more budget, smaller parts): k = N eps / this, in 1..MAX_PARTS.
 RECORDS_PER_PART, MAX_PARTS = 5_000, 20
+#: The same for a declared table's tree over its attributes (``by_attribute``): its groups' tables of value pairs are
+#: over tens of values each, and fewer, larger groups measure them better than many small ones.
+TABLE_RECORDS_PER_PART = 10_000
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
 #: three groups halve each group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
@@ -158,10 +161,16 @@ PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree
 
 
 def parts(facts: PublicFacts) -> int:
-    """k: one part per RECORDS_PER_PART records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS;
-    one below N * epsilon = PARTITION_SCALE."""
+    """k: one part per ``records_per_part`` records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS; one below
+    N * epsilon = PARTITION_SCALE."""
     scale = facts.scale
-    return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // RECORDS_PER_PART)))
+    return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // records_per_part(facts))))
+
+
+def records_per_part(facts: PublicFacts) -> int:
+    """Records per part at epsilon 1: TABLE_RECORDS_PER_PART for a tree over a declared table's attributes
+    (``by_attribute``), else RECORDS_PER_PART."""
+    return TABLE_RECORDS_PER_PART if by_attribute(facts) else RECORDS_PER_PART
 
 
 def tree_scale(facts: PublicFacts) -> int:

@@ -124,3 +124,18 @@ def test_along_n_and_epsilon_every_jump_of_the_plan_is_a_rule_that_changes_with_
                 assert before.reasons["model.kind"] != after.reasons["model.kind"]
             before, rows_before = after, rows_after
     assert jumps > 0  # the walks cross the rules' thresholds
+
+
+def test_a_declared_tables_groups_are_larger_than_other_datas_and_the_plan_says_why():
+    """A tree over a declared table's attributes forms one group per TABLE_RECORDS_PER_PART records at epsilon 1 where
+    other data form one per RECORDS_PER_PART, and the plan's reason names the table's size of group."""
+    from dpgm import rules
+
+    def chosen(n: float, schema: bool) -> Plan:
+        return plan(PublicFacts(n_items=12, records_magnitude=10_000, epsilon=3.0, delta=1e-6, records=n,
+                                attributes=4 if schema else None, schema=schema))
+
+    table, items = chosen(20_000.0, True), chosen(20_000.0, False)
+    assert table.settings["partition.k"] == 60_000 // rules.TABLE_RECORDS_PER_PART < items.settings["partition.k"]
+    assert items.settings["partition.k"] == min(rules.MAX_PARTS, 60_000 // rules.RECORDS_PER_PART)
+    assert f"one per {rules.TABLE_RECORDS_PER_PART:,} records" in table.reasons["partition.k"]

@@ -389,7 +389,9 @@ LARGE_WHAT = (
     "temporal-match2 at 30,000 records and whole at epsilon 1; a fit took 2 to 24 minutes; nist-taxi's whole fit half at epsilon 3 did not "
     "finish in 23 minutes, so it and epsilon 0.3 there have no AIM row, nor diabetes-130, where a fit takes hours) "
     "ran later on the same records and held-out half, "
-    "`--resume` on the shipped rules' seed-0 rows; their columns are their 3-way error / AUC.")
+    "`--resume` on the shipped rules' seed-0 rows; their columns are their 3-way error / AUC. This run's `default` "
+    "is the rules of its day, one group per 5,000 records at epsilon 1: the shipped rules now form a declared "
+    "table's groups one per 10,000 (`p5` and `default` in the next section).")
 
 
 def peer_against(peers: SeedRuns, shipped: SeedRuns, peer: str) -> str:
@@ -415,20 +417,22 @@ def peer_against(peers: SeedRuns, shipped: SeedRuns, peer: str) -> str:
             "(median over the settings).")
 
 
-def large_section() -> str:
-    """A row per table, size and epsilon: the 3-way error of the marginals and of each candidate over seeds (1-way
-    in brackets for the marginals and the shipped rules); then leave-one-table-out among the candidates."""
+def candidates_section(name: str, candidates: tuple[str, ...], full: tuple[str, ...], what: str, title: str,
+                       seed_zero: tuple[str, ...] = ()) -> str:
+    """A row per table, size and epsilon of ``name``'s run: the 3-way error of the marginals, the peers and each of
+    ``candidates`` over seeds (the 1-way and AUC too for those in ``full``); then leave-one-table-out among the
+    candidates, over every seed without ``seed_zero`` (candidates run on seed 0 alone), then on seed 0 with them."""
     import tables_lodo
 
-    found = load_if_there(LARGE)
+    found = load_if_there(name)
     if found is None:
         return ""
     rows = found["rows"]
-    matched = [r for r in rows if r["candidate"] != "tattr12"]  # tattr12 ran on seed 0 alone
+    matched = [r for r in rows if r["candidate"] not in seed_zero]
     first = [r for r in rows if int(r["seed"]) == 0]
     peers = by_seed([r for r in rows if r.get("peer")])
     runs = {cand: by_seed([dict(r, candidate="default") for r in rows if not r.get("peer") and r["candidate"] == cand])
-            for cand in LARGE_CANDIDATES}  # each candidate's rows as dpgm's
+            for cand in candidates}  # each candidate's rows as dpgm's
     lines = []
     for eps, at in sorted(peers.items()):
         for setting in sorted(at, key=tables_lodo.setting_order):
@@ -438,20 +442,52 @@ def large_section() -> str:
             for peer in LARGE_PEERS:
                 seeds = at[setting].get(peer, {})
                 cells.append(f"{spread(seeds, 'tvd3', len(seeds))} / {spread(seeds, 'auc', len(seeds))}" if seeds else "-")
-            for cand in LARGE_CANDIDATES:
+            for cand in candidates:
                 seeds = runs[cand].get(eps, {}).get(setting, {}).get("dpgm", {})
-                more = f" ({spread(seeds, 'tvd1', most)}) / {spread(seeds, 'auc', most)}" if cand in LARGE_FULL else ""
+                more = f" ({spread(seeds, 'tvd1', most)}) / {spread(seeds, 'auc', most)}" if cand in full else ""
                 cells.append(spread(seeds, "tvd3", most) + more if seeds else "-")
             lines.append((*setting, f"{eps:g}", *cells))
+    lodo = tables_lodo.lodo_text(matched).strip() + "\n\n" + tables_lodo.one_rule_text(matched)
+    if seed_zero:
+        lodo += "\n" + tables_lodo.one_rule_text(first).strip()
     return "\n\n".join([
-        "## Declared tables at 30,000 records and the whole fit half", LARGE_WHAT,
-        "3-way workload error (1-way in brackets) / AUC, seed means:",
-        table(("table", "fit size", "epsilon", "marginals", *(METHODS[p] for p in LARGE_PEERS), *LARGE_CANDIDATES),
-              lines),
+        title, what, "3-way workload error (1-way in brackets) / AUC, seed means:",
+        table(("table", "fit size", "epsilon", "marginals", *(METHODS[p] for p in LARGE_PEERS), *candidates), lines),
         " ".join(peer_against(peers, runs["default"], peer) for peer in LARGE_PEERS),
         ("Leave-one-table-out among the candidates (`tables_lodo.py --summarize`; score: log of the workload error "
          "over the marginals', mean over the table's sizes and seeds), per epsilon and with one rule for every "
-         "epsilon, over every seed without `tattr12`, then on seed 0 with it:"),
-        "```\n" + tables_lodo.lodo_text(matched).strip() + "\n\n" + tables_lodo.one_rule_text(matched)
-        + "\n" + tables_lodo.one_rule_text(first).strip() + "\n```",
-        source(LARGE)])
+         f"epsilon, over every seed{' without ' + ', '.join(f'`{c}`' for c in seed_zero) + ', then on seed 0 with them' if seed_zero else ''}:"),
+        "```\n" + lodo.strip() + "\n```",
+        source(name)])
+
+
+def large_section() -> str:
+    """The run at 30,000 records and the whole fit half (``candidates_section``)."""
+    return candidates_section(LARGE, LARGE_CANDIDATES, LARGE_FULL, LARGE_WHAT,
+                              "## Declared tables at 30,000 records and the whole fit half", seed_zero=("tattr12",))
+
+
+#: The run of the parts' size and of second parents on declared tables (``parts_section``), its candidates in
+#: display order, and those run on seed 0 alone.
+PARTS = "tables_lodo_parts.json"
+PARTS_CANDIDATES, PARTS_SEED_ZERO = ("default", "p5", "p15", "tri3p15", "onepart"), ("tri3", "tri1", "tri3one",
+                                                                                      "tri3s10")
+
+PARTS_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 30000 full --epsilons 3 1 --seeds 2` with `--candidates p15 tri3p15`, then "
+    "`p10`, then `--sizes full --epsilons 0.3 --candidates p10 p15`, two processes of one thread each under `nice`, "
+    "on the rows of the run above (its `default`, the rules before, relabelled `p5`; its peers and `onepart`), "
+    "`p10` relabelled `default` once shipped, then the shipped rules (`--candidates default --resume`) wherever "
+    "their rows were missing: a declared table's tree over its attributes in one part per 5,000 (`p5`), 10,000 "
+    "(`default`, shipped) or 15,000 (`p15`) records at epsilon 1, or one part (`onepart`). `tri3p15` and the seed-0 candidates `tri3`, `tri1`, `tri3one` and "
+    "`tri3s10` also give attributes second parents (`model.options.triple_noise_multiplier`, a noisy table of three "
+    "attributes where one can be measured), from N epsilon = 30,000 up (10,000 for `tri3s10`), at 30% (`tri1`: 10%) "
+    "of rho beside the tree's 10% : 30%, in the shipped parts of the day, in parts of 15,000 (`tri3p15`) or in one "
+    "part (`tri3one`): rules since removed, their patches in the file's `removed_candidates`. Each cell: the 3-way "
+    "workload error (the 1-way in brackets) / the AUC, the mean over seeds 0 and 1 (a count in brackets: fewer).")
+
+
+def parts_section() -> str:
+    """The parts' size and second parents on declared tables (``candidates_section``)."""
+    return candidates_section(PARTS, PARTS_CANDIDATES, ("default", "p5"), PARTS_WHAT,
+                              "## Declared tables: the parts' size and second parents", seed_zero=PARTS_SEED_ZERO)
