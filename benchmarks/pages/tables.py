@@ -418,17 +418,18 @@ def peer_against(peers: SeedRuns, shipped: SeedRuns, peer: str) -> str:
 
 
 def candidates_section(name: str, candidates: tuple[str, ...], full: tuple[str, ...], what: str, title: str,
-                       seed_zero: tuple[str, ...] = ()) -> str:
+                       partial: tuple[str, ...] = ()) -> str:
     """A row per table, size and epsilon of ``name``'s run: the 3-way error of the marginals, the peers and each of
     ``candidates`` over seeds (the 1-way and AUC too for those in ``full``); then leave-one-table-out among the
-    candidates, over every seed without ``seed_zero`` (candidates run on seed 0 alone), then on seed 0 with them."""
+    candidates, over every seed without ``partial`` (candidates run on some settings or seeds only), then on seed 0
+    with them."""
     import tables_lodo
 
     found = load_if_there(name)
     if found is None:
         return ""
     rows = found["rows"]
-    matched = [r for r in rows if r["candidate"] not in seed_zero]
+    matched = [r for r in rows if r["candidate"] not in partial]
     first = [r for r in rows if int(r["seed"]) == 0]
     peers = by_seed([r for r in rows if r.get("peer")])
     runs = {cand: by_seed([dict(r, candidate="default") for r in rows if not r.get("peer") and r["candidate"] == cand])
@@ -448,7 +449,7 @@ def candidates_section(name: str, candidates: tuple[str, ...], full: tuple[str, 
                 cells.append(spread(seeds, "tvd3", most) + more if seeds else "-")
             lines.append((*setting, f"{eps:g}", *cells))
     lodo = tables_lodo.lodo_text(matched).strip() + "\n\n" + tables_lodo.one_rule_text(matched)
-    if seed_zero:
+    if partial:
         lodo += "\n" + tables_lodo.one_rule_text(first).strip()
     return "\n\n".join([
         title, what, "3-way workload error (1-way in brackets) / AUC, seed means:",
@@ -456,7 +457,7 @@ def candidates_section(name: str, candidates: tuple[str, ...], full: tuple[str, 
         " ".join(peer_against(peers, runs["default"], peer) for peer in LARGE_PEERS),
         ("Leave-one-table-out among the candidates (`tables_lodo.py --summarize`; score: log of the workload error "
          "over the marginals', mean over the table's sizes and seeds), per epsilon and with one rule for every "
-         f"epsilon, over every seed{' without ' + ', '.join(f'`{c}`' for c in seed_zero) + ', then on seed 0 with them' if seed_zero else ''}:"),
+         f"epsilon, over every seed{' without ' + ', '.join(f'`{c}`' for c in partial) + ', then on seed 0 with them' if partial else ''}:"),
         "```\n" + lodo.strip() + "\n```",
         source(name)])
 
@@ -464,14 +465,14 @@ def candidates_section(name: str, candidates: tuple[str, ...], full: tuple[str, 
 def large_section() -> str:
     """The run at 30,000 records and the whole fit half (``candidates_section``)."""
     return candidates_section(LARGE, LARGE_CANDIDATES, LARGE_FULL, LARGE_WHAT,
-                              "## Declared tables at 30,000 records and the whole fit half", seed_zero=("tattr12",))
+                              "## Declared tables at 30,000 records and the whole fit half", partial=("tattr12",))
 
 
 #: The run of the parts' size and of second parents on declared tables (``parts_section``), its candidates in
-#: display order, and those run on seed 0 alone.
+#: display order, and those run on some settings only (every epsilon-0.3 setting and online-shoppers lack them).
 PARTS = "tables_lodo_parts.json"
-PARTS_CANDIDATES, PARTS_SEED_ZERO = ("default", "p5", "p15", "tri3p15", "onepart"), ("tri3", "tri1", "tri3one",
-                                                                                      "tri3s10")
+PARTS_CANDIDATES = ("default", "p5", "p15", "tri3p15", "onepart")
+PARTS_PARTIAL = ("tri3p15", "onepart", "tri3", "tri1", "tri3one", "tri3s10")
 
 PARTS_WHAT = (
     "`benchmarks/tables_lodo.py --sizes 30000 full --epsilons 3 1 --seeds 2` with `--candidates p15 tri3p15`, then "
@@ -490,4 +491,4 @@ PARTS_WHAT = (
 def parts_section() -> str:
     """The parts' size and second parents on declared tables (``candidates_section``)."""
     return candidates_section(PARTS, PARTS_CANDIDATES, ("default", "p5"), PARTS_WHAT,
-                              "## Declared tables: the parts' size and second parents", seed_zero=PARTS_SEED_ZERO)
+                              "## Declared tables: the parts' size and second parents", partial=PARTS_PARTIAL)
