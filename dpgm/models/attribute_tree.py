@@ -168,7 +168,7 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
         x = torch.zeros(n, self.n_items, dtype=torch.float32)
         drawn = torch.zeros(n, self.parent.numel(), dtype=torch.long)
         sizes = self.sizes().tolist()
-        width = self.groups.shape[1]
+        width, group_counts = self.groups.shape[1], self.group_counts().tolist()
         for t in order_of(self.parent).tolist():
             p, s = int(self.parent[t]), int(self.second[t])
             given = drawn[:, p] if p >= 0 else torch.zeros(n, dtype=torch.long)
@@ -177,7 +177,7 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
             conditional = self.conditional(t, sizes[t]).cpu()
             order = torch.argsort(given, stable=True)  # the records of each parent value, in record order
             values, counts = torch.unique_consecutive(given[order], return_counts=True)
-            row = self._row_of(t, values)
+            row = self._row_of(t, values, group_counts)
             if systematic:
                 drawn[order, t] = systematic_choices(conditional[row], counts, generator)
             else:
@@ -189,16 +189,16 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
                 x[held.nonzero().flatten(), items[(drawn[held, t] - 1).clamp_max(items.numel() - 1)]] = 1.0
         return x.to(self.tables.device)
 
-    def _row_of(self, t: int, given: Tensor) -> Tensor:
+    def _row_of(self, t: int, given: Tensor, group_counts: list[int]) -> Tensor:
         """The table rows of attribute t for its parents' values ``given`` (the parent's, times W plus the second's
-        where t has one; 0 for a root), on the CPU."""
+        where t has one; 0 for a root), on the CPU; ``group_counts``: each attribute's (``group_counts``)."""
         p, s, width = int(self.parent[t]), int(self.second[t]), self.groups.shape[1]
         if p < 0:
             return torch.zeros_like(given)
         groups = self.groups.cpu()
         if s < 0:
             return groups[p][given]
-        return groups[p][given // width] * int(self.group_counts()[s]) + groups[s][given % width]
+        return groups[p][given // width] * group_counts[s] + groups[s][given % width]
 
     def marginals(self) -> Tensor:
         """Each item's exact frequency under the model [n_items] (parents first), from each attribute's joint with its
