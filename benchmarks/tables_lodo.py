@@ -90,6 +90,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "p5": {"dpgm.rules.TABLE_RECORDS_PER_PART": 5_000},
     "p10": {"dpgm.rules.TABLE_RECORDS_PER_PART": 10_000},
     "p15": {"dpgm.rules.TABLE_RECORDS_PER_PART": 15_000},
+    # tables_lodo_target.json holds the rows of a declared target's values as the groups at every size (tgt0,
+    # partition.method column): a rule since removed (lost on the 3-way error), its patch under "removed_candidates"
     # tables_lodo_parts.json also holds the rows of second parents (``model.options.triple_noise_multiplier``) from
     # N x epsilon = 30,000 up at 30% (tri3) or 10% (tri1) of rho beside the tree's 10% : 30%, in one part (tri3one),
     # from 10,000 up (tri3s10), with a part per 15,000 records (tri3p15), and of epsilon counted up to 1 in k (kmin1,

@@ -494,3 +494,24 @@ def parts_section() -> str:
     """The parts' size and second parents on declared tables (``candidates_section``)."""
     return candidates_section(PARTS, PARTS_CANDIDATES, ("default", "p5"), PARTS_WHAT,
                               "## Declared tables: the parts' size and second parents", partial=PARTS_PARTIAL)
+
+
+#: The run of a declared target's values as the groups (``target_section``) and its candidates in display order.
+TARGET = "tables_lodo_target.json"
+TARGET_CANDIDATES = ("default", "tgt0")
+
+TARGET_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 1 3 0.3 --seeds 2 --candidates default tgt0 --peers "
+    "marginals`, and `--sizes 30000 full --candidates default tgt0 --resume` on the shipped rules' rows of the parts' "
+    "run above (its `default`, marginals, MST and AIM), two processes of one thread each under `nice`: the six tables "
+    "whose schema names a target of 2 to 20 values (salary's has 33), seeds 0 and 1. `tgt0` forms one group per value "
+    "of the declared target column at every size (`partition.method: column`, a noisy count per value at the single "
+    "group's share of rho, in place of one group or DP Lloyd's groups), each group's tree over the attributes fitted "
+    "with the target's value fixed (the group's definition). Each cell: the 3-way workload error (the 1-way in "
+    "brackets) / the AUC of a classifier of the target trained on the release, the mean over the seeds.")
+
+
+def target_section() -> str:
+    """A declared target's values as the groups (``candidates_section``)."""
+    return candidates_section(TARGET, TARGET_CANDIDATES, TARGET_CANDIDATES, TARGET_WHAT,
+                              "## Declared tables: the target's values as the groups")

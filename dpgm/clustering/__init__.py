@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpgm.clustering.base import STAGE, Partition, Partitioner, shards
-from dpgm.clustering.by_label import ByLabel, SinglePart
+from dpgm.clustering.by_label import ByColumn, ByLabel, ColumnOptions, SinglePart
 from dpgm.clustering.kernel_kmeans import DPKernelKMeans
 from dpgm.clustering.lloyd import DPLloyd
 from dpgm.clustering.lsh_tree import LshTreeOptions, LshTreePartitioner
@@ -26,7 +26,9 @@ from dpgm.registry import Registry
 __all__ = [
     "PARTITIONERS",
     "STAGE",
+    "ByColumn",
     "ByLabel",
+    "ColumnOptions",
     "DPKernelKMeans",
     "DPLloyd",
     "LshTreeOptions",
@@ -80,6 +82,12 @@ def _lloyd(cfg: PartitionConfig, _options: None, public: BinaryDataset | None) -
 @PARTITIONERS.register("label", doc="one part per declared label (noisy label counts)")
 def _label(cfg: PartitionConfig, _options: None, _public: BinaryDataset | None) -> Partitioner:
     return ByLabel(k=cfg.k, **_common(cfg))
+
+
+@PARTITIONERS.register("column", options=ColumnOptions,
+                       doc="one part per value of a declared table's column (noisy value counts)")
+def _column(cfg: PartitionConfig, options: ColumnOptions, _public: BinaryDataset | None) -> Partitioner:
+    return ByColumn(k=cfg.k, first=options.first, **_common(cfg))
 
 
 @PARTITIONERS.register("none", doc="a single part (only a noisy record count is released)")

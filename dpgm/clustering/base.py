@@ -65,6 +65,9 @@ class Partition:
     centres: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
     rule: Callable[[Any], np.ndarray] | None = None
+    #: Items whose frequency in every part the parts' definition fixes (one part per value of a column: part j holds
+    #: value j and no other), as (items [c], frequencies [k, c]): public, so the means take them for noisy ones.
+    fixed: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def k(self) -> int:

@@ -1,7 +1,9 @@
-"""Partitions whose parts are known in advance: one part per label value, or a single part.
+"""Partitions whose parts are known in advance: one part per label value, per value of a declared column, or a
+single part.
 
 The part of a record is its label (part of the private record; the label range 0..k-1 is
-public) or, for the single part, 0. The only release is the part sizes, as one Gaussian
+public), the value it holds of a declared table's column (its k items, public: the schema's), or, for the single
+part, 0. The only release is the part sizes, as one Gaussian
 count histogram: under add/remove a record changes one count by 1 (parallel composition
 over the disjoint parts), so the histogram is ONE ``GaussianEvent(noise_multiplier=sigma)``.
 """
@@ -79,7 +81,11 @@ class _HistogramPartitioner:
             "released_counts": released.tolist(),
         }
         return Partition(assignments=parts, noisy_sizes=project_to_total(released, released.sum()), centres=None,
-                         info=info, rule=self.assign if self.streams else None)
+                         info=info, rule=self.assign if self.streams else None, fixed=self._fixed())
+
+    def _fixed(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The items each part's definition fixes (``Partition.fixed``): none."""
+        return None
 
 
 @dataclass
@@ -105,6 +111,44 @@ class ByLabel(_HistogramPartitioner):
     def assign(self, records: Any, labels: np.ndarray | None = None) -> np.ndarray:
         """The part of a record is its label: pass ``labels`` (records alone do not say)."""
         return self._check_labels(labels, "assign")
+
+
+@dataclass(frozen=True)
+class ColumnOptions:
+    """partition.method 'column': the column's values are items ``first`` .. ``first + k - 1`` (a declared table's
+    attribute=value items run column by column: ``data.attribute_sizes``)."""
+
+    first: int = 0
+
+    def __post_init__(self) -> None:
+        if self.first < 0:
+            raise ConfigError(f"partition.options.first: must be >= 0, got {self.first}")
+
+
+@dataclass
+class ByColumn(_HistogramPartitioner):
+    """One part per value of a declared table's column: a record's part is the rank of the first of the column's k
+    items it holds (0 where it holds none; a table's record holds exactly one)."""
+
+    first: int = 0
+    method: ClassVar[str] = "column"
+    streams: ClassVar[bool] = True
+
+    def _parts(self, data: BinaryDataset) -> np.ndarray:
+        return self.assign(data.records)
+
+    def _fixed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Part j holds the column's value j and none of its others."""
+        return np.arange(self.first, self.first + self.k), np.eye(self.k)
+
+    def assign(self, records: Any) -> np.ndarray:
+        """The rank of the column's value each record holds (post-processing of nothing: the part's definition)."""
+        if records.shape[1] < self.first + self.k:
+            raise ConfigError(f"partition.method 'column': items {self.first}..{self.first + self.k - 1} are not all "
+                              f"in the item universe of {records.shape[1]}")
+        held = records[:, self.first: self.first + self.k]
+        held = held.toarray() if hasattr(held, "toarray") else np.asarray(held)
+        return np.asarray(held > 0).argmax(axis=1).astype(np.int64)
 
 
 @dataclass

@@ -179,6 +179,10 @@ def public_inputs(cfg: Config, data: Records, magnitude: int) -> list[dict[str, 
         out.append({"quantity": "image shape", "value": list(data.image_shape), "why": "fixed by the data format"})
     if cfg.partition.method == "label":
         out.append({"quantity": "label set", "value": f"{cfg.partition.k} labels", "why": "declared as partition.k"})
+    if cfg.partition.method == "column":
+        out.append({"quantity": "the groups", "value": f"one per value of items {cfg.partition.options.get('first', 0)}"
+                    f" to {cfg.partition.options.get('first', 0) + cfg.partition.k - 1}",
+                    "why": "a declared column's values (partition.method: column)"})
     if cfg.partition.init == "public" and cfg.data.source == "mnist":
         out.append({"quantity": "public sample", "value": "the other MNIST split",
                     "why": "initial k-means centres come from published data"})

@@ -304,8 +304,12 @@ class PartMeansStage(ArrayStage):
             ctx.accountant.spend(CHOICE, untrained_choice_entry(self.cfg, data.n_items, ctx.output("dependence")))
         chunked = isinstance(data, ChunkedRecords)
         records, assignments = (data, partition.rule) if chunked else (data.records, partition.assignments)
-        return noisy_part_means(records, assignments, partition.noisy_sizes,
-                                clip=mean_bound(self.cfg, ctx), noise_multiplier=mean_noise(self.cfg, ctx),
-                                accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
-                                totals_noise_multiplier=self.cfg.model.totals_noise_multiplier,
-                                kept=mass_kept(self.cfg, ctx))
+        means = noisy_part_means(records, assignments, partition.noisy_sizes,
+                                 clip=mean_bound(self.cfg, ctx), noise_multiplier=mean_noise(self.cfg, ctx),
+                                 accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
+                                 totals_noise_multiplier=self.cfg.model.totals_noise_multiplier,
+                                 kept=mass_kept(self.cfg, ctx))
+        if partition.fixed is not None:  # what the parts' definition fixes, in place of its noisy estimate
+            items, frequencies = partition.fixed
+            means[:, items] = np.clip(frequencies, FLOOR, 1.0 - FLOOR)
+        return means

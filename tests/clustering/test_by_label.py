@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpgm.clustering.base import STAGE
-from dpgm.clustering.by_label import ByLabel, SinglePart
+from dpgm.clustering.by_label import ByColumn, ByLabel, SinglePart
 from dpgm.data.dataset import BinaryDataset
 from dpgm.errors import DataError
 from dpgm.privacy.accountant import Accountant
@@ -94,3 +94,49 @@ def test_target_epsilon_calibrates_the_histogram():
     part = ByLabel(k=3, target_epsilon=0.5).fit(block_dataset(), acc, np.random.default_rng(0))
     assert 0.499 <= acc.spent().epsilon <= 0.5
     assert part.info["stage_epsilon"] == pytest.approx(acc.spent().epsilon)
+
+
+def column_records(values: np.ndarray, k: int, first: int, n_items: int) -> np.ndarray:
+    """Records holding item ``first + value`` of a k-valued column and a fixed other item (``n_items`` in all)."""
+    x = np.zeros((values.size, n_items), dtype=np.uint8)
+    x[np.arange(values.size), first + values] = 1
+    x[:, 0] = 1
+    return x
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_column_parts_are_the_value_each_record_holds_and_sizes_one_noisy_histogram(sparse):
+    import scipy.sparse as sp
+
+    values = np.random.default_rng(1).integers(0, 3, size=300)
+    x = column_records(values, 3, first=2, n_items=6)
+    data = BinaryDataset(records=sp.csr_matrix(x) if sparse else x, item_names=[str(j) for j in range(6)])
+    acc = Accountant(delta=1e-5)
+    part = ByColumn(k=3, first=2, noise_multiplier=2.0).fit(data, acc, np.random.default_rng(0))
+    np.testing.assert_array_equal(part.assignments, values)
+    event = histogram_event(acc, 3, 2.0)
+    expected = np.bincount(values, minlength=3) + replayed_noise(event, 3, seed=0)
+    np.testing.assert_array_equal(part.info["released_counts"], expected)
+    assert part.info["method"] == "column" and part.centres is None
+    np.testing.assert_array_equal(part.rule(data.records), values)  # streams: the rule of a chunk's records
+    items, frequencies = part.fixed  # part j holds value j and no other, by definition
+    np.testing.assert_array_equal(items, [2, 3, 4])
+    np.testing.assert_array_equal(frequencies, np.eye(3))
+    assert ByLabel(k=3).fit(block_dataset(n=30, k=3), acc, np.random.default_rng(0)).fixed is None
+
+
+def test_column_partitioner_is_registered_with_its_first_item_and_refuses_a_column_beyond_the_items():
+    from dpgm.clustering import make_partitioner
+    from dpgm.config import PartitionConfig
+    from dpgm.errors import ConfigError
+
+    partitioner = make_partitioner(PartitionConfig(method="column", k=2, options={"first": 4}))
+    assert isinstance(partitioner, ByColumn) and (partitioner.k, partitioner.first) == (2, 4)
+    values = np.array([0, 1, 1, 0])
+    np.testing.assert_array_equal(partitioner.assign(column_records(values, 2, 4, 6)), values)
+    acc = Accountant(delta=1e-5)
+    with pytest.raises(ConfigError, match="not all in the item universe of 5"):
+        partitioner.fit(BinaryDataset(records=np.ones((4, 5), dtype=np.uint8), item_names=list("abcde")), acc, np.random.default_rng(0))
+    assert acc.ledger.entries == []
+    with pytest.raises(ConfigError, match="first: must be >= 0"):
+        make_partitioner(PartitionConfig(method="column", k=2, options={"first": -1}))
