@@ -337,6 +337,21 @@ class Config:
             value = getattr(self, f.name)
             if hasattr(value, "validate"):
                 value.validate()
+        if self.partition.method == "column" and self.partition.options.get("column") is not None:
+            self._declare_column(str(self.partition.options["column"]))
+
+    def _declare_column(self, name: str) -> None:
+        """partition.method column named by its column: the first item and the number of values (partition.k) that
+        data.schema declares for it (its items run column by column)."""
+        require(self.data.schema is not None, "partition", "options", "column needs data.schema (the column's values)")
+        from dpgm.tables import table_schema
+
+        schema = table_schema(self.data.schema)
+        require(name in schema.names, "partition", "options",
+                f"column {name!r} is not a column of data.schema ({', '.join(schema.names)})")
+        j = schema.names.index(name)
+        self.partition.options = {**self.partition.options, "first": sum(schema.attribute_sizes[:j])}
+        self.partition.k = schema.attribute_sizes[j]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

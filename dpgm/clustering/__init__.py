@@ -87,7 +87,7 @@ def _label(cfg: PartitionConfig, _options: None, _public: BinaryDataset | None) 
 @PARTITIONERS.register("column", options=ColumnOptions,
                        doc="one part per value of a declared table's column (noisy value counts)")
 def _column(cfg: PartitionConfig, options: ColumnOptions, _public: BinaryDataset | None) -> Partitioner:
-    return ByColumn(k=cfg.k, first=options.first, **_common(cfg))
+    return ByColumn(k=cfg.k, first=int(options.first), **_common(cfg))  # type: ignore[arg-type]
 
 
 @PARTITIONERS.register("none", doc="a single part (only a noisy record count is released)")

@@ -116,11 +116,16 @@ class ByLabel(_HistogramPartitioner):
 @dataclass(frozen=True)
 class ColumnOptions:
     """partition.method 'column': the column's values are items ``first`` .. ``first + k - 1`` (a declared table's
-    attribute=value items run column by column: ``data.attribute_sizes``)."""
+    attribute=value items run column by column: ``data.attribute_sizes``), or the declared schema's ``column`` by
+    name, which sets ``first`` and ``partition.k`` (``Config.validate``)."""
 
-    first: int = 0
+    first: int | None = None
+    column: str | None = None
 
     def __post_init__(self) -> None:
+        if self.first is None:
+            raise ConfigError("partition.options: 'column' needs first (the column's first item) or column (its name "
+                              "in data.schema)")
         if self.first < 0:
             raise ConfigError(f"partition.options.first: must be >= 0, got {self.first}")
 

@@ -140,3 +140,5 @@ def test_column_partitioner_is_registered_with_its_first_item_and_refuses_a_colu
     assert acc.ledger.entries == []
     with pytest.raises(ConfigError, match="first: must be >= 0"):
         make_partitioner(PartitionConfig(method="column", k=2, options={"first": -1}))
+    with pytest.raises(ConfigError, match="needs first"):
+        make_partitioner(PartitionConfig(method="column", k=2))

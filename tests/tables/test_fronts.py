@@ -172,12 +172,13 @@ def test_a_parquet_table_loads_as_its_csv_does(tmp_path) -> None:
 
 
 def test_a_columns_values_as_the_groups_each_draw_their_own_value_and_are_listed_as_public() -> None:
-    """partition.method column over a declared column forms one group per value, each a noisy count listed as public,
-    and each group's model draws its own value only (fixed by the group's definition)."""
+    """partition.method column over a declared column (by name: its first item and number of values from the schema)
+    forms one group per value, each a noisy count listed as public, and each group's model draws its own value only
+    (fixed by the group's definition)."""
     schema = {**SCHEMA, "target": "smoker"}
     df = frame(600)
     synth = dpgm.Synthesizer(epsilon=1.0, schema=schema, seed=0, options={
-        "partition": {"method": "column", "k": 2, "options": {"first": 18}}}).fit(df)
+        "partition": {"method": "column", "options": {"column": "smoker"}}}).fit(df)
     report = synth.privacy_report
     assert len(report["noisy_part_sizes"]) == 2
     public = {p["quantity"]: p for p in report["public_inputs"]}
@@ -193,3 +194,17 @@ def test_a_columns_values_as_the_groups_each_draw_their_own_value_and_are_listed
     records, parts = np.concatenate([r for r, _ in chunks]), np.concatenate([p for _, p in chunks])
     np.testing.assert_array_equal(records[:, 18:20].argmax(axis=1), parts)  # each group draws its value only
     assert (records[:, 18:20].sum(axis=1) == 1).all() and set(parts) == {0, 1}
+
+
+def test_a_column_named_for_the_groups_must_be_a_declared_one() -> None:
+    from dpgm.config import config_from_dict
+    from dpgm.errors import ConfigError
+
+    table = {"source": "csv", "path": "x.csv", "schema": SCHEMA}
+    with pytest.raises(ConfigError, match="column 'height' is not a column of data.schema"):
+        config_from_dict({"data": table, "partition": {"method": "column", "options": {"column": "height"}}})
+    with pytest.raises(ConfigError, match="column needs data.schema"):
+        config_from_dict({"data": {"source": "csv", "path": "x.csv"},
+                          "partition": {"method": "column", "options": {"column": "smoker"}}})
+    cfg = config_from_dict({"data": table, "partition": {"method": "column", "options": {"column": "region"}}})
+    assert (cfg.partition.k, cfg.partition.options) == (3, {"column": "region", "first": 15})
