@@ -28,13 +28,12 @@ from pages.peers import earlier, epsilon_two
 from pages.privacy import accounting
 from pages.rules import capacity_section, dependence_section, generic_rules, rules_sweep_section
 from pages.tables import (
+    candidate_runs,
     deep_section,
     eps_section,
     large_section,
-    parts_section,
     seeds_section,
     tables_section,
-    target_section,
 )
 from pages.throughput import (
     distributed,
@@ -93,7 +92,7 @@ def results() -> str:
     busy = [threads_busy("config_timings_busy.json", "Threads beside another job: every shipped config", THREADS_ALL),
             threads_busy("threads_busy.json", "Threads and wait policies (before)", THREADS_WAIT)]
     sections = (headline(), no_cliff_section(), epsilon_two(), tables_section(), seeds_section(), eps_section(),
-                large_section(), parts_section(), target_section(), deep_section(),
+                large_section(), *candidate_runs(), deep_section(),
                 generic_time(), timings(), train_on_synthetic(), partition_tos(), partitioners(), partition_release(),
                 subspace(), audit(), accounting(), throughput(),
                 noise_bound(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall(), *busy,

@@ -86,6 +86,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "nototals": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.0},
     # every value's count over all records at 10% of rho where parts form (shipped: 25%)
     "ttot10": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.1},
+    # a declared table's groups by DP Lloyd (the rules before; shipped: DP kernel k-means), in 10, 5 or 20
+    # iterations, or with every value's count over all records at 10% or 40% of rho
+    "lloyd": {"dpgm.rules.TABLE_PARTITIONER": "lloyd"},
+    "it5": {"dpgm.rules.TABLE_PARTITIONER": "lloyd", "dpgm.rules.LLOYD_ITERATIONS": 5},
+    "it20": {"dpgm.rules.TABLE_PARTITIONER": "lloyd", "dpgm.rules.LLOYD_ITERATIONS": 20},
+    "lttot10": {"dpgm.rules.TABLE_PARTITIONER": "lloyd", "dpgm.rules.TABLE_TOTALS_SHARE": 0.1},
+    "lttot40": {"dpgm.rules.TABLE_PARTITIONER": "lloyd", "dpgm.rules.TABLE_TOTALS_SHARE": 0.4},
     # a part per 5,000 (the rules before), 10,000 (shipped) or 15,000 records at epsilon 1 for a declared table
     "p5": {"dpgm.rules.TABLE_RECORDS_PER_PART": 5_000},
     "p10": {"dpgm.rules.TABLE_RECORDS_PER_PART": 10_000},

@@ -112,6 +112,18 @@ TABLE: tuple[Row, ...] = (
         "pairs)", lambda c: rules.by_attribute(c.facts)),
     Row("partition.k", "N x epsilon / {RECORDS_PER_PART:,}, at most {MAX_PARTS}", "otherwise",
         "{k} groups (one per {RECORDS_PER_PART:,} records at epsilon 1, at most {MAX_PARTS})", lambda c: True),
+    Row("partition.method", "{TABLE_PARTITIONER}", "k > 1 groups of a tree over a declared table's attributes",
+        "The groups are formed by {TABLE_PARTITIONER} (DP kernel k-means on random Fourier features): a declared "
+        "table's trees fit its groups better than those of {PARTITIONER}.",
+        lambda c: c.settings["partition.method"] == rules.TABLE_PARTITIONER and c.settings["partition.k"] > 1
+        and rules.by_attribute(c.facts)),
+    Row("partition.method", "{PARTITIONER}", "k > 1 groups otherwise",
+        "The groups are formed by the partitioner {PARTITIONER}.",
+        lambda c: c.settings["partition.method"] == rules.PARTITIONER and c.settings["partition.k"] > 1, said=False),
+    Row("partition.method", "none", "one group", "One group: only its noisy count is released.",
+        lambda c: c.settings["partition.k"] == 1, said=False),
+    Row("partition.method", "as stated", "the config states partition.method", "as the config states",
+        lambda c: True, said=False),
     Row("model.lengths_from_bound", "on", "N x epsilon at least {LENGTHS_SCALE:,}, not a declared table, and the "
         "config leaves the release's length histogram open",
         "A noisy histogram of record lengths is measured, and the release follows it while each group keeps its "

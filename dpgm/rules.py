@@ -77,6 +77,10 @@ TABLE_TOTALS_SHARE = 0.25
 LLOYD_ITERATIONS = 10
 #: The partitioner of k > 1 parts, by its rule in PARTITIONER_RULES (lloyd, kernel_kmeans, lsh_tree).
 PARTITIONER = "lloyd"
+#: The same for a declared table's tree over its attributes (``partitioner_of``): its records, one value of each
+#: attribute, are grouped by DP kernel k-means on random Fourier features, whose groups its trees fit better than DP
+#: Lloyd's on the raw values.
+TABLE_PARTITIONER = "kernel_kmeans"
 #: lsh_tree: hash bits and the share of its rho on the tree's counts.
 LSH_MAX_DEPTH, LSH_COUNT_SHARE = 20, 0.2
 #: A record's L2 norm is clipped to that of this many items in the noisy part means (without the length bound).
@@ -165,6 +169,12 @@ def parts(facts: PublicFacts) -> int:
     N * epsilon = PARTITION_SCALE."""
     scale = facts.scale
     return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // records_per_part(facts))))
+
+
+def partitioner_of(facts: PublicFacts) -> str:
+    """The partitioner of k > 1 parts: TABLE_PARTITIONER for a tree over a declared table's attributes
+    (``by_attribute``), else PARTITIONER."""
+    return TABLE_PARTITIONER if by_attribute(facts) else PARTITIONER
 
 
 def records_per_part(facts: PublicFacts) -> int:
@@ -347,7 +357,7 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     if k == 1:
         out.update({"partition.method": "none", "partition.noise_multiplier": sigma_for_share(rho, partition_share)})
     else:
-        out.update(PARTITIONER_RULES[partitioner or PARTITIONER](rho * partition_share))
+        out.update(PARTITIONER_RULES[partitioner or partitioner_of(facts)](rho * partition_share))
     if kind == "tree":  # over the declared attributes where TABLE_BY_ATTRIBUTE and the schema say which item is whose
         over = by_attribute(facts)
         out["model.options"] = {**tree_options(rho, facts.attributes if over else items, tree_share,

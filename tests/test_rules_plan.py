@@ -139,3 +139,7 @@ def test_a_declared_tables_groups_are_larger_than_other_datas_and_the_plan_says_
     assert table.settings["partition.k"] == 60_000 // rules.TABLE_RECORDS_PER_PART < items.settings["partition.k"]
     assert items.settings["partition.k"] == min(rules.MAX_PARTS, 60_000 // rules.RECORDS_PER_PART)
     assert f"one per {rules.TABLE_RECORDS_PER_PART:,} records" in table.reasons["partition.k"]
+    assert (table.settings["partition.method"], items.settings["partition.method"]) == (
+        rules.TABLE_PARTITIONER, rules.PARTITIONER)  # a table's groups by its own partitioner, with its reason
+    assert f"formed by {rules.TABLE_PARTITIONER}" in table.reasons["partition.method"]
+    assert "partition.method" in table.said and "partition.method" not in items.said

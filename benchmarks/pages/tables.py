@@ -468,7 +468,7 @@ def large_section() -> str:
                               "## Declared tables at 30,000 records and the whole fit half", partial=("tattr12",))
 
 
-#: The run of the parts' size and of second parents on declared tables (``parts_section``), its candidates in
+#: The run of the parts' size and of second parents on declared tables (``CANDIDATE_RUNS``), its candidates in
 #: display order, and those run on some settings only (every epsilon-0.3 setting and online-shoppers lack them).
 PARTS = "tables_lodo_parts.json"
 PARTS_CANDIDATES = ("default", "p5", "p15", "tri3p15", "onepart")
@@ -487,16 +487,11 @@ PARTS_WHAT = (
     "part (`tri3one`): rules since removed, their patches in the file's `removed_candidates`. Then seed 2 for "
     "`default`, `p5` and `p15` (every table at 30,000 records, and the whole fit half but for nist-taxi's and "
     "temporal-match2's and salary's at epsilon 3). Each cell: the 3-way workload error (the 1-way in brackets) / the "
-    "AUC, the mean over the seeds (a count in brackets: fewer than the setting's most).")
+    "AUC, the mean over the seeds (a count in brackets: fewer than the setting's most). Its groups are DP Lloyd's, "
+    "the rules of its day: the shipped rules form them by DP kernel k-means (the groups' section below).")
 
 
-def parts_section() -> str:
-    """The parts' size and second parents on declared tables (``candidates_section``)."""
-    return candidates_section(PARTS, PARTS_CANDIDATES, ("default", "p5"), PARTS_WHAT,
-                              "## Declared tables: the parts' size and second parents", partial=PARTS_PARTIAL)
-
-
-#: The run of a declared target's values as the groups (``target_section``) and its candidates in display order.
+#: The run of a declared target's values as the groups (``CANDIDATE_RUNS``) and its candidates in display order.
 TARGET = "tables_lodo_target.json"
 TARGET_CANDIDATES = ("default", "tgt0")
 
@@ -508,10 +503,43 @@ TARGET_WHAT = (
     "of the declared target column at every size (`partition.method: column`, a noisy count per value at the single "
     "group's share of rho, in place of one group or DP Lloyd's groups), each group's tree over the attributes fitted "
     "with the target's value fixed (the group's definition). Each cell: the 3-way workload error (the 1-way in "
-    "brackets) / the AUC of a classifier of the target trained on the release, the mean over the seeds.")
+    "brackets) / the AUC of a classifier of the target trained on the release, the mean over the seeds. `default` is "
+    "the rules of its day (DP Lloyd's groups where k > 1; shipped now: DP kernel k-means, the section above).")
 
 
-def target_section() -> str:
-    """A declared target's values as the groups (``candidates_section``)."""
-    return candidates_section(TARGET, TARGET_CANDIDATES, TARGET_CANDIDATES, TARGET_WHAT,
-                              "## Declared tables: the target's values as the groups")
+#: The run of the groups' partitioner and totals share on declared tables (``CANDIDATE_RUNS``), candidates in order.
+GROUPS = "tables_lodo_groups.json"
+GROUPS_CANDIDATES = ("default", "lloyd", "it5", "it20", "lttot10", "lttot40")
+
+GROUPS_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 30000 full --epsilons 3 1 --peers marginals --resume --threads 1` with "
+    "`--candidates lttot10 lttot40` (seeds 0 and 1), then `--candidates kkm it5 it20` (seeds 0 and 1) and "
+    "`--candidates lloyd default it5 --first-seed 2 --seeds 2`, under the names of the day (`benchmarks/results/"
+    "README.md`), on copies of the parts' run above (its `default`, then DP Lloyd's groups, here `lloyd`, and the "
+    "marginals), two processes of one thread each under `nice`; then `--sizes full --epsilons 0.3 --candidates "
+    "default` on nist-taxi, temporal-match2 and salary (the whole halves whose N epsilon forms groups at 0.3): every "
+    "table at 30,000 records and the whole fit half where the rules form k > 1 groups of a declared table. `default` "
+    "(shipped) forms them by DP kernel k-means on random Fourier features (`TABLE_PARTITIONER`, the config's 200 "
+    "features and gamma), `lloyd` by DP Lloyd (the rules before), `it5` and `it20` by DP Lloyd in 5 and 20 "
+    "iterations (shipped: 10), the partition's share of rho the same; `lttot10` and `lttot40` are DP Lloyd's groups "
+    "with every value's count over all records at 10% and 40% of rho (shipped: 25%, `TABLE_TOTALS_SHARE`, chosen "
+    "with groups of 5,000 records). Each cell: the 3-way workload error (the 1-way in brackets) / the AUC, the mean "
+    "over the seeds.")
+
+
+#: The candidates' runs on declared tables after the large run, in page order: (file, candidates, those whose cells
+#: show the 1-way error and AUC too, what was run, title, candidates run on some settings or seeds only).
+CANDIDATE_RUNS = (
+    (PARTS, PARTS_CANDIDATES, ("default", "p5"), PARTS_WHAT, "## Declared tables: the parts' size and second parents",
+     PARTS_PARTIAL),
+    (GROUPS, GROUPS_CANDIDATES, ("default", "lloyd"), GROUPS_WHAT,
+     "## Declared tables: the groups' partitioner and totals", ("lttot10", "lttot40", "it20")),
+    (TARGET, TARGET_CANDIDATES, TARGET_CANDIDATES, TARGET_WHAT, "## Declared tables: the target's values as the groups",
+     ()),
+)
+
+
+def candidate_runs() -> list[str]:
+    """Each run of ``CANDIDATE_RUNS`` (``candidates_section``)."""
+    return [candidates_section(name, candidates, full, what, title, partial=partial)
+            for name, candidates, full, what, title, partial in CANDIDATE_RUNS]
