@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpgm.clustering.base import STAGE, Partition, one_part
+from dpgm.clustering.base import STAGE, Partition, one_part, saved_rule
 from dpgm.clustering.noisy_lloyd import resolve_sigma, stage_epsilon
 from dpgm.data.chunks import ChunkedRecords, Records, summed
 from dpgm.data.dataset import BinaryDataset
@@ -81,7 +81,11 @@ class _HistogramPartitioner:
             "released_counts": released.tolist(),
         }
         return Partition(assignments=parts, noisy_sizes=project_to_total(released, released.sum()), centres=None,
-                         info=info, rule=self.assign if self.streams else None, fixed=self._fixed())
+                         info=info, rule=self._rule(), fixed=self._fixed())
+
+    def _rule(self) -> Any:
+        """The parts of a chunk's records (``Partition.rule``) where the partitioner streams."""
+        return self.assign if self.streams else None
 
     def _fixed(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The items each part's definition fixes (``Partition.fixed``): none."""
@@ -130,6 +134,35 @@ class ColumnOptions:
             raise ConfigError(f"partition.options.first: must be >= 0, got {self.first}")
 
 
+def column_parts(records: Any, first: int, k: int) -> np.ndarray:
+    """The rank among items ``first`` .. ``first + k - 1`` of the first one each record holds (0: none)."""
+    if records.shape[1] < first + k:
+        raise ConfigError(f"partition.method 'column': items {first}..{first + k - 1} are not all in the item "
+                          f"universe of {records.shape[1]}")
+    held = records[:, first: first + k]
+    held = held.toarray() if hasattr(held, "toarray") else np.asarray(held)
+    return np.asarray(held > 0).argmax(axis=1).astype(np.int64)
+
+
+@saved_rule("column")
+@dataclass(frozen=True)
+class ColumnRule:
+    """A column's groups as a rule a checkpoint can hold (public: the column's items)."""
+
+    first: int
+    k: int
+
+    def __call__(self, records: Any) -> np.ndarray:
+        return column_parts(records, self.first, self.k)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "k": self.k}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ColumnRule:
+        return cls(int(state["first"]), int(state["k"]))
+
+
 @dataclass
 class ByColumn(_HistogramPartitioner):
     """One part per value of a declared table's column: a record's part is the rank of the first of the column's k
@@ -146,14 +179,12 @@ class ByColumn(_HistogramPartitioner):
         """Part j holds the column's value j and none of its others."""
         return np.arange(self.first, self.first + self.k), np.eye(self.k)
 
+    def _rule(self) -> ColumnRule:
+        return ColumnRule(self.first, self.k)
+
     def assign(self, records: Any) -> np.ndarray:
-        """The rank of the column's value each record holds (post-processing of nothing: the part's definition)."""
-        if records.shape[1] < self.first + self.k:
-            raise ConfigError(f"partition.method 'column': items {self.first}..{self.first + self.k - 1} are not all "
-                              f"in the item universe of {records.shape[1]}")
-        held = records[:, self.first: self.first + self.k]
-        held = held.toarray() if hasattr(held, "toarray") else np.asarray(held)
-        return np.asarray(held > 0).argmax(axis=1).astype(np.int64)
+        """The rank of the column's value each record holds (the part's definition)."""
+        return column_parts(records, self.first, self.k)
 
 
 @dataclass

@@ -73,6 +73,9 @@ class PartitionStage(Stage):
             state["assignments"] = torch.as_tensor(self.output.assignments)
         elif hasattr(self.output.rule, "rule_name"):  # records in chunks: the released rule (RULES)
             state["rule"] = {"kind": self.output.rule.rule_name, **self.output.rule.state_dict()}
+        if self.output.fixed is not None:  # public: what the parts' definition fixes
+            state["fixed"] = {"items": torch.as_tensor(self.output.fixed[0]),
+                              "frequencies": torch.as_tensor(self.output.fixed[1])}
         return state
 
     def rank_state_dict(self) -> dict[str, Any] | None:
@@ -83,9 +86,10 @@ class PartitionStage(Stage):
         self.output = dataclasses.replace(self.output, assignments=state["assignments"].numpy())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        sizes, rule = state["noisy_sizes"].numpy(), state.get("rule")
+        sizes, rule, fixed = state["noisy_sizes"].numpy(), state.get("rule"), state.get("fixed")
+        fixed = None if fixed is None else (fixed["items"].numpy(), fixed["frequencies"].numpy())
         if "assignments" in state:
-            self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=sizes)
-        else:  # records in chunks: the released centres' rule, or the single part's
-            self.output = Partition(assignments=None, noisy_sizes=sizes,
+            self.output = Partition(assignments=state["assignments"].numpy(), noisy_sizes=sizes, fixed=fixed)
+        else:  # records in chunks: the released rule (centres, a column), or the single part's
+            self.output = Partition(assignments=None, noisy_sizes=sizes, fixed=fixed,
                                     rule=one_part if rule is None else RULES[rule["kind"]].from_state(rule))

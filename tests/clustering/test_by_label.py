@@ -142,3 +142,25 @@ def test_column_partitioner_is_registered_with_its_first_item_and_refuses_a_colu
         make_partitioner(PartitionConfig(method="column", k=2, options={"first": -1}))
     with pytest.raises(ConfigError, match="needs first"):
         make_partitioner(PartitionConfig(method="column", k=2))
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_a_column_partition_survives_a_checkpoint_with_its_rule_and_fixed_items(in_memory):
+    """A resumed run keeps what the parts' definition fixes and, for records in chunks, the column's rule (not the
+    single part's)."""
+    import dataclasses
+
+    from dpgm.config import Config
+    from dpgm.stages.partition import PartitionStage
+
+    values = np.random.default_rng(2).integers(0, 3, size=50)
+    x = column_records(values, 3, first=1, n_items=5)
+    data = BinaryDataset(records=x, item_names=[str(j) for j in range(5)])
+    part = ByColumn(k=3, first=1).fit(data, Accountant(delta=1e-5), np.random.default_rng(0))
+    saved = PartitionStage(Config())
+    saved.output = part if in_memory else dataclasses.replace(part, assignments=None)
+    loaded = PartitionStage(Config())
+    loaded.load_state_dict(saved.state_dict())
+    np.testing.assert_array_equal(loaded.output.fixed[0], [1, 2, 3])
+    np.testing.assert_array_equal(loaded.output.fixed[1], np.eye(3))
+    np.testing.assert_array_equal(loaded.output.parts_of(data), values)
