@@ -321,9 +321,6 @@ class Config:
         require(self.model.tree_above <= 0 or (self.partition.dependence_noise_multiplier is not None
                                                and self.data.min_items <= 1), "model", "tree_above",
                 "needs partition.dependence_noise_multiplier (the measurement) and data.min_items 0 or 1")
-        require(not (self.model.kind == "tree" and self.model.options.get("by_attribute"))
-                or self.data.attribute_sizes is not None, "model", "options",
-                "by_attribute needs data.attribute_sizes (the attributes its tree is over)")
         require(self.model.kind != "tree" or self.data.min_items <= 1, "model", "kind",
                  "tree supports data.min_items 0 or 1 (it keeps its frequencies among non-empty records only)")
         require(self.model.calibrate != "total"
@@ -337,8 +334,22 @@ class Config:
             value = getattr(self, f.name)
             if hasattr(value, "validate"):
                 value.validate()
+        # after the sections': data.schema sets data.attribute_sizes
+        require(not (self.model.kind == "tree" and self.model.options.get("by_attribute"))
+                or self.data.attribute_sizes is not None, "model", "options",
+                "by_attribute needs data.attribute_sizes or data.schema (the attributes its tree is over)")
+        if self.model.kind == "tree" and self.model.options.get("target_parent"):
+            self._declared_target()
         if self.partition.method == "column" and self.partition.options.get("column") is not None:
             self._declare_column(str(self.partition.options["column"]))
+
+    def _declared_target(self) -> None:
+        """model.options.target_parent: data.schema declares the target its tree is rooted at."""
+        require(self.data.schema is not None, "model", "options", "target_parent needs data.schema with a target")
+        from dpgm.tables import table_schema
+
+        require(table_schema(self.data.schema).target is not None, "model", "options",
+                "target_parent needs data.schema to declare its target (the column every attribute is drawn given)")
 
     def _declare_column(self, name: str) -> None:
         """partition.method column named by its column: the first item and the number of values (partition.k) that

@@ -8,7 +8,8 @@ not modelled, or none at all), each drawn given its parent attribute's value. Pa
 statistics, not trained: dpgm.stages.item_pairs fits them from the part's noisy means and the noisy
 tables of the chosen attribute pairs. An attribute may also have a second parent, a neighbour of its parent in
 the tree (its grandparent or an earlier sibling): it is then drawn given both, from a noisy table of the three
-(a junction tree of triples, as PrivBayes's degree-2 networks; ``model.options.triple_noise_multiplier``).
+(a junction tree of triples, as PrivBayes's degree-2 networks; ``model.options.triple_noise_multiplier``), or the
+tree's root, a class every attribute is drawn given (tree-augmented naive Bayes; ``model.options.target_parent``).
 Sampling is ancestral, parents first.
 """
 
@@ -59,14 +60,50 @@ def systematic_choices(probs: Tensor, counts: Tensor, generator: torch.Generator
     return picks[starts[row] + torch.cat(shuffles)]
 
 
+def roots_of(parent: list[int]) -> list[int]:
+    """Each attribute's tree's root (a forest without a cycle)."""
+    out = []
+    for t in range(len(parent)):
+        while parent[t] >= 0:
+            t = parent[t]
+        out.append(t)
+    return out
+
+
+def seconds_allowed(parent: list[int], second: list[int]) -> bool:
+    """Whether every second parent [T] (-1: none) is one the model can draw and whose frequencies it knows exactly:
+    its parent's parent or an earlier sibling (a tree edge's joint with the parent), or the root of its tree (a tree
+    rooted at a class, each attribute given the class as well: tree-augmented naive Bayes, Friedman, Geiger and
+    Goldszmidt 1997) where every second parent on its path from the root is that root (``marginals`` then follows
+    every attribute's joint with the root)."""
+    roots = roots_of(parent)
+    for t, s in enumerate(second):
+        p = parent[t]
+        if s < 0:
+            continue
+        if p < 0:
+            return False
+        if s == parent[p] or (parent[s] == p and s < t):
+            continue
+        if s != roots[t]:
+            return False
+        a = p
+        while parent[a] >= 0:
+            if second[a] not in (-1, s):
+                return False
+            a = parent[a]
+    return True
+
+
 class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
     """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root); ``second[t]``:
-    its second parent (-1: none), a neighbour of its parent drawn before it. Values 0 (none) and 1 .. (the
-    attribute's items in id order) fall in groups, ``groups[t, v]``; P(attribute t takes value v | its parents'
-    values) = cell (row, group of v) of t's table times ``within[t, v]``, the row its parent's group (0 for a
-    root), times the second parent's number of groups plus the second's group where it has one. t's table has
-    ``shapes[t]`` = (rows, groups of t); the tables lie one after another in ``tables``. Every value its own group:
-    a dense table, of the attributes' own sizes. The buffers take their shapes from ``set_tree``."""
+    its second parent (-1: none), a neighbour of its parent or its tree's root, drawn before it
+    (``seconds_allowed``). Values 0 (none) and 1 .. (the attribute's items in id order) fall in groups,
+    ``groups[t, v]``; P(attribute t takes value v | its parents' values) = cell (row, group of v) of t's table
+    times ``within[t, v]``, the row its parent's group (0 for a root), times the second parent's number of groups
+    plus the second's group where it has one. t's table has ``shapes[t]`` = (rows, groups of t); the tables lie
+    one after another in ``tables``. Every value its own group: a dense table, of the attributes' own sizes. The
+    buffers take their shapes from ``set_tree``."""
 
     resized = ("parent", "second", "groups", "within", "tables", "shapes")
 
@@ -91,7 +128,7 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
         """The items' attributes [n_items], the forest over attributes [T] (checked acyclic), each value's group and
         weight in it [T, W] (W: the most values of one attribute), the tables over groups (``tables`` [>= L] read by
         ``shapes`` [T, 2]; L the sum of their cells, what follows is padding) and the second parents [T] (default:
-        none; each its parent's parent or a sibling of lower index, which ancestral order draws first)."""
+        none; each drawn before it, ``seconds_allowed``)."""
         attribute, parent = torch.as_tensor(attribute, dtype=torch.long), torch.as_tensor(parent, dtype=torch.long)
         second = torch.full_like(parent, -1) if second is None else torch.as_tensor(second, dtype=torch.long)
         groups, shapes = torch.as_tensor(groups, dtype=torch.long), torch.as_tensor(shapes, dtype=torch.long)
@@ -101,10 +138,9 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
                 or shapes.shape != (parent.numel(), 2) or tables.numel() < cells or second.shape != parent.shape):
             raise ValueError("attribute tree: one attribute per item and one table per attribute")
         order_of(parent)  # refuses a cycle
-        for t, s in enumerate(second.tolist()):
-            p = int(parent[t])
-            if s >= 0 and not (p >= 0 and (s == int(parent[p]) or (int(parent[s]) == p and s < t))):
-                raise ValueError("attribute tree: a second parent is its parent's parent or an earlier sibling")
+        if not seconds_allowed(parent.tolist(), second.tolist()):
+            raise ValueError("attribute tree: a second parent is its parent's parent, an earlier sibling, or its "
+                             "tree's root where every second parent above it is that root")
         self.attribute, self.parent, self.groups, self.within = attribute.clone(), parent.clone(), groups.clone(), \
             within.clone()
         self.tables, self.shapes, self.second = tables[:cells].clone(), shapes.clone(), second.clone()
@@ -206,16 +242,29 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
         sizes, counts = self.sizes().tolist(), self.group_counts().tolist()
         marginal: dict[int, Tensor] = {}
         joint: dict[int, Tensor] = {}  # t -> [parent's groups, t's groups]
+        rooted: dict[int, Tensor] = {}  # t -> [its root's groups, t's groups], while every second parent is the root
+        parent, roots = self.parent.tolist(), roots_of(self.parent.tolist())
         for t in order_of(self.parent).tolist():
-            p, s, table = int(self.parent[t]), int(self.second[t]), self.table(t)
+            p, s, table = parent[t], int(self.second[t]), self.table(t)
             if p < 0:
                 marginal[t] = table[0]
+                rooted[t] = torch.diag(table[0])
                 continue
             if s < 0:
                 joint[t] = marginal[p][:, None] * table
+                if p in rooted:
+                    rooted[t] = rooted[p] @ table
             else:
-                pair = joint[p].T if s == int(self.parent[p]) else joint[s]  # [p's groups, s's groups]
-                joint[t] = (pair[:, :, None] * table.view(counts[p], counts[s], -1)).sum(dim=1)
+                if s == parent[p]:
+                    pair = joint[p].T  # [p's groups, s's groups]
+                elif parent[s] == p and s != roots[t]:
+                    pair = joint[s]
+                else:
+                    pair = rooted[p].T
+                triple = pair[:, :, None] * table.view(counts[p], counts[s], -1)
+                joint[t] = triple.sum(dim=1)
+                if s == roots[t]:
+                    rooted[t] = triple.sum(dim=0)
             marginal[t] = joint[t].sum(dim=0)
         out = torch.zeros(self.n_items, dtype=torch.float64, device=self.tables.device)
         for t in range(self.parent.numel()):

@@ -37,6 +37,10 @@ class TreeOptions:
     triple_noise_multiplier: float | None = opt(None, "by_attribute: give attributes a second parent (each chosen "
                                                       "by a select_epsilon exponential mechanism) and release the "
                                                       "triples' tables at this noise std / L2 sensitivity (None: none)")
+    target_parent: bool = opt(False, "by_attribute: root the tree at data.schema's target and draw every attribute "
+                                     "given the target as well as its parent (tree-augmented naive Bayes), the "
+                                     "table of the three released where its cells hold a noise std of records: in "
+                                     "place of the pair's, or beside it at triple_noise_multiplier where that is set")
 
     def __post_init__(self) -> None:
         if not (self.select_epsilon > 0 and self.pair_noise_multiplier > 0):
@@ -45,6 +49,8 @@ class TreeOptions:
             raise ValueError("all_pairs is for a tree of items, not by_attribute")
         if self.triple_noise_multiplier is not None and not (self.by_attribute and self.triple_noise_multiplier > 0):
             raise ValueError("triple_noise_multiplier must be > 0, and is for a tree by_attribute")
+        if self.target_parent and not self.by_attribute:
+            raise ValueError("target_parent is for a tree by_attribute")
 
 
 class ResizedBuffers:
@@ -174,15 +180,15 @@ def order_of(parent: Tensor) -> Tensor:
     return torch.tensor(sorted(range(len(parent)), key=lambda i: (depth[i], i)), dtype=torch.long)
 
 
-def orient(edges: list[tuple[int, int]], nodes: int) -> list[tuple[int, int]]:
-    """(parent, child) for every edge of a forest over ``nodes``, directed away from each component's lowest
-    node, in an order where a parent is reached before its children."""
+def orient(edges: list[tuple[int, int]], nodes: int, start: int = 0) -> list[tuple[int, int]]:
+    """(parent, child) for every edge of a forest over ``nodes``, directed away from ``start`` in its component
+    and from each other component's lowest node, in an order where a parent is reached before its children."""
     neighbours: list[list[int]] = [[] for _ in range(nodes)]
     for u, v in edges:
         neighbours[u].append(v)
         neighbours[v].append(u)
     seen, out = [False] * nodes, []
-    for root in range(nodes):
+    for root in [start, *range(nodes)]:
         if seen[root]:
             continue
         seen[root], stack = True, [root]

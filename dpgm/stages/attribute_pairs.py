@@ -174,11 +174,11 @@ def rake(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray
 
 
 def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: float,
-                       marginals: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
+                       marginals: list[np.ndarray], width: int, root: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(parent [T], probs [T, width, width]) of one part from its attributes' noisy marginals and its edges'
-    noisy tables of counts (``edge_tables`` order): the forest directed away from each component's lowest
-    attribute, each child's values given its parent's from the raked table, so every attribute keeps its
-    marginal exactly."""
+    noisy tables of counts (``edge_tables`` order): the forest directed away from ``root`` and each other
+    component's lowest attribute, each child's values given its parent's from the raked table, so every attribute
+    keeps its marginal exactly."""
     T = len(marginals)
     parent = np.full(T, -1, dtype=np.int64)
     probs = np.zeros((T, width, width))
@@ -188,7 +188,7 @@ def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: f
     for (a, b), counts in zip(edges, tables):
         joint = counts[:marginals[a].size, :marginals[b].size] / size
         table[(a, b)], table[(b, a)] = joint, joint.T
-    for u, v in orient(edges, T):
+    for u, v in orient(edges, T, start=root):
         parent[v] = u
         joint = rake(table[(u, v)], marginals[u], marginals[v])
         rows = joint.sum(axis=1, keepdims=True)  # a value its parent never takes: the marginal

@@ -105,10 +105,17 @@ def triple_conditional(table: np.ndarray, size: float, parent: np.ndarray, probs
     (p, t) joints: post-processing; a pair of parents' values the tree never draws keeps P(t | p)."""
     p = int(parent[t])
     first, second = tree_pair_joint(parent, probs, marginals, w, p), tree_pair_joint(parent, probs, marginals, p, t)
-    joint = rake_triple(table / size, first, second)
+    return given_both(rake_triple(table / size, first, second), first, probs[t, :marginals[p].size,
+                                                                              :marginals[t].size])
+
+
+def given_both(joint: np.ndarray, first: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """t's table given both parents from their joint with t [w, p, t] and their own [w, p], rows p-major ([p's
+    groups x w's groups, t's groups], ``AttributeTree``'s order); a pair of parents' values of no mass keeps
+    ``fallback``, P(t | p) [p's groups, t's groups]."""
     mass = first[:, :, None]
-    given = np.where(mass > 0, joint / np.maximum(mass, 1e-300), probs[t, None, :marginals[p].size, :marginals[t].size])
-    return given.transpose(1, 0, 2).reshape(-1, marginals[t].size)
+    given = np.where(mass > 0, joint / np.maximum(mass, 1e-300), fallback[None])
+    return given.transpose(1, 0, 2).reshape(-1, joint.shape[2])
 
 
 def triple_distances(table: np.ndarray, size: float, prediction: np.ndarray) -> float:
@@ -137,14 +144,18 @@ def second_parents(ctx: StageContext, rows_of: Callable[[BinaryDataset], list[An
         return np.concatenate([triple_counts(r, schema, g, f[0], a) for r, g, f, a in
                                zip(rows_of(chunk), groups, fits, asked)])
 
-    flat = collective.sum_over_ranks(summed(ctx.data, tables_of))
-    tables: list[dict[tuple[int, int], np.ndarray]] = []
+    local = summed(ctx.data, tables_of)  # this rank's: the release sums over ranks, the scores read every rank's
+    flat = collective.sum_over_ranks(local)
+    tables: list[dict[tuple[int, int], np.ndarray]] = []  # every rank's
+    mine: list[dict[tuple[int, int], np.ndarray]] = []  # this rank's
     start = 0
     for c, f, a in zip(counts, fits, asked):
         tables.append({})
+        mine.append({})
         for t, w in a:
             shape = (c[w], c[int(f[0][t])], c[t])
             tables[-1][(t, w)] = flat[start: start + int(np.prod(shape))].reshape(shape)
+            mine[-1][(t, w)] = local[start: start + int(np.prod(shape))].reshape(shape)
             start += int(np.prod(shape))
     chosen: list[list[tuple[int, int]]] = [[] for _ in slots]
     for r in range(max(len(s) for s in slots)):
@@ -158,7 +169,7 @@ def second_parents(ctx: StageContext, rows_of: Callable[[BinaryDataset], list[An
                 chosen[j].append((part[r][0], part[r][1][pick]))
     seconds = [np.full(T, -1, dtype=np.int64) for _ in slots]
     triples: list[dict[int, np.ndarray]] = [{} for _ in slots]
-    measured = [tables[j][key] for j, part in enumerate(chosen) for key in part]
+    measured = [mine[j][key] for j, part in enumerate(chosen) for key in part]
     if not measured:
         return seconds, triples
     noisy = gaussian_release(np.concatenate([m.ravel() for m in measured]), sensitivity=sensitivity,

@@ -21,6 +21,7 @@ class Schema:
 
     of: np.ndarray  # [m]: the attribute of each modelled item
     complete: np.ndarray  # [T]: every value of the attribute is modelled (its frequencies add up to one)
+    target: int | None = None  # the attribute data.schema declares its target (a classifier's column), if any
 
 
 def schema_of(cfg: Config, kept: np.ndarray | None) -> Schema | None:
@@ -32,7 +33,18 @@ def schema_of(cfg: Config, kept: np.ndarray | None) -> Schema | None:
     of = np.repeat(np.arange(len(sizes)), np.asarray(sizes, dtype=np.int64))
     if kept is not None:
         of = of[np.asarray(kept, dtype=np.int64)]
-    return Schema(of=of, complete=np.bincount(of, minlength=len(sizes)) == np.asarray(sizes))
+    return Schema(of=of, complete=np.bincount(of, minlength=len(sizes)) == np.asarray(sizes),
+                  target=declared_target(cfg))
+
+
+def declared_target(cfg: Config) -> int | None:
+    """The attribute index of data.schema's ``target`` (declared, public), or None where it declares none."""
+    if cfg.data.schema is None:
+        return None
+    from dpgm.tables import table_schema
+
+    schema = table_schema(cfg.data.schema)
+    return None if schema.target is None else schema.names.index(schema.target)
 
 
 def simplex_projection(values: np.ndarray, total: float) -> np.ndarray:

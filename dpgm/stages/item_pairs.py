@@ -59,6 +59,7 @@ from dpgm.stages.attribute_pairs import (
     value_counts,
     value_offsets,
 )
+from dpgm.stages.attribute_target import target_trees
 from dpgm.stages.attribute_triples import second_parents
 from dpgm.stages.attributes import Schema, project_values, schema_of
 from dpgm.stages.base import DictStage, StageContext
@@ -331,14 +332,18 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     scores = [attribute_distances(c, s, q, o) for c, s, (q, o) in zip(collective.sum_over_ranks(counts), sizes, parts)]
     edges = spanning_trees(scores, T, epsilon=options.select_epsilon, accountant=ctx.accountant, rng=ctx.rng)
     span = max(int(np.diff(o).max()) for _, o in parts)
-    tables = np.stack([edge_tables(c, e, o, span) for c, (_, o), e in zip(counts, parts, edges)])
-    cells, noisy = np.stack([edge_cells(e, o, span) for (_, o), e in zip(parts, edges)]), tables.copy()
-    if T > 1:  # the tables' own cells, not their padding to the widest
-        noisy[cells] = gaussian_release(tables[cells], sensitivity=sensitivity, rng=ctx.rng, stage=STAGE,
-                                        noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant)
-    fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (q, _) in zip(edges, noisy, sizes, parts)]
     seconds, triples = [None] * partition.k, [None] * partition.k
-    if options.triple_noise_multiplier is not None and T > 2:
+    if options.target_parent:
+        fits, seconds, triples = target_trees(ctx, lambda chunk: part_rows(chunk, partition), sizes, schema, groups,
+                                              counts, parts, edges, span, options, STAGE)
+    else:
+        tables = np.stack([edge_tables(c, e, o, span) for c, (_, o), e in zip(counts, parts, edges)])
+        cells, noisy = np.stack([edge_cells(e, o, span) for (_, o), e in zip(parts, edges)]), tables.copy()
+        if T > 1:  # the tables' own cells, not their padding to the widest
+            noisy[cells] = gaussian_release(tables[cells], sensitivity=sensitivity, rng=ctx.rng, stage=STAGE,
+                                            noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant)
+        fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (q, _) in zip(edges, noisy, sizes, parts)]
+    if options.triple_noise_multiplier is not None and T > 2 and not options.target_parent:
         seconds, triples = second_parents(ctx, lambda chunk: part_rows(chunk, partition), sizes, schema, groups, fits,
                                           [q for q, _ in parts], options, STAGE)
     trees = [tree_arrays(f[0], f[1], q, g, width, s2, tr)
