@@ -29,6 +29,10 @@ from dpgm.stages.attribute_triples import given_both, rake_triple, tree_pair_joi
 from dpgm.stages.attributes import Schema
 from dpgm.stages.base import StageContext
 
+#: Standard deviations of a triple's chi-square under no link beyond the tree above which the target is a second
+#: parent (``beyond_noise``: a one-sided test at about 2%).
+DEPENDENCE_SIGMAS = 2.0
+
 
 def rooted_parents(edges: list[tuple[int, int]], nodes: int, root: int) -> np.ndarray:
     """[nodes]: each attribute's parent in the tree of ``edges`` directed away from ``root`` (-1: a root)."""
@@ -47,11 +51,12 @@ def target_slots(parent: np.ndarray, counts: list[int], size: float, noise: floa
 
 
 def target_conditionals(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], target: int,
-                        tables: dict[int, np.ndarray], size: float) -> dict[int, np.ndarray]:
-    """Each attribute t of ``tables`` (its noisy counts [target, parent, t] over groups) drawn given its parent and
-    the target ([p's groups x target's groups, t's groups], ``given_both``), from the table raked to the model's
-    joint of the target with the parent and to the tree's (parent, t) joint, parents first: the model's joint of
-    the target with every attribute is followed along (an exact frequency, ``AttributeTree.marginals``)."""
+                        tables: dict[int, np.ndarray], size: float, noise: float) -> dict[int, np.ndarray]:
+    """The attributes t of ``tables`` (their noisy counts [target, parent, t] over groups, each cell's noise std
+    ``noise``) that depend on the target beyond their parent (``beyond_noise``), each drawn given its parent and the
+    target ([p's groups x target's groups, t's groups], ``given_both``) from its table raked to the model's joint of
+    the target with the parent and to the tree's (parent, t) joint, parents first; the model's joint of the target
+    with every attribute is followed along (an exact frequency, ``AttributeTree.marginals``). Post-processing."""
     rooted = {target: np.diag(marginals[target])}  # t -> [target's groups, t's groups]
     out = {}
     for t in order_of(torch.as_tensor(parent)).tolist():
@@ -59,13 +64,23 @@ def target_conditionals(parent: np.ndarray, probs: np.ndarray, marginals: list[n
         if p < 0:
             continue
         conditional = probs[t, :marginals[p].size, :marginals[t].size]
-        if t in tables:
+        prediction = rooted[p][:, :, None] * conditional[None]  # the target, the parent and t without their link
+        if t in tables and beyond_noise(tables[t], size * prediction, noise):
             joint = rake_triple(tables[t] / size, rooted[p], tree_pair_joint(parent, probs, marginals, p, t))
             out[t] = given_both(joint, rooted[p], conditional)
             rooted[t] = joint.sum(axis=1)
         else:
-            rooted[t] = rooted[p] @ conditional
+            rooted[t] = prediction.sum(axis=1)
     return out
+
+
+def beyond_noise(table: np.ndarray, prediction: np.ndarray, noise: float) -> bool:
+    """Whether a noisy table of counts departs from the ``prediction`` of it by more than its noise (std ``noise``
+    per cell) explains: its squared distance in noise stds above the cells' number by DEPENDENCE_SIGMAS standard
+    deviations of that chi-square. Each weak link kept would add its noise to what the release says of the target
+    (a classifier trained on it reads every attribute's); post-processing of released values."""
+    cells = table.size
+    return float((((table - prediction) / noise) ** 2).sum()) > cells + DEPENDENCE_SIGMAS * np.sqrt(2.0 * cells)
 
 
 def target_trees(ctx: StageContext, rows_of: Callable[[BinaryDataset], list[Any]], sizes: np.ndarray,
@@ -121,11 +136,12 @@ def target_trees(ctx: StageContext, rows_of: Callable[[BinaryDataset], list[Any]
             tables[len(pairs[j]) + e, :margin.shape[0], :margin.shape[1]] = margin
         parent, probs = fit_attribute_tree(pairs[j] + [(int(p[t]), t) for t in margins], tables, sizes[j], q, span,
                                            root=target)
+        kept = target_conditionals(parent, probs, q, target, cubes, sizes[j], noise)
         second = np.full(T, -1, dtype=np.int64)
-        second[slot] = target
+        second[list(kept)] = target
         fits.append((parent, probs))
         seconds.append(second)
-        conditionals.append(target_conditionals(parent, probs, q, target, cubes, sizes[j]))
+        conditionals.append(kept)
     return fits, seconds, conditionals
 
 

@@ -20,7 +20,7 @@ from dpgm.stages.attribute_pairs import (
     value_counts,
     value_offsets,
 )
-from dpgm.stages.attribute_target import rooted_parents, target_conditionals, target_slots
+from dpgm.stages.attribute_target import beyond_noise, rooted_parents, target_conditionals, target_slots
 from dpgm.stages.attribute_triples import triple_counts
 from dpgm.stages.attributes import Schema
 
@@ -60,7 +60,7 @@ def _fitted(x: np.ndarray, schema: Schema, edges: list[tuple[int, int]], with_ta
     seconds[slot] = target
     model = AttributeTree(len(schema.of))
     arrays = tree_arrays(parent, probs, marginals, groups, width, seconds,
-                         target_conditionals(parent, probs, marginals, target, cubes, n))
+                         target_conditionals(parent, probs, marginals, target, cubes, n, noise=1.0))
     model.set_tree(torch.as_tensor(schema.of), torch.as_tensor(parent),
                    **{k: torch.as_tensor(v) for k, v in arrays.items()})
     return model
@@ -113,6 +113,15 @@ def test_without_noise_the_target_as_second_parent_draws_what_no_tree_can():
     assert (rows[:, 3] == torch.as_tensor(2 * x[:, 2] + x[:, 0])).all()  # the parent's value, then the target's
 
 
+def test_a_link_to_the_target_is_kept_only_where_its_table_departs_from_the_tree_beyond_its_noise():
+    rng = np.random.default_rng(2)
+    prediction = 500.0 * rng.dirichlet(np.ones(12)).reshape(2, 3, 2)
+    kept = [beyond_noise(prediction + rng.normal(0.0, 10.0, prediction.shape), prediction, 10.0) for _ in range(2_000)]
+    assert 0.005 < np.mean(kept) < 0.05  # noise alone: about 2%
+    linked = prediction * np.array([1.3, 0.7])[:, None, None]  # the target moves every cell by 15-30%
+    assert beyond_noise(linked + rng.normal(0.0, 10.0, prediction.shape), prediction, 10.0) or linked.min() < 20
+
+
 def test_the_target_is_a_second_parent_only_where_every_one_above_is_the_target_too():
     parent = [-1, 0, 1, 1, 3]
     assert seconds_allowed(parent, [-1, -1, 0, 0, 0])
@@ -120,6 +129,22 @@ def test_the_target_is_a_second_parent_only_where_every_one_above_is_the_target_
     assert not seconds_allowed(parent, [-1, -1, 0, 2, 0])  # 4's parent 3 has a sibling as second: no joint with 0
     assert not seconds_allowed(parent, [-1, -1, -1, -1, 2])  # neither a neighbour of 3 nor the root
     assert not seconds_allowed(parent, [0, -1, -1, -1, -1])  # a root has no second
+
+
+def _linked(n: int):
+    """The shared test frame with code a function of region that smoker (the target) switches, each pair of the
+    three independent but code given region following smoker; member, age and weight follow smoker in 60% of the
+    records."""
+    from tests.tables.test_fronts import frame
+
+    df, rng = frame(n), np.random.default_rng(7)
+    yes = (df.smoker == "yes").to_numpy()
+    region = df.region.map({"north": 0, "south": 1, "east": 2}).to_numpy()
+    df["code"] = np.where(yes, (region + 1) % 3, region) + 1
+    for column, (a, b) in {"member": (True, False), "age": (80, 20), "weight": (150.0, 45.0)}.items():
+        pick = rng.random(n) < 0.6
+        df.loc[pick, column] = np.where(yes, a, b)[pick]
+    return df
 
 
 def _synthesizer(target_parent: bool, target: str | None = "smoker"):
@@ -147,18 +172,24 @@ def test_a_table_run_roots_its_tree_at_the_declared_target_at_the_charge_of_the_
     """model.options.target_parent: every attribute whose parent is not the target has it as second parent, the
     ledger's charge for the trees is the plain tree's (one release), and the release keeps the schema's columns."""
     pytest.importorskip("pandas")
-    from tests.tables.test_fronts import frame
-
-    df = frame(3_000)
+    df = _linked(3_000)
     tan, plain = _synthesizer(True).fit(df), _synthesizer(False).fit(df)
     (model,) = tan.release_.mixture.models
     target = 3  # smoker: the schema's fourth column
     parent, second = model.parent.tolist(), model.second.tolist()
-    assert parent[target] == -1 and all(s == (target if p not in (-1, target) else -1) for p, s in zip(parent, second))
+    assert parent[target] == -1
+    assert all(s in (-1, target) and (s < 0 or p not in (-1, target)) for p, s in zip(parent, second))
+    assert target in (second[2], second[4])  # code given region follows smoker, or region given code
     assert tan.privacy_report["stage_epsilons"] == pytest.approx(plain.privacy_report["stage_epsilons"])
     assert _tree_releases(tan, tmp_path / "tan") == _tree_releases(plain, tmp_path / "plain") == [5.0]
-    out = tan.sample(500, seed=1)
+    out = tan.sample(2_000, seed=1)
     assert list(out.columns) == list(df.columns) and set(out.smoker) <= {"no", "yes"}
+
+    def switched(frame) -> float:  # how often code is region's switched by smoker, as in the data
+        region = frame.region.map({"north": 0, "south": 1, "east": 2}).to_numpy()
+        return float((frame.code.to_numpy() == np.where(frame.smoker == "yes", (region + 1) % 3, region) + 1).mean())
+
+    assert switched(out) > 0.8 and switched(plain.sample(2_000, seed=1)) < 0.6
 
 
 def test_the_target_as_second_parent_needs_a_declared_target():
@@ -177,11 +208,9 @@ def test_beside_the_pairs_the_triples_are_a_release_of_their_own(tmp_path):
     """With triple_noise_multiplier the pairs' tables are the plain tree's release and the triples' one more, of
     sensitivity sqrt(T - 2) at that multiplier."""
     pytest.importorskip("pandas")
-    from tests.tables.test_fronts import frame
-
     synth = _synthesizer(True)
     synth.options["model"]["options"]["triple_noise_multiplier"] = 7.0
-    synth.fit(frame(3_000))
+    synth.fit(_linked(3_000))
     (model,) = synth.release_.mixture.models
     assert (model.second == 3).sum() >= 1
     assert _tree_releases(synth, tmp_path / "release") == [5.0, 7.0]
