@@ -45,20 +45,28 @@ def released(path: Path, runs: Path) -> dict[str, Any]:
     that declares the items a table of ten attributes of four values, its trees over the attributes."""
     from dpgm.config import config_from_dict
     from dpgm.pipeline.run import TrainingRun
+    from dpgm.stages import attribute_triples
 
     run = TrainingRun(config_from_dict(config(path, runs)), runs / "d", progress=False)
     run.start()
     partition = run.output("partition")
     table = config(path, runs)
     table["name"], table["data"]["attribute_sizes"] = "t", [4] * 10
-    table["model"]["options"]["by_attribute"] = True
+    table["model"]["options"].update(by_attribute=True, triple_noise_multiplier=5.0)  # second parents' triples too
+    table["privacy"]["target_epsilon"] = 4.0
     by_attribute = TrainingRun(config_from_dict(table), runs / "t", progress=False)
-    by_attribute.start()
+    triples = []  # what the second parents' release returns: the sum over all ranks, once
+    release = attribute_triples.gaussian_release
+    attribute_triples.gaussian_release = lambda values, **kw: triples.append(release(values, **kw)) or triples[-1]
+    try:
+        by_attribute.start()
+    finally:
+        attribute_triples.gaussian_release = release
     return {"ledger": run.accountant.ledger.to_dict(), "epsilon": run.accountant.spent().epsilon,
             "n": run.data.n_records, "items": run.context.data.meta.get("item_ids"), "sizes": partition.noisy_sizes,
             "centres": partition.centres, "means": run.output("part_means"), "dependence": run.output("dependence"),
             "trees": run.output("item_pairs"), "table_ledger": by_attribute.accountant.ledger.to_dict(),
-            "table_trees": by_attribute.output("item_pairs")}
+            "table_trees": by_attribute.output("item_pairs"), "triples": triples}
 
 
 def trained(path: Path, runs: Path) -> dict[str, Any]:
@@ -134,6 +142,8 @@ def test_two_ranks_release_what_one_process_releases(tmp_path: Path, monkeypatch
     assert np.array_equal(exact["table_trees"]["parent"], exact_alone["table_trees"]["parent"])  # tables of all ranks
     assert np.array_equal(exact["table_trees"]["shapes"], exact_alone["table_trees"]["shapes"])
     assert np.allclose(exact["table_trees"]["tables"], exact_alone["table_trees"]["tables"], atol=1e-9)
+    assert len(exact["triples"]) == 1 and exact["triples"][0].size  # the triples' counts of all ranks, once
+    assert np.array_equal(exact["triples"][0], exact_alone["triples"][0])
 
 
 def resumed_main(rank: int, init: str, path: Path, runs: Path) -> None:
