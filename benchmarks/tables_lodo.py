@@ -97,6 +97,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "p5": {"dpgm.rules.TABLE_RECORDS_PER_PART": 5_000},
     "p10": {"dpgm.rules.TABLE_RECORDS_PER_PART": 10_000},
     "p15": {"dpgm.rules.TABLE_RECORDS_PER_PART": 15_000},
+    # tables_lodo_tan.json also holds the rows of every attribute drawn given the declared target as well as its
+    # parent where the released triple shows the link (tan: model.options.target_parent, the triples' tables in
+    # place of the pairs'), the same with every link kept (tanall), with the triples beside the pairs' at 10% of rho
+    # taken from the means' (tanall2), and of that 10% given to the pairs (m48; tanm48): rules since removed (lost
+    # on the 3-way error, no gain in AUC), their patches and code under "removed_candidates"
     # tables_lodo_target.json holds the rows of a declared target's values as the groups at every size (tgt0,
     # partition.method column): a rule since removed (lost on the 3-way error), its patch under "removed_candidates"
     # tables_lodo_parts.json also holds the rows of second parents (``model.options.triple_noise_multiplier``) from
