@@ -257,7 +257,7 @@ class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
             else:
                 if s == parent[p]:
                     pair = joint[p].T  # [p's groups, s's groups]
-                elif parent[s] == p and s != roots[t]:
+                elif parent[s] == p:  # an earlier sibling (a root has no parent)
                     pair = joint[s]
                 else:
                     pair = rooted[p].T

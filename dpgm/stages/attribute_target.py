@@ -123,9 +123,9 @@ def target_trees(ctx: StageContext, rows_of: Callable[[BinaryDataset], list[Any]
         noisy = gaussian_release(np.concatenate(pair_cells + [triples]), sensitivity=float(np.sqrt(T - 1)),
                                  noise_multiplier=options.pair_noise_multiplier, **release)
     pieces = np.split(noisy, np.cumsum(lengths)[:-1])
-    fits, seconds, conditionals = [], [], []
+    fits, seconds, conditionals, k = [], [], [], len(parents)
     for j, (p, slot) in enumerate(zip(parents, slots)):
-        (q, o), k = parts[j], len(parents)
+        q, o = parts[j]
         margins = [] if beside else slot  # the pairs whose table is the triple's margin over the target
         tables = np.zeros((len(pairs[j]) + len(margins), span, span))
         tables[:len(pairs[j])][edge_cells(pairs[j], o, span)] = pieces[j]
