@@ -8,7 +8,9 @@ domains, the values whose noisy frequency is below RARE_SIGMAS times a pair tabl
 group per attribute (``value_groups``: post-processing of the noisy means): a table of 3,000 records over
 700 diagnoses is noise in every row of a rare one. Per part: T - 1 rounds of an exponential mechanism
 grow a spanning tree over the T attributes (``attribute_distances``: MST's L1 score against independence
-at the noisy means, on the groups), then the chosen pairs' tables of counts between groups are released
+at the noisy means, on the groups, less ``noise_penalties``, the L1 noise the pair's released table would
+carry, as AIM scores a marginal: a wide pair far from independence by sampling noise alone loses to a
+narrow pair that truly depends), then the chosen pairs' tables of counts between groups are released
 with Gaussian noise, and each attribute's group given its parent's follows from them and the noisy
 means, a value within its group in proportion to its noisy mean (``fit_attribute_tree``,
 ``tree_arrays``: post-processing, the tree's frequencies are the noisy means; the model keeps the tables over
@@ -39,6 +41,8 @@ INDEPENDENCE_WEIGHT = 1e-6
 #: A value whose noisy count is below this many standard deviations of a pair table cell's noise shares one group
 #: with the attribute's other such values in the pair tables (MST's domain compression at 3; 0: no groups).
 RARE_SIGMAS = 3.0
+#: Weight of a pair's expected L1 noise in its selection score (``noise_penalties``; AIM's quality score: 1, MST's: 0).
+NOISE_PENALTY = 1.0
 
 
 def value_offsets(schema: Schema) -> np.ndarray:
@@ -140,6 +144,16 @@ def attribute_distances(counts: np.ndarray, size: float, marginals: list[np.ndar
     a, b = np.triu_indices(len(marginals), 1)
     return np.array([np.abs(counts[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]]
                             - size * np.outer(marginals[i], marginals[j])).sum() for i, j in zip(a, b)])
+
+
+def noise_penalties(offsets: np.ndarray, cell_noise: float) -> np.ndarray:
+    """Per pair a < b of attributes (``np.triu_indices`` order), NOISE_PENALTY x the expected L1 norm of the Gaussian
+    noise its released table of counts would carry, sqrt(2 / pi) x ``cell_noise`` (a cell's noise std, in records) x
+    its cells (AIM's quality score, McKenna et al. 2022, section 4: a pair is worth its table where its distance
+    from independence exceeds that noise). Public: the plan's noise and the groups (post-processing of noisy means)."""
+    sizes = np.diff(offsets)
+    a, b = np.triu_indices(sizes.size, 1)
+    return NOISE_PENALTY * np.sqrt(2.0 / np.pi) * cell_noise * (sizes[a] * sizes[b]).astype(np.float64)
 
 
 def edge_tables(counts: np.ndarray, edges: list[tuple[int, int]], offsets: np.ndarray, width: int) -> np.ndarray:

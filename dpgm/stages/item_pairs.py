@@ -54,6 +54,7 @@ from dpgm.stages.attribute_pairs import (
     fit_attribute_tree,
     group_columns,
     merged_marginals,
+    noise_penalties,
     rare_groups,
     tree_arrays,
     value_counts,
@@ -329,7 +330,9 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     groups = [rare_groups(q, c) for q, c in zip(marginals, cell)]
     counts = summed(ctx.data, lambda chunk: part_value_counts(chunk, partition, schema, groups))  # this rank's
     parts = [merged_marginals(q, g) for q, g in zip(marginals, groups)]
-    scores = [attribute_distances(c, s, q, o) for c, s, (q, o) in zip(collective.sum_over_ranks(counts), sizes, parts)]
+    penalty = options.pair_noise_multiplier * sensitivity  # a cell's noise std, in records
+    scores = [attribute_distances(c, s, q, o) - noise_penalties(o, penalty)
+              for c, s, (q, o) in zip(collective.sum_over_ranks(counts), sizes, parts)]
     edges = spanning_trees(scores, T, epsilon=options.select_epsilon, accountant=ctx.accountant, rng=ctx.rng)
     span = max(int(np.diff(o).max()) for _, o in parts)
     seconds, triples = [None] * partition.k, [None] * partition.k

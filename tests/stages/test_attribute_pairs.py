@@ -23,6 +23,7 @@ from dpgm.stages.attribute_pairs import (
     fit_attribute_tree,
     group_columns,
     merged_marginals,
+    noise_penalties,
     rake,
     record_values,
     tree_arrays,
@@ -74,6 +75,36 @@ def test_a_record_moves_each_pair_table_by_one_cell_and_each_score_by_at_most_on
         shift = attribute_distances(after, 300.0, marginals, offsets) - attribute_distances(before, 300.0, marginals,
                                                                                             offsets)
         assert np.abs(shift).max() <= 1.0 + 1e-9
+
+
+def test_each_pairs_penalty_is_the_mean_l1_norm_of_its_tables_noise():
+    """sqrt(2 / pi) sigma per cell (the mean of |N(0, sigma^2)|) times the pair's cells, in triu order."""
+    offsets, sigma = value_offsets(SCHEMA), 7.0  # attributes of 3 + 1, 2 + 1 and 4 + 1 values (none first)
+    penalties = noise_penalties(offsets, sigma)
+    assert penalties == pytest.approx(np.sqrt(2 / np.pi) * sigma * np.array([4 * 3, 4 * 5, 3 * 5]))
+    noise = np.random.default_rng(0).normal(0.0, sigma, (4_000, 4 * 3))
+    assert np.abs(noise).sum(axis=1).mean() == pytest.approx(penalties[0], rel=0.01)
+
+
+def test_a_narrow_pair_that_depends_outscores_a_wide_pair_far_from_independence_by_chance():
+    """MST's score alone prefers two independent attributes of 40 values each (their table's sampling noise sums
+    to more than a strong 2 x 2 link); less the noise their released table would carry, the link comes first."""
+    rng = np.random.default_rng(1)
+    n, wide = 2_000, 40
+    schema = Schema(of=np.repeat(np.arange(4), [2, 2, wide, wide]), complete=np.ones(4, dtype=bool))
+    a = rng.integers(0, 2, n)
+    b = a ^ (rng.random(n) < 0.2)
+    c, d = rng.integers(0, wide, n), rng.integers(0, wide, n)
+    x = np.zeros((n, 4 + 2 * wide), dtype=np.uint8)
+    for column in (a, 2 + b, 4 + c, 4 + wide + d):
+        x[np.arange(n), column] = 1
+    offsets = value_offsets(schema)
+    distances = attribute_distances(value_counts(x, schema), float(n), attribute_marginals(x.mean(axis=0), schema),
+                                    offsets)
+    pairs = list(zip(*np.triu_indices(4, 1)))
+    assert pairs[int(np.argmax(distances))] == (2, 3)
+    scores = distances - noise_penalties(offsets, 5.0 * np.sqrt(3.0))  # multiplier 5, T - 1 = 3 tables
+    assert pairs[int(np.argmax(scores))] == (0, 1)
 
 
 def test_raking_meets_both_margins_without_negative_mass():
