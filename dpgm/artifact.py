@@ -247,7 +247,8 @@ def save_models(
     import torch
 
     payload = {
-        "state_dicts": [{k: v.detach().cpu() for k, v in m.state_dict().items()} for m in models],
+        # each model's own values (a stacked model's parameters are views of its stack: dpgm.training.stacked)
+        "state_dicts": [{k: v.detach().cpu().clone() for k, v in m.state_dict().items()} for m in models],
         "noisy_sizes": torch.as_tensor(np.asarray(noisy_sizes, dtype=np.float64)),
         "model": {"kind": model_cfg.kind, "options": dict(model_cfg.options)},  # which model, of which shape
         "item_names": list(item_names),

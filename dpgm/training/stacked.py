@@ -9,9 +9,11 @@ on the model's type: a VAE mixture and an RBM mixture stack alike.
 
 Buffers (model state such as the RBM's persistent chains) are stacked the same way, so the
 data-independent post-processing term (DPSGDModel.post_processing_loss) runs batched too.
-The k source models stay the training state: ``ModelStack.refresh`` copies their parameters
-and buffers into the stack before every step and ``write_back`` copies advanced buffers back,
-so state_dicts and checkpoints do not depend on the stacking.
+The k source models stay the training state, their parameters views of their rows of the stack
+(``StackedLinear``: their optimizers step the stack in place, no copy per step; a copy of a model
+holds its own values only, and so does the release file, dpgm.artifact). ``ModelStack.refresh`` copies their buffers
+(and any parameter replaced since) into the stack before every step and ``write_back`` copies advanced
+buffers back, so state_dicts and checkpoints do not depend on the stacking.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ class StackedLinear(nn.Linear):
     """k nn.Linear layers of one shape applied to k batches at once: [k, B, in] -> [k, B, out] (the input
     dense or a sparse 0/1 batch, BinaryRows).
 
-    Holds a copy of the layers' weights [k, out, in] and biases [k, out]; ``refresh`` copies them
-    again. Subclasses nn.Linear so that GhostClipper records it (norms and sums get a leading k).
+    Holds the layers' weights [k, out, in] and biases [k, out], each layer's own parameters made views of its
+    row (``bind``); ``refresh`` copies in a parameter replaced since. Subclasses nn.Linear so that GhostClipper
+    records it (norms and sums get a leading k).
     """
 
     def __init__(self, layers: Sequence[nn.Linear]) -> None:
@@ -45,13 +48,28 @@ class StackedLinear(nn.Linear):
             self.register_parameter("bias", None)
         else:
             self.bias = _stacked([layer.bias for layer in layers])
+        for j in range(len(layers)):
+            self.bind(j)
+
+    def _pairs(self, j: int) -> list[tuple[Tensor, nn.Parameter]]:
+        """Source layer j's parameters beside their stacks."""
+        layer = self.sources[j]
+        return [(layer.weight, self.weight)] + ([(layer.bias, self.bias)] if self.bias is not None else [])
+
+    @torch.no_grad()
+    def bind(self, j: int) -> None:
+        """Source layer j's parameters become views of row j of the stack, holding their current values."""
+        for own, stacked in self._pairs(j):
+            stacked[j].copy_(own)
+            own.data = stacked.data[j]
 
     @torch.no_grad()
     def refresh(self) -> None:
-        """Copy the k source layers' current parameters into the stack."""
-        torch.stack([layer.weight for layer in self.sources], out=self.weight)
-        if self.bias is not None:
-            torch.stack([layer.bias for layer in self.sources], out=self.bias)
+        """Bind again a source layer whose parameter was replaced since (no longer a view of its row): the stack
+        then holds every layer's current parameters."""
+        for j in range(len(self.sources)):
+            if any(own.data_ptr() != stacked[j].data_ptr() for own, stacked in self._pairs(j)):
+                self.bind(j)
 
     def forward(self, x: Tensor | BinaryRows) -> Tensor:
         if isinstance(x, BinaryRows):
@@ -178,7 +196,8 @@ class ModelStack:
 
     @torch.no_grad()
     def refresh(self) -> None:
-        """Copy the source models' current parameters and buffers into the stack (no-op for one)."""
+        """Copy the source models' current buffers, and any parameter replaced since, into the stack (no-op for one:
+        the stack's parameters are the models' own)."""
         if self.single:
             return
         for layer in self.module.modules():

@@ -115,6 +115,47 @@ def test_stacked_linear_applies_each_layer_to_its_own_batch() -> None:
     torch.testing.assert_close(stack(x)[2], layers[2](x[2]))
 
 
+def test_a_stacked_models_parameters_are_views_of_its_row_and_a_replaced_one_is_bound_again() -> None:
+    """An optimizer step on a model moves the stack with no copy; a parameter replaced after stacking (a new
+    tensor, not a view of the stack) is copied in at the next refresh; a copy of a model holds its own values."""
+    models = make_models()
+    before = [flat(m) for m in models]
+    stack = stack_models(models)
+    for m, values in zip(models, before):  # stacking keeps every model's values
+        torch.testing.assert_close(flat(m), values)
+    layer, stacked = models[1].decoder[-1], stack.decoder[-1]
+    assert stacked.weight.untyped_storage().data_ptr() == layer.weight.untyped_storage().data_ptr()
+    with torch.no_grad():
+        layer.weight.add_(1.0)  # in place, as an optimizer steps
+    torch.testing.assert_close(stacked.weight[1], layer.weight)
+    with torch.no_grad():
+        layer.bias.data = torch.full_like(layer.bias, 3.0)  # replaced: no longer the stack's row
+    assert not torch.equal(stacked.bias[1], layer.bias)
+    stacked.refresh()
+    torch.testing.assert_close(stacked.bias[1], torch.full_like(layer.bias, 3.0))
+    with torch.no_grad():
+        layer.bias.sub_(1.0)  # bound again: in place moves the stack
+    torch.testing.assert_close(stacked.bias[1], torch.full_like(layer.bias, 2.0))
+    own = copy.deepcopy(models[2])
+    assert all(p.untyped_storage().nbytes() == p.numel() * p.element_size() for p in own.parameters())
+    torch.testing.assert_close(flat(own), flat(models[2]))
+
+
+def test_the_release_file_holds_each_stacked_model_once(tmp_path) -> None:
+    """Saved beside each other, stacked models' tensors are their own values, not the stack they are views of."""
+    from dpgm.artifact import save_models
+    from dpgm.config import ModelConfig
+
+    models = make_models()
+    stack_models(models)
+    save_models(tmp_path, models, np.array([30.0, 30.0, 30.0]), ModelConfig(kind="vae", options={"hidden": [24]}),
+                [f"i{j}" for j in range(N_ITEMS)], None)
+    saved = torch.load(tmp_path / "models.pt", weights_only=False)["state_dicts"]
+    for state, model in zip(saved, models):
+        assert all(v.untyped_storage().nbytes() == v.numel() * v.element_size() for v in state.values())
+        torch.testing.assert_close(torch.cat([v.reshape(-1) for v in state.values()]), flat(model))
+
+
 def test_models_of_one_type_and_shape_stack() -> None:
     assert stack_groups(make_models()) == [[0, 1, 2]]
     assert stack_groups(make_models(kind="rbm")) == [[0, 1, 2]]
