@@ -69,6 +69,31 @@ def noise_bound() -> str:
         source("dpsgd_throughput_cpu2_noise.json")])
 
 
+def mixture_views() -> str:
+    """A K-part step before and after the stacked models' parameters became views of the stack (no per-step copy)."""
+    data = load_if_there("dpsgd_mixture_views.json")
+    if data is None:
+        return ""
+    rows = []
+    for code in ("before", "after"):
+        runs = [r for r in data["runs"] if r["code"] == code]
+        rate = {(m["model"], m["path"]): [] for r in runs for m in r["mixture_results"]}
+        for r in runs:
+            for m in r["mixture_results"]:
+                rate[(m["model"], m["path"])].append(m["records_per_cpu_s"])
+        prof = [p for p in data["profile"]["runs"] if p["code"] == code]
+        rows.append((code, *(f"{sum(v) / len(v):,.0f}" for v in rate.values()),
+                     ", ".join(f"{p['main_thread_cpu_ms_per_step']:.0f} ({p['cat_ms_per_step']:.1f})" for p in prof)))
+    heads = [f"{model} {path}, records / CPU s" for (model, path) in rate]
+    return "\n\n".join([
+        f"## A {MNIST_PARTS}-part step: the stack holds the models' parameters",
+        (f"{data['what']}; mean over {len(runs)} runs each. The profile: {data['profile']['what']}, per run in ms "
+         "(the copy's in brackets). The per-model path's code did not change: its rise is this machine's drift and "
+         "the batched path's lighter memory in the same process, so the profile's missing copy is the measure."),
+        table(("code", *heads, "main thread CPU ms per step (copy)"), rows),
+        source("dpsgd_mixture_views.json")])
+
+
 def throughput_gpu() -> str:
     """The same benchmark on a GPU (``--device cuda``) beside the same machine's CPU cores."""
     gpu, cpu = load("dpsgd_throughput_cuda.json"), load("dpsgd_throughput_gpu_host_cpu.json")
