@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from dpgm.clustering.noisy_lloyd import part_sums
+from dpgm.config import Config
 from dpgm.data.chunks import ChunkedRecords, summed
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows
@@ -72,8 +73,12 @@ def noisy_part_means(
     totals: np.ndarray | None = None,
     totals_noise_multiplier: float | None = None,
     kept: float = 1.0,
+    keep_total: bool = False,
+    least: float = 0.0,
 ) -> np.ndarray:
-    """[k, n_items] noisy per-part item frequencies in [FLOOR, 1 - FLOOR] (charged to ``accountant``).
+    """[k, n_items] noisy per-part item frequencies in [FLOOR, 1 - FLOOR] (charged to ``accountant``); with
+    ``keep_total`` each part's adding up to its noisy total, at least ``least`` (the fewest items a released record
+    holds: ``part_total_kept``), else each clipped alone.
 
     ``totals`` (with its multiplier): the noisy item totals of the same clipped records, which
     the part sums are made consistent with (``item_totals.consistent_sums``).
@@ -99,7 +104,23 @@ def noisy_part_means(
     sizes = floor_counts(noisy_sizes)
     # per item, across parts: no part below 0 or above its size, the item's noisy total kept
     means = project_to_total(sums, sums.sum(axis=0), caps=sizes) / sizes[:, None]
+    if keep_total:
+        means = part_total_kept(means, np.maximum(sums.sum(axis=1) / sizes, least))
     return np.clip(means, FLOOR, 1.0 - FLOOR)
+
+
+def part_total_kept(means: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """[k, m] means whose items are shifted together, per part, to add up to the part's noisy total (``totals``
+    [k], the unclipped noisy means' sum), each within [0, 1] (``project_to_total`` along the items: the Norm-Sub of
+    Wang et al. 2020). Clipping each noisy mean at 0 alone adds its noise's positive half to every rare item, which
+    at a small budget doubles a record's length; the total is unbiased. Post-processing."""
+    return project_to_total(means.T, totals, caps=np.ones(means.shape[1])).T
+
+
+def release_min_items(cfg: Config) -> int:
+    """Fewest items of a released record: ``data.min_items``, at least 1 when the empty records are a part."""
+    split = cfg.partition.empty_part_noise_multiplier is not None
+    return max(cfg.data.min_items, 1) if split else cfg.data.min_items
 
 
 def table_parts(sizes: np.ndarray, means: np.ndarray, attributes: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -308,7 +329,8 @@ class PartMeansStage(ArrayStage):
                                  clip=mean_bound(self.cfg, ctx), noise_multiplier=mean_noise(self.cfg, ctx),
                                  accountant=ctx.accountant, rng=ctx.rng, totals=ctx.output("item_totals"),
                                  totals_noise_multiplier=self.cfg.model.totals_noise_multiplier,
-                                 kept=mass_kept(self.cfg, ctx))
+                                 kept=mass_kept(self.cfg, ctx), least=release_min_items(self.cfg),
+                                 keep_total=self.cfg.data.attributes is None)  # a table's: per attribute, later
         if partition.fixed is not None:  # what the parts' definition fixes, in place of its noisy estimate
             items, frequencies = partition.fixed
             means[:, items] = np.clip(frequencies, FLOOR, 1.0 - FLOOR)

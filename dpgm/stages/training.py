@@ -32,7 +32,7 @@ from dpgm.progress import StageBar, stage_bar
 from dpgm.stages.base import Stage, StageContext
 from dpgm.stages.model_choice import STAGE as CHOICE
 from dpgm.stages.model_choice import TRAINED, choice, chosen_model, training_plan
-from dpgm.stages.part_means import calibrate_to_means, start_at_means
+from dpgm.stages.part_means import calibrate_to_means, release_min_items, start_at_means
 from dpgm.training.chunked_sampling import ChunkedPoissonBatches
 from dpgm.training.dpsgd import step_event
 from dpgm.training.mixture import STAGE, MixtureTrainer, RecordStore, rank_seed
@@ -51,12 +51,6 @@ class _Unwritten:
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args, **kwargs: None
-
-
-def release_min_items(cfg: Config) -> int:
-    """Fewest items of a released record: ``data.min_items``, at least 1 when the empty records are a part."""
-    split = cfg.partition.empty_part_noise_multiplier is not None
-    return max(cfg.data.min_items, 1) if split else cfg.data.min_items
 
 
 def training_steps(cfg: Config) -> int:
