@@ -188,9 +188,20 @@ def row_for(setting: str, case: Case) -> Row:
     return next(row for row in TABLE if row.setting == setting and row.holds(case))
 
 
+#: Multipliers whose release another setting switches on (null: nothing is released; the multiplier is the config's
+#: default, unread).
+RELEASED_WITH = {"model.length_bound_noise_multiplier": "model.mean_clip_quantile"}
+
+
 def share_reason(value: Any, rho: float) -> str:
     """A Gaussian release's multiplier in words: the share of rho its 1 / (2 sigma^2) costs, or none."""
     return "not released" if value is None else f"{1 / (2 * value**2) / rho:.1%} of rho (a Gaussian release)"
+
+
+def released(key: str, settings: dict[str, Any]) -> bool:
+    """Whether ``key``'s release happens under ``settings`` (``RELEASED_WITH``)."""
+    switch = RELEASED_WITH.get(key)
+    return switch is None or settings.get(switch) is not None
 
 
 @dataclass(frozen=True)
@@ -209,8 +220,8 @@ def plan(facts: PublicFacts, *, top_items: int | None = None, **options: Any) ->
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
     case, values, rho = Case(facts, items, settings), constants(), zcdp_rho(facts.epsilon, facts.delta)
     values.update(case.words())
-    reasons = {key: (share_reason(value, rho) if key.endswith("noise_multiplier") else "fixed by dpgm/rules.py")
-               for key, value in settings.items()}
+    reasons = {key: (share_reason(value if released(key, settings) else None, rho) if key.endswith("noise_multiplier")
+                     else "fixed by dpgm/rules.py") for key, value in settings.items()}
     if settings["model.kind"] in STATISTICS_ONLY:  # its models are released statistics: DP-SGD's settings are idle
         reasons.update({key: f"unused: {settings['model.kind']} models take no DP-SGD step"
                         for key in settings if key.startswith("training.")})

@@ -143,3 +143,15 @@ def test_a_declared_tables_groups_are_larger_than_other_datas_and_the_plan_says_
         rules.TABLE_PARTITIONER, rules.PARTITIONER)  # a table's groups by its own partitioner, with its reason
     assert f"formed by {rules.TABLE_PARTITIONER}" in table.reasons["partition.method"]
     assert "partition.method" in table.said and "partition.method" not in items.said
+
+
+def test_a_multiplier_whose_release_is_switched_off_is_said_not_released():
+    """A declared table's records all hold one item per attribute: no length bound is measured, and the plan says
+    so rather than the share its unread default multiplier would cost; data with a measured bound show its share."""
+    table = plan(PublicFacts(n_items=70, records_magnitude=1_000, epsilon=0.3, delta=1e-5, records=3_000.0,
+                             attributes=35, schema=True))
+    items = plan(PublicFacts(n_items=70, records_magnitude=1_000, epsilon=0.3, delta=1e-5, records=3_000.0))
+    assert table.settings["model.mean_clip_quantile"] is None
+    assert table.reasons["model.length_bound_noise_multiplier"] == "not released"
+    assert items.settings["model.mean_clip_quantile"] is not None
+    assert items.reasons["model.length_bound_noise_multiplier"].endswith("of rho (a Gaussian release)")
