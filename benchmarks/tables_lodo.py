@@ -100,6 +100,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the attribute tree's edges scored as MST scores them (their distance from independence alone; shipped: less the
     # expected L1 noise of their released tables, AIM's quality score)
     "mstscore": {"dpgm.stages.attribute_pairs.NOISE_PENALTY": 0.0},
+    # each attribute's frequencies from its noisy means alone (shipped: pooled with its edges' noisy table margins)
+    "nopool": {"dpgm.stages.attribute_pairs.MARGIN_WEIGHT": 0.0},
     # tables_lodo_tan.json also holds the rows of every attribute drawn given the declared target as well as its
     # parent where the released triple shows the link (tan: model.options.target_parent, the triples' tables in
     # place of the pairs'), the same with every link kept (tanall), with the triples beside the pairs' at 10% of rho

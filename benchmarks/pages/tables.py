@@ -565,6 +565,23 @@ SCORE_WHAT = (
     "target trained on the release, the mean over the seeds.")
 
 
+#: The run of each attribute's frequencies pooled from its means and its edges' tables (``CANDIDATE_RUNS``).
+POOL = "tables_lodo_pool.json"
+POOL_CANDIDATES = ("default", "nopool")
+
+POOL_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 3000 30000 full --epsilons 0.3 1 3 --seeds 2 --candidates default nopool "
+    "--peers --threads 1 --resume`, two processes under `nice -n 5` (salary, bank-marketing, online-shoppers; "
+    "nist-taxi, temporal-match2, diabetes-130, credit-default), on a file holding the `default` rows of the run "
+    "above as `nopool` (the rules before) and its peers' rows. `default` (shipped) gives each attribute's groups of "
+    "values the inverse-variance mean of its noisy means and of each of its tree edges' noisy table summed over the "
+    "other attribute (`dpgm.stages.attribute_pairs.pooled_marginals`: both are released, at noise the plan sets; "
+    "the GLS of Hay et al. 2010 one attribute at a time, as MST's estimation fits its measurements together), the "
+    "tables then raked to those; `nopool` keeps the noisy means alone (`MARGIN_WEIGHT` 0). Each cell: the 3-way "
+    "workload error (the 1-way in brackets) / the AUC of a classifier of the target trained on the release, the "
+    "mean over the seeds.")
+
+
 #: The candidates' runs on declared tables after the large run, in page order: (file, candidates, those whose cells
 #: show the 1-way error and AUC too, what was run, title, candidates run on some settings or seeds only).
 CANDIDATE_RUNS = (
@@ -578,6 +595,8 @@ CANDIDATE_RUNS = (
      TAN_PARTIAL),
     (SCORE, SCORE_CANDIDATES, SCORE_CANDIDATES, SCORE_WHAT,
      "## Declared tables: the tree's edges scored less their noise, as AIM scores a marginal", ()),
+    (POOL, POOL_CANDIDATES, POOL_CANDIDATES, POOL_WHAT,
+     "## Declared tables: each attribute's frequencies from its means and its edges' tables together", ()),
 )
 
 

@@ -11,10 +11,10 @@ grow a spanning tree over the T attributes (``attribute_distances``: MST's L1 sc
 at the noisy means, on the groups, less ``noise_penalties``, the L1 noise the pair's released table would
 carry, as AIM scores a marginal: a wide pair far from independence by sampling noise alone loses to a
 narrow pair that truly depends), then the chosen pairs' tables of counts between groups are released
-with Gaussian noise, and each attribute's group given its parent's follows from them and the noisy
-means, a value within its group in proportion to its noisy mean (``fit_attribute_tree``,
-``tree_arrays``: post-processing, the tree's frequencies are the noisy means; the model keeps the tables over
-groups, not over values).
+with Gaussian noise; each attribute's groups take the frequencies its noisy means and its edges' noisy
+tables give together (``pooled_marginals``), its group given its parent's follows from the tables raked to
+them, a value within its group in proportion to its noisy mean (``fit_attribute_tree``, ``tree_arrays``:
+post-processing; the model keeps the tables over groups, not over values).
 
 Privacy (add/remove one record): a record falls in exactly one cell of each pair's table, so it moves
 every score by at most 1 (each round: one epsilon exponential mechanism, parts disjoint) and the T - 1
@@ -43,6 +43,9 @@ INDEPENDENCE_WEIGHT = 1e-6
 RARE_SIGMAS = 3.0
 #: Weight of a pair's expected L1 noise in its selection score (``noise_penalties``; AIM's quality score: 1, MST's: 0).
 NOISE_PENALTY = 1.0
+#: Weight of an edge's table margin against its inverse noise variance in an attribute's frequencies
+#: (``pooled_marginals``; 1: the GLS estimate, 0: the noisy means alone).
+MARGIN_WEIGHT = 1.0
 
 
 def value_offsets(schema: Schema) -> np.ndarray:
@@ -187,6 +190,49 @@ def rake(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray
     return joint
 
 
+def pooled_marginals(edges: list[tuple[int, int]], tables: np.ndarray, size: float, marginals: list[np.ndarray],
+                     values: list[np.ndarray], known: list[np.ndarray], *, mean_noise: float,
+                     cell_noise: float) -> list[np.ndarray]:
+    """Per attribute, its groups' frequencies as the inverse-variance mean of two kinds of noisy estimate: its noisy
+    means summed within each group (``marginals``; variance ``values`` x ``mean_noise``^2, ``values`` the number of
+    values a group holds) and each of its edges' noisy table summed over the other attribute's G groups (G x
+    ``cell_noise``^2); then clipped at 0 and scaled to what the ``known`` groups (public frequencies: kept as the
+    means give them) leave. The pair tables hold every attribute's marginal again at noise independent of the
+    means' (MST's estimation fits them together, McKenna et al. 2021; here the GLS of Hay et al. 2010, one
+    attribute at a time). Noise stds are in records; post-processing."""
+    precision = [1.0 / (np.maximum(v, 1) * mean_noise**2) for v in values]
+    weighted = [p * size * q for p, q in zip(precision, marginals)]
+    for (a, b), counts in zip(edges, tables):
+        rows, columns = marginals[a].size, marginals[b].size
+        table = counts[:rows, :columns]
+        weighted[a] = weighted[a] + MARGIN_WEIGHT * table.sum(axis=1) / (columns * cell_noise**2)
+        precision[a] = precision[a] + MARGIN_WEIGHT / (columns * cell_noise**2)
+        weighted[b] = weighted[b] + MARGIN_WEIGHT * table.sum(axis=0) / (rows * cell_noise**2)
+        precision[b] = precision[b] + MARGIN_WEIGHT / (rows * cell_noise**2)
+    out = []
+    for w, p, q, k in zip(weighted, precision, marginals, known):
+        pooled = np.where(k, 0.0, np.maximum(w / p, 0.0))
+        free = 1.0 - q[k].sum()
+        out.append(np.where(k, q, pooled * free / pooled.sum()) if pooled.sum() > 0 else q)
+    return out
+
+
+def known_values(schema: Schema, fixed: np.ndarray | None = None) -> list[np.ndarray]:
+    """Per attribute, which of its values [none, items...] have a public frequency: none where the schema says the
+    attribute always holds a value (frequency 0), and every value of an attribute with a ``fixed`` item
+    (``Partition.fixed``: the parts' definition sets it)."""
+    sizes = np.bincount(schema.of, minlength=schema.complete.size) + 1
+    pinned = np.zeros(sizes.size, dtype=bool) if fixed is None else np.isin(np.arange(sizes.size), schema.of[fixed])
+    return [np.full(n, True) if pin else (np.arange(n) == 0) & complete
+            for n, pin, complete in zip(sizes, pinned, schema.complete)]
+
+
+def known_groups(groups: list[np.ndarray], known: list[np.ndarray]) -> list[np.ndarray]:
+    """Per attribute, which of its groups have a public frequency (``pooled_marginals`` keeps the means'): those
+    whose every value is ``known`` (``known_values``)."""
+    return [np.bincount(g, weights=~k) == 0 for g, k in zip(groups, known)]
+
+
 def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: float,
                        marginals: list[np.ndarray], width: int, root: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(parent [T], probs [T, width, width]) of one part from its attributes' noisy marginals and its edges'
@@ -209,3 +255,12 @@ def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: f
         probs[v, :joint.shape[0], :joint.shape[1]] = np.where(rows > 0, joint / np.maximum(rows, 1e-300), marginals[v])
     return parent, probs
 
+
+
+def fit_pooled_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: float, marginals: list[np.ndarray],
+                    groups: list[np.ndarray], known: list[np.ndarray], width: int, *, mean_noise: float,
+                    cell_noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """``fit_attribute_tree`` at the groups' ``pooled_marginals`` (``known``: ``known_values``)."""
+    pooled = pooled_marginals(edges, tables, size, marginals, [np.bincount(g) for g in groups],
+                              known_groups(groups, known), mean_noise=mean_noise, cell_noise=cell_noise)
+    return fit_attribute_tree(edges, tables, size, pooled, width)

@@ -51,8 +51,9 @@ from dpgm.stages.attribute_pairs import (
     attribute_marginals,
     edge_cells,
     edge_tables,
-    fit_attribute_tree,
+    fit_pooled_tree,
     group_columns,
+    known_values,
     merged_marginals,
     noise_penalties,
     rare_groups,
@@ -64,7 +65,7 @@ from dpgm.stages.attribute_target import target_trees
 from dpgm.stages.attribute_triples import second_parents
 from dpgm.stages.attributes import Schema, project_values, schema_of
 from dpgm.stages.base import DictStage, StageContext
-from dpgm.stages.dependence import plain_counts
+from dpgm.stages.dependence import mean_noise, plain_counts
 from dpgm.stages.length_bound import mean_bound
 from dpgm.stages.model_choice import STAGE as CHOICE
 from dpgm.stages.model_choice import TREE, chosen_model, tree_options, untrained_choice
@@ -296,7 +297,8 @@ class ItemPairsStage(DictStage):
         if schema is not None:  # each attribute's values add up to one
             means = np.clip(project_values(means, schema, FLOOR), FLOOR, 1.0 - FLOOR)
         if by_attribute:
-            return attribute_trees(ctx, partition, sizes, means, schema, options)
+            return attribute_trees(ctx, partition, sizes, means, schema, options,
+                                   mean_std=mean_noise(self.cfg, ctx) * mean_bound(self.cfg, ctx))
         bound = mean_bound(self.cfg, ctx)
         if ctx.data.n_items < 2:  # one item: no pair, nothing to release
             logits = np.log(means) - np.log1p(-means)
@@ -317,9 +319,10 @@ class ItemPairsStage(DictStage):
 
 
 def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, means: np.ndarray, schema: Schema,
-                    options: TreeOptions) -> dict[str, np.ndarray]:
+                    options: TreeOptions, *, mean_std: float) -> dict[str, np.ndarray]:
     """Each part's tree over the declared attributes (dpgm.stages.attribute_pairs), its pair tables over groups of
-    values (``rare_groups``: the rare ones merged, from the noisy means);
+    values (``rare_groups``: the rare ones merged, from the noisy means), fitted by ``fit_pooled_tree`` (``mean_std``:
+    a mean's noise std in records);
     output: {"attribute": [k, m], "parent": [k, T], "groups", "within": [k, T, S + 1], "tables": [k, L], "shapes":
     [k, T, 2]} (``tree_arrays``, each part's tables zero-padded to the longest; dpgm.models.attribute_tree)."""
     offsets, T = value_offsets(schema), schema.complete.size
@@ -328,6 +331,7 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     marginals = [attribute_marginals(p, schema) for p in means]
     cell = options.pair_noise_multiplier * sensitivity / np.maximum(sizes, 1.0)  # a cell's noise, as a frequency
     groups = [rare_groups(q, c) for q, c in zip(marginals, cell)]
+    known = known_values(schema, None if partition.fixed is None else partition.fixed[0])
     counts = summed(ctx.data, lambda chunk: part_value_counts(chunk, partition, schema, groups))  # this rank's
     parts = [merged_marginals(q, g) for q, g in zip(marginals, groups)]
     penalty = options.pair_noise_multiplier * sensitivity  # a cell's noise std, in records
@@ -345,7 +349,8 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
         if T > 1:  # the tables' own cells, not their padding to the widest
             noisy[cells] = gaussian_release(tables[cells], sensitivity=sensitivity, rng=ctx.rng, stage=STAGE,
                                             noise_multiplier=options.pair_noise_multiplier, accountant=ctx.accountant)
-        fits = [fit_attribute_tree(e, y, s, q, span) for e, y, s, (q, _) in zip(edges, noisy, sizes, parts)]
+        fits = [fit_pooled_tree(e, y, s, q, g, known, span, mean_noise=mean_std, cell_noise=penalty)
+                for e, y, s, (q, _), g in zip(edges, noisy, sizes, parts, groups)]
     if options.triple_noise_multiplier is not None and T > 2 and not options.target_parent:
         seconds, triples = second_parents(ctx, lambda chunk: part_rows(chunk, partition), sizes, schema, groups, fits,
                                           [q for q, _ in parts], options, STAGE)

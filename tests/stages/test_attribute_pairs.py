@@ -22,8 +22,11 @@ from dpgm.stages.attribute_pairs import (
     edge_tables,
     fit_attribute_tree,
     group_columns,
+    known_groups,
+    known_values,
     merged_marginals,
     noise_penalties,
+    pooled_marginals,
     rake,
     record_values,
     tree_arrays,
@@ -113,6 +116,40 @@ def test_raking_meets_both_margins_without_negative_mass():
     assert (joint >= 0).all()
     np.testing.assert_allclose(joint.sum(axis=1), [0.4, 0.6], atol=1e-6)
     np.testing.assert_allclose(joint.sum(axis=0), [0.5, 0.5], atol=1e-6)
+
+
+def test_pooled_marginals_weigh_the_means_and_each_edges_margin_by_their_inverse_noise_variance():
+    # one edge of two 2-valued attributes; the means' noise as a cell's: a margin over 2 cells has twice its variance
+    table = np.array([[[30.0, 10.0], [10.0, 50.0]]])
+    a, b = pooled_marginals([(0, 1)], table, 100.0, [np.array([0.5, 0.5]), np.array([0.2, 0.8])],
+                            [np.array([1, 1]), np.array([1, 1])], [np.zeros(2, bool)] * 2, mean_noise=4.0, cell_noise=4.0)
+    np.testing.assert_allclose(a, np.array([50 + 40 / 2, 50 + 60 / 2]) / 150, rtol=1e-12)
+    np.testing.assert_allclose(b, np.array([20 + 40 / 2, 80 + 60 / 2]) / 150, rtol=1e-12)
+    # a group of 3 values carries 3 means' noise; an edge to a 4-group attribute, 4 cells'
+    q = pooled_marginals([(0, 1)], np.ones((1, 2, 4)) * 25.0, 200.0, [np.array([0.25, 0.75]), np.full(4, 0.25)],
+                         [np.array([3, 1]), np.ones(4, dtype=int)], [np.zeros(2, bool), np.zeros(4, bool)], mean_noise=2.0, cell_noise=1.0)[0]
+    rows = [(200 * 0.25 / 12 + 100 / 4) / (1 / 12 + 1 / 4), (200 * 0.75 / 4 + 100 / 4) / (1 / 4 + 1 / 4)]
+    np.testing.assert_allclose(q, np.array(rows) / sum(rows), rtol=1e-12)
+
+
+def test_pooled_marginals_are_nearer_the_truth_than_the_noisy_means_at_the_plans_noise():
+    rng = np.random.default_rng(3)
+    x = _table(5_000, rng)
+    counts, offsets = value_counts(x, SCHEMA), value_offsets(SCHEMA)
+    edges, width, n = [(0, 1), (1, 2)], 5, 5_000.0
+    truth = attribute_marginals(x.mean(axis=0), SCHEMA)
+    values = [np.ones(q.size, dtype=int) for q in truth]
+    known = known_groups([np.arange(q.size) for q in truth], known_values(SCHEMA))  # none, alone, never held
+    assert [k.tolist() for k in known] == [[True, False, False, False], [True, False, False], [True] + [False] * 4]
+    errors = {"means": 0.0, "pooled": 0.0}
+    for _ in range(200):  # a mean's noise std as the pair cells' (the rules' shares give the same order)
+        means = np.clip(x.mean(axis=0) + rng.normal(0, 60.0 / n, 9), 1e-6, 1.0)
+        noisy = edge_tables(counts, edges, offsets, width) + rng.normal(0, 60.0, (2, width, width))
+        marginals = attribute_marginals(means, SCHEMA)
+        pooled = pooled_marginals(edges, noisy, n, marginals, values, known, mean_noise=60.0, cell_noise=60.0)
+        for name, est in (("means", marginals), ("pooled", pooled)):
+            errors[name] += sum(np.abs(e - t).sum() for e, t in zip(est, truth))
+    assert errors["pooled"] < 0.92 * errors["means"]  # about 0.86: an edge margin of 3 to 5 cells per attribute
 
 
 def test_the_fitted_tree_keeps_the_noisy_marginals_and_without_noise_the_tables():
