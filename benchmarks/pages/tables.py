@@ -573,13 +573,27 @@ POOL_WHAT = (
     "`benchmarks/tables_lodo.py --sizes 3000 30000 full --epsilons 0.3 1 3 --seeds 2 --candidates default nopool "
     "--peers --threads 1 --resume`, two processes under `nice -n 5` (salary, bank-marketing, online-shoppers; "
     "nist-taxi, temporal-match2, diabetes-130, credit-default), on a file holding the `default` rows of the run "
-    "above as `nopool` (the rules before) and its peers' rows. `default` (shipped) gives each attribute's groups of "
-    "values the inverse-variance mean of its noisy means and of each of its tree edges' noisy table summed over the "
+    "above as `nopool` (the rules before) and its peers' rows. `default` (shipped; its estimates clipped at 0, "
+    "since projected: below) gives each attribute's groups of values the inverse-variance mean of its noisy means and of each of its tree edges' noisy table summed over the "
     "other attribute (`dpgm.stages.attribute_pairs.pooled_marginals`: both are released, at noise the plan sets; "
     "the GLS of Hay et al. 2010 one attribute at a time, as MST's estimation fits its measurements together), the "
     "tables then raked to those; `nopool` keeps the noisy means alone (`MARGIN_WEIGHT` 0). Each cell: the 3-way "
     "workload error (the 1-way in brackets) / the AUC of a classifier of the target trained on the release, the "
     "mean over the seeds.")
+
+
+#: The run of the pooled frequencies projected onto the simplex (``CANDIDATE_RUNS``), candidates in order.
+PROJECTED = "tables_lodo_projected.json"
+PROJECTED_CANDIDATES = ("default", "clip", "nopool")
+
+PROJECTED_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 3000 30000 full --epsilons 0.3 1 3 --seeds 2 --candidates default --peers "
+    "--threads 1 --resume`, one process under `nice -n 5`, on the pooled run's rows with its `default` as `clip` "
+    "(the rules before: each attribute's pooled group frequencies clipped at 0 and rescaled to add up to one) and its "
+    "`nopool` (the noisy means alone). `default` (shipped) projects them onto the frequencies that add up to one "
+    "(`simplex_projection`, as the noisy means themselves are): the excess that clipping a negative estimate adds is "
+    "taken from every group alike, so a value never held whose pooled estimate is noise about 0 keeps less of it. "
+    "Each cell: the 3-way workload error (the 1-way in brackets) / the AUC, the mean over the seeds.")
 
 
 #: The run of a rare-value group's shares (``CANDIDATE_RUNS``), candidates in order, those run on some settings only.
@@ -589,8 +603,8 @@ RARE_PARTIAL = ("equal", "shrink")
 
 RARE_WHAT = (
     "`benchmarks/tables_lodo.py --sizes 3000 30000 full --epsilons 0.3 1 3 --seeds 2 --candidates default --peers "
-    "--threads 1 --resume`, two processes under `nice -n 5`, on the run above's rows (its `default` is the shipped "
-    "rules), stopped early: `equal` ran on every table at 3,000 records and on some larger settings, `shrink` on five "
+    "--threads 1 --resume`, two processes under `nice -n 5`, on the run above's rows (its `default`: the rules of that "
+    "day), stopped early: `equal` ran on every table at 3,000 records and on some larger settings, `shrink` on five "
     "tables at 3,000 and on salary, bank-marketing and online-shoppers at every size (rules since removed: their code "
     "under the file's `removed_candidates`). A group of rare values (below `RARE_SIGMAS` cell noise stds) is shared among its "
     "values in proportion to their noisy means (`default`); `shrink`: by each value's posterior mean under a normal "
@@ -616,6 +630,8 @@ CANDIDATE_RUNS = (
      "## Declared tables: each attribute's frequencies from its means and its edges' tables together", ()),
     (RARE, RARE_CANDIDATES, RARE_CANDIDATES, RARE_WHAT, "## Declared tables: a rare-value group's shares",
      RARE_PARTIAL),
+    (PROJECTED, PROJECTED_CANDIDATES, PROJECTED_CANDIDATES, PROJECTED_WHAT,
+     "## Declared tables: the pooled frequencies projected, not clipped", ()),
 )
 
 

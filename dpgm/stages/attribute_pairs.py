@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from dpgm.models.attribute_tree import record_values as attribute_values
 from dpgm.models.tree import orient
-from dpgm.stages.attributes import Schema
+from dpgm.stages.attributes import Schema, simplex_projection
 
 #: Sweeps at most of iterative proportional fitting that make a noisy pair table agree with both noisy marginals,
 #: until the columns' margins are within RAKING_TOLERANCE (the rows' hold exactly after each sweep).
@@ -196,10 +196,11 @@ def pooled_marginals(edges: list[tuple[int, int]], tables: np.ndarray, size: flo
     """Per attribute, its groups' frequencies as the inverse-variance mean of two kinds of noisy estimate: its noisy
     means summed within each group (``marginals``; variance ``values`` x ``mean_noise``^2, ``values`` the number of
     values a group holds) and each of its edges' noisy table summed over the other attribute's G groups (G x
-    ``cell_noise``^2); then clipped at 0 and scaled to what the ``known`` groups (public frequencies: kept as the
-    means give them) leave. The pair tables hold every attribute's marginal again at noise independent of the
-    means' (MST's estimation fits them together, McKenna et al. 2021; here the GLS of Hay et al. 2010, one
-    attribute at a time). Noise stds are in records; post-processing."""
+    ``cell_noise``^2); then projected onto the frequencies that add up to what the ``known`` groups (public
+    frequencies: kept as the means give them) leave (``simplex_projection``, as the means were: a group whose
+    estimate is noise about 0 stays at 0). The pair tables hold every attribute's marginal again at noise
+    independent of the means' (MST's estimation fits them together, McKenna et al. 2021; here the GLS of Hay et al.
+    2010, one attribute at a time). Noise stds are in records; post-processing."""
     precision = [1.0 / (np.maximum(v, 1) * mean_noise**2) for v in values]
     weighted = [p * size * q for p, q in zip(precision, marginals)]
     for (a, b), counts in zip(edges, tables):
@@ -211,9 +212,10 @@ def pooled_marginals(edges: list[tuple[int, int]], tables: np.ndarray, size: flo
         precision[b] = precision[b] + MARGIN_WEIGHT / (rows * cell_noise**2)
     out = []
     for w, p, q, k in zip(weighted, precision, marginals, known):
-        pooled = np.where(k, 0.0, np.maximum(w / p, 0.0))
-        free = 1.0 - q[k].sum()
-        out.append(np.where(k, q, pooled * free / pooled.sum()) if pooled.sum() > 0 else q)
+        pooled = q.copy()
+        if not k.all():
+            pooled[~k] = simplex_projection(w[~k] / p[~k] / size, 1.0 - q[k].sum())
+        out.append(pooled)
     return out
 
 

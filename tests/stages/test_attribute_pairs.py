@@ -34,7 +34,7 @@ from dpgm.stages.attribute_pairs import (
     value_groups,
     value_offsets,
 )
-from dpgm.stages.attributes import Schema
+from dpgm.stages.attributes import Schema, simplex_projection
 from dpgm.stages.item_pairs import STAGE
 from tests.training.test_run import tiny_config
 
@@ -129,7 +129,16 @@ def test_pooled_marginals_weigh_the_means_and_each_edges_margin_by_their_inverse
     q = pooled_marginals([(0, 1)], np.ones((1, 2, 4)) * 25.0, 200.0, [np.array([0.25, 0.75]), np.full(4, 0.25)],
                          [np.array([3, 1]), np.ones(4, dtype=int)], [np.zeros(2, bool), np.zeros(4, bool)], mean_noise=2.0, cell_noise=1.0)[0]
     rows = [(200 * 0.25 / 12 + 100 / 4) / (1 / 12 + 1 / 4), (200 * 0.75 / 4 + 100 / 4) / (1 / 4 + 1 / 4)]
-    np.testing.assert_allclose(q, np.array(rows) / sum(rows), rtol=1e-12)
+    np.testing.assert_allclose(q, simplex_projection(np.array(rows) / 200, 1.0), rtol=1e-12)
+    # a value never held whose margin's noise is negative: the excess its clipping adds is taken from every value
+    # alike (the means' own projection), not in proportion, so a small noisy value keeps less of its noise
+    q = pooled_marginals([(0, 1)], np.array([[[1_000.0, 0.0], [10.0, 0.0], [-10.0, 0.0]]]), 1_000.0,
+                         [np.array([0.98, 0.02, 0.0]), np.array([1.0, 0.0])], [np.ones(3, int), np.ones(2, int)],
+                         [np.zeros(3, bool), np.zeros(2, bool)], mean_noise=5.0, cell_noise=5.0)[0]
+    raw = np.array([980 / 25 + 1_000 / 50, 20 / 25 + 10 / 50, -10 / 50]) / 0.06 / 1_000
+    np.testing.assert_allclose(q, [raw[0] - (raw.sum() - raw[2] - 1) / 2, raw[1] - (raw.sum() - raw[2] - 1) / 2, 0],
+                               rtol=1e-12)
+    assert q[1] < raw[1] / (raw.sum() - raw[2]) - 1e-3  # clipped and rescaled: 0.0166
 
 
 def test_pooled_marginals_are_nearer_the_truth_than_the_noisy_means_at_the_plans_noise():
