@@ -258,11 +258,11 @@ def fit_attribute_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: f
     return parent, probs
 
 
-
 def fit_pooled_tree(edges: list[tuple[int, int]], tables: np.ndarray, size: float, marginals: list[np.ndarray],
                     groups: list[np.ndarray], known: list[np.ndarray], width: int, *, mean_noise: float,
-                    cell_noise: float) -> tuple[np.ndarray, np.ndarray]:
-    """``fit_attribute_tree`` at the groups' ``pooled_marginals`` (``known``: ``known_values``)."""
+                    cell_noise: float) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """``fit_attribute_tree`` at the groups' ``pooled_marginals`` (``known``: ``known_values``), and those marginals:
+    (parent, probs, pooled)."""
     pooled = pooled_marginals(edges, tables, size, marginals, [np.bincount(g) for g in groups],
                               known_groups(groups, known), mean_noise=mean_noise, cell_noise=cell_noise)
-    return fit_attribute_tree(edges, tables, size, pooled, width)
+    return (*fit_attribute_tree(edges, tables, size, pooled, width), pooled)

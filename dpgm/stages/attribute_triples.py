@@ -177,7 +177,7 @@ def second_parents(ctx: StageContext, rows_of: Callable[[BinaryDataset], list[An
                              stage=stage, rng=ctx.rng)
     start = 0
     for j, part in enumerate(chosen):
-        parent, probs = fits[j]
+        parent, probs = fits[j][:2]
         for t, w in part:
             shape = tables[j][(t, w)].shape
             table = noisy[start: start + int(np.prod(shape))].reshape(shape)
