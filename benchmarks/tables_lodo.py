@@ -82,6 +82,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "rare1": {"dpgm.stages.attribute_pairs.RARE_SIGMAS": 1.0},
     # one part per table at any size
     "onepart": {"dpgm.rules.TABLE_RECORDS_PER_PART": 10**9},
+    # a VAE with one softmax output per attribute trained by DP-SGD (``model.kind: table_vae``, stated as a user
+    # would; the rules set the rest) in place of the tree over the attributes
+    "tvae": {},
     # no value's count over all records where parts form (the parts' means alone; before: shipped)
     "nototals": {"dpgm.rules.TABLE_TOTALS_SHARE": 0.0},
     # every value's count over all records at 10% of rho where parts form (shipped: 25%)
@@ -120,6 +123,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # tables_lodo_fix.json also holds the rows of the part sizes read off the noisy means' sums (sums; before: with
     # no groups) and of a group of rare values sharing its mass equally (uniform, MST's decompression): both lost
 }
+#: Config options a candidate states (as its user would; the rules set every other), beside its patch of the rules.
+STATED: dict[str, dict[str, Any]] = {"tvae": {"model.kind": "table_vae"}}
 #: Peers fitted on the same records; ``marginals`` is always fitted (the score's reference).
 PEERS = ("marginals", "mst", "aim", "dpctgan", "patectgan")
 #: Peers run by another environment's Python (``--deep-python``): this script, their end of the pipe.
@@ -280,7 +285,7 @@ def fit_dpgm(candidate: str, fit: Fit, split: Split, args: argparse.Namespace) -
     old = patched(candidate_patch(candidate))
     try:
         synth = dpgm.Synthesizer(epsilon=fit.epsilon, delta=fit.delta, schema=split.schema, seed=fit.seed,
-                                 options={"threads": args.threads}).fit(fit.frame)
+                                 options={"threads": args.threads, **STATED.get(candidate, {})}).fit(fit.frame)
     finally:
         patched(old)
     out = synth.sample(fit.table.n, seed=fit.seed)

@@ -340,6 +340,8 @@ class Config:
                 "by_attribute needs data.attribute_sizes or data.schema (the attributes its tree is over)")
         if self.model.kind == "tree" and self.model.options.get("target_parent"):
             self._declared_target()
+        if self.model.kind == "table_vae":
+            self._declare_attributes()
         if self.partition.method == "column" and self.partition.options.get("column") is not None:
             self._declare_column(str(self.partition.options["column"]))
 
@@ -350,6 +352,17 @@ class Config:
 
         require(table_schema(self.data.schema).target is not None, "model", "options",
                 "target_parent needs data.schema to declare its target (the column every attribute is drawn given)")
+
+    def _declare_attributes(self) -> None:
+        """model.kind table_vae: its softmax outputs run over the attributes data.attribute_sizes (or data.schema)
+        declares."""
+        sizes = self.data.attribute_sizes
+        require(sizes is not None, "model", "kind", "table_vae needs data.attribute_sizes or data.schema (one softmax "
+                "output per attribute)")
+        stated = self.model.options.get("attribute_sizes")
+        require(stated in (None, list(sizes)), "model", "options",
+                "attribute_sizes differs from data.attribute_sizes (leave it out: the data's are used)")
+        self.model.options = {**self.model.options, "attribute_sizes": list(sizes)}
 
     def _declare_column(self, name: str) -> None:
         """partition.method column named by its column: the first item and the number of values (partition.k) that

@@ -124,7 +124,7 @@ def test_an_unknown_partitioner_or_option_is_a_one_line_error_before_the_data_lo
     with pytest.raises(ConfigError, match="'lloyd' takes no options"):
         run_mod.train(tiny_config(tmp_path, **{"partition.method": "lloyd", "partition.options": "{x: 1}"}),
                       progress=False)
-    with pytest.raises(ConfigError, match=r"model.kind: unknown 'gan' \(registered: conv_vae, independent, rbm, tree, vae\)"):
+    with pytest.raises(ConfigError, match=r"model.kind: unknown 'gan' \(registered: conv_vae, independent, rbm, table_vae, tree, vae\)"):
         run_mod.train(tiny_config(tmp_path, **{"model.kind": "gan"}), progress=False)
     assert not (tmp_path / "runs").exists()
 

@@ -11,17 +11,20 @@ import torch
 from torch import nn
 
 from dpgm.config import STATISTICS_ONLY, ModelConfig
+from dpgm.errors import ConfigError
 from dpgm.models.attribute_tree import AttributeTree
 from dpgm.models.conv_vae import ConvVAE, ConvVaeOptions
 from dpgm.models.independent import Independent
 from dpgm.models.protocol import DPSGDModel, GenerativeModel
 from dpgm.models.rbm import RBM, RbmOptions
+from dpgm.models.table_vae import TableVAE, TableVaeOptions
 from dpgm.models.tree import Tree, TreeOptions
 from dpgm.models.vae import VAE, VaeOptions
 from dpgm.registry import Registry
 
 __all__ = ["MODELS", "RBM", "STATISTICS_ONLY", "VAE", "AttributeTree", "ConvVAE", "ConvVaeOptions", "DPSGDModel",
-           "GenerativeModel", "Independent", "RbmOptions", "Tree", "TreeOptions", "VaeOptions", "build_model"]
+           "GenerativeModel", "Independent", "RbmOptions", "TableVAE", "TableVaeOptions", "Tree", "TreeOptions",
+           "VaeOptions", "build_model"]
 
 
 #: Models by ``model.kind``: each factory takes (model config, options, n_items, generator).
@@ -37,6 +40,16 @@ def build_model(cfg: ModelConfig, n_items: int, *, generator: torch.Generator | 
 @MODELS.register("vae", options=VaeOptions, doc="a VAE with Bernoulli outputs (paper section 4.2)")
 def _vae(cfg: ModelConfig, options: VaeOptions, n_items: int, generator: torch.Generator | None) -> nn.Module:
     return VAE(n_items, hidden=options.hidden, latent=options.latent, draws=options.draws, generator=generator)
+
+
+@MODELS.register("table_vae", options=TableVaeOptions,
+                 doc="a VAE for a declared table: one softmax output per attribute over its values")
+def _table_vae(cfg: ModelConfig, options: TableVaeOptions, n_items: int,
+               generator: torch.Generator | None) -> nn.Module:
+    if options.attribute_sizes is None:
+        raise ConfigError("model.kind table_vae needs data.attribute_sizes or data.schema (the attributes it draws)")
+    return TableVAE(n_items, options.attribute_sizes, hidden=options.hidden, latent=options.latent,
+                    draws=options.draws, generator=generator)
 
 
 @MODELS.register("conv_vae", options=ConvVaeOptions, doc="a small convolutional VAE for square images")

@@ -96,10 +96,14 @@ class GaussianVAE(NoPostProcessing, BernoulliSampling, nn.Module):
         mu, logvar = stats[..., : self.latent], stats[..., self.latent :]
         kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=-1)
         if eps.dim() == x.dim():
-            return bernoulli_nll(self.decoder(mu + torch.exp(0.5 * logvar) * eps), x) + kl
+            return self.reconstruction_nll(self.decoder(mu + torch.exp(0.5 * logvar) * eps), x) + kl
         z = mu.unsqueeze(-2) + torch.exp(0.5 * logvar).unsqueeze(-2) * eps  # [..., B, K, latent]
         logits = self.decoder(z.flatten(-3, -2)).unflatten(-2, eps.shape[-3:-1])  # [..., B, K, n_items]
-        return bernoulli_nll(logits, x).mean(dim=-1) + kl
+        return self.reconstruction_nll(logits, x).mean(dim=-1) + kl
+
+    def reconstruction_nll(self, logits: Tensor, x: Tensor | BinaryRows) -> Tensor:
+        """-log p(x | logits) per row [..., B, (K)]: independent Bernoulli items (``bernoulli_nll``)."""
+        return bernoulli_nll(logits, x)
 
     def reparameterisation_noise(self, n: int, generator: torch.Generator | None) -> Tensor:
         """N(0, I) draws for n records, from ``generator``: [n, latent], or [n, K, latent] for K draws."""

@@ -137,9 +137,11 @@ def table_parts(sizes: np.ndarray, means: np.ndarray, attributes: int | None) ->
 
 @torch.no_grad()
 def start_at_means(model: nn.Module, probs: Any) -> None:
-    """Set the model's output bias to logit(``probs``) [n_items] (Hinton 2010, section 8.1)."""
+    """Set the model's output bias to logit(``probs``) [n_items] (Hinton 2010, section 8.1), or to the model's own
+    ``bias_at(probs)`` where its outputs are not Bernoulli (dpgm.models.table_vae: log p)."""
     bias = model.output_bias()
-    bias.copy_(torch.logit(torch.as_tensor(probs, dtype=bias.dtype)))
+    probs = torch.as_tensor(probs, dtype=bias.dtype)
+    bias.copy_(model.bias_at(probs) if hasattr(model, "bias_at") else torch.logit(probs))
 
 
 def bias_shift(logits: Tensor, target: Tensor, *, min_items: int = 0) -> Tensor:
@@ -301,8 +303,8 @@ def calibrate_to_means(model: nn.Module, probs: Any, *, min_items: int = 0, seed
         logits = model.sample_logits(CALIBRATION_SAMPLES, generator)
         if total:
             shift = torch.full_like(bias, total_shift(logits, float(target.sum())))
-        else:
-            shift = bias_shift(logits, target, min_items=min_items)
+        else:  # Bernoulli items, or the model's own outputs (dpgm.models.table_vae: one softmax per attribute)
+            shift = getattr(model, "frequency_shift", bias_shift)(logits, target, min_items=min_items)
         bias += shift
         largest = float(shift.abs().max())
         if largest < CALIBRATION_TOLERANCE:
