@@ -613,6 +613,20 @@ RARE_WHAT = (
     "proportion. Each cell: the 3-way workload error (the 1-way in brackets) / the AUC, the mean over the seeds.")
 
 
+#: The run of a VAE with one softmax output per attribute in the tree's place (``CANDIDATE_RUNS``).
+TVAE = "tables_lodo_tvae.json"
+TVAE_CANDIDATES = ("default", "tvae")
+
+TVAE_WHAT = (
+    "`benchmarks/tables_lodo.py --sizes 30000 full 3000 --epsilons 1 3 --seeds 1 --candidates tvae --peers marginals "
+    "--threads 1 --resume`, one process under `nice -n 2` beside two others, on the projected run's rows (its "
+    "`default`: the rules as shipped, and its peers). `tvae` states `model.kind: table_vae` as a user would: one VAE "
+    "per group trained by DP-SGD, one softmax output per attribute over its values, its value frequencies fitted to "
+    "the group's noisy means (`dpgm.models.table_vae`), every other option from the rules (DP-SGD takes the tree's "
+    "share of the budget). Seed 0 only, at epsilon 1 and 3. Each cell: the 3-way workload error (the 1-way in "
+    "brackets) / the AUC.")
+
+
 #: The candidates' runs on declared tables after the large run, in page order: (file, candidates, those whose cells
 #: show the 1-way error and AUC too, what was run, title, candidates run on some settings or seeds only).
 CANDIDATE_RUNS = (
@@ -632,6 +646,7 @@ CANDIDATE_RUNS = (
      RARE_PARTIAL),
     (PROJECTED, PROJECTED_CANDIDATES, PROJECTED_CANDIDATES, PROJECTED_WHAT,
      "## Declared tables: the pooled frequencies projected, not clipped", ()),
+    (TVAE, TVAE_CANDIDATES, TVAE_CANDIDATES, TVAE_WHAT, "## Declared tables: a VAE in the tree's place", ("tvae",)),
 )
 
 

@@ -129,8 +129,8 @@ class TableVAE(VAE):
 
     def frequency_shift(self, logits: Tensor, target: Tensor, *, min_items: int = 0) -> Tensor:
         """Per item, the shift d with mean over rows of softmax(logits + d) = ``target`` within each attribute
-        (``target`` adding up to one per attribute), by proportional fitting: d += log(target / mean), up to SHIFT_ROUNDS
-        times (Deming and Stephan 1940; each round is exact where the rows agree)."""
+        (``target`` adding up to one per attribute), by proportional fitting: d += log(target / mean), at most
+        SHIFT_ROUNDS times (Deming and Stephan 1940; each round is exact where the rows agree)."""
         goal = target.double().clamp_min(SHIFT_FLOOR)
         goal = goal / self.attributes.sums(goal).gather(-1, self.attributes.of.to(goal.device))
         shift, rows = torch.zeros_like(goal), logits.double()
