@@ -40,6 +40,19 @@ def test_true_marginals_of_a_coded_table_match_hand_counts(histogram: bool, monk
         assert truth.cells(clique) == len(truth(clique))
 
 
+def test_true_marginals_over_more_attributes_than_an_array_has_dimensions() -> None:
+    """MST's compression leaves attributes of one value: 70 of them and two binary ones are 4 cells, over more
+    dimensions than NumPy allows an array; each marginal is then counted by itself."""
+    rng = np.random.default_rng(0)
+    sizes = (1,) * 70 + (2, 2)
+    codes = np.zeros((50, 72), dtype=np.int64)
+    codes[:, 70:] = rng.integers(0, 2, (50, 2))
+    truth = TrueMarginals(CodedRecords(codes, sizes))
+    assert truth._hist is None
+    np.testing.assert_array_equal(truth((70, 71)), hand_counts(codes, sizes, (70, 71)))
+    assert truth((3,)).tolist() == [50]
+
+
 def test_coded_records_refuse_codes_outside_their_sizes() -> None:
     with pytest.raises(DataError, match="outside"):
         CodedRecords(np.array([[0, 2]]), (2, 2))

@@ -24,6 +24,9 @@ Clique = tuple[int, ...]
 #: Up to this many items (cells: 2 to this power) the true marginals come from one histogram of all cells.
 MAX_HISTOGRAM_ITEMS = 20
 MAX_HISTOGRAM_CELLS = 1 << MAX_HISTOGRAM_ITEMS
+#: ... and over at most this many attributes (an array of more dimensions than NumPy allows cannot hold it: MST's
+#: compression leaves many attributes of one value, few cells over very many).
+MAX_HISTOGRAM_DIMS = 32
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,9 @@ def n_attributes(records: Records) -> int:
 class TrueMarginals:
     """Exact marginal counts of coded records (NOT private: only noisy copies are released).
 
-    Up to ``MAX_HISTOGRAM_CELLS`` cells in all: one histogram over every cell, marginals by summing
-    axes; otherwise per clique, a bincount of the records' mixed-radix codes on the clique (binary
-    items stay a sparse matrix: only the clique's columns are read).
+    Up to ``MAX_HISTOGRAM_CELLS`` cells over at most ``MAX_HISTOGRAM_DIMS`` attributes: one histogram over every
+    cell, marginals by summing axes; otherwise per clique, a bincount of the records' mixed-radix codes on the
+    clique (binary items stay a sparse matrix: only the clique's columns are read).
     """
 
     def __init__(self, records: Records) -> None:
@@ -105,7 +108,7 @@ class TrueMarginals:
         self.n_records, self.n_items = self.x.shape
         self._cache: dict[Clique, np.ndarray] = {}
         self._hist: np.ndarray | None = None
-        if math.prod(self.sizes) <= MAX_HISTOGRAM_CELLS:
+        if math.prod(self.sizes) <= MAX_HISTOGRAM_CELLS and len(self.sizes) <= MAX_HISTOGRAM_DIMS:
             codes = np.asarray(self.x @ strides(self.sizes)).ravel().astype(np.int64)
             hist = np.bincount(codes, minlength=math.prod(self.sizes)).astype(np.float64)
             self._hist = hist.reshape(self.sizes)
