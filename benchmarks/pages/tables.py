@@ -593,9 +593,9 @@ PROJECTED_WHAT = (
     "`nopool` (the noisy means alone). `default` (shipped) projects them onto the frequencies that add up to one "
     "(`simplex_projection`, as the noisy means themselves are): the excess that clipping a negative estimate adds is "
     "taken from every group alike, so a value never held whose pooled estimate is noise about 0 keeps less of it. "
-    "Then seed 2 of `default`, MST and the marginals (and MST's seed 1 where it lacked) at every setting but the whole "
-    "fit half of salary, nist-taxi and temporal-match2 (`--first-seed 1 --seeds 2 --candidates default --peers "
-    "marginals mst`, stopped there), and AIM at 40 rounds on the whole fit half of diabetes-130 (epsilon 0.3, 1, 3) "
+    "Then seed 2 of `default`, MST and the marginals at every setting, and MST's seed 1 where it lacked but on the "
+    "whole fit half of salary, nist-taxi and temporal-match2 (`--first-seed 1 --seeds 2 --candidates default --peers "
+    "marginals mst`, then `--first-seed 2 --seeds 1` there), and AIM at 40 rounds on the whole fit half of diabetes-130 (epsilon 0.3, 1, 3) "
     "and temporal-match2 (3), seed 0 (the file's `runs`). "
     "Each cell: the 3-way workload error (the 1-way in brackets) / the AUC, the mean over the seeds.")
 
