@@ -359,6 +359,9 @@ class Config:
         sizes = self.data.attribute_sizes
         require(sizes is not None, "model", "kind", "table_vae needs data.attribute_sizes or data.schema (one softmax "
                 "output per attribute)")
+        require(self.model.calibrate != "total", "model", "calibrate",
+                "total shifts every item alike, for Bernoulli items; table_vae's values are calibrated per column "
+                "(true)")
         stated = self.model.options.get("attribute_sizes")
         require(stated in (None, list(sizes)), "model", "options",
                 "attribute_sizes differs from data.attribute_sizes (leave it out: the data's are used)")

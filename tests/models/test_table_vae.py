@@ -133,3 +133,16 @@ def test_a_declared_table_trained_by_dpsgd_keeps_a_link_and_one_value_per_column
     assert out["a"].notna().all() and out["b"].notna().all() and out["c"].between(0, 4).all()
     given_x, given_y = (out["b"][out["a"] == v].eq("p").mean() for v in ("x", "y"))
     assert given_x > 0.75 and given_y < 0.35
+
+
+def test_a_table_vae_needs_a_schema_and_its_values_calibrated_per_column() -> None:
+    from dpgm.config import config_from_dict
+
+    base = {"data": {"source": "transactions", "path": "x.txt", "n_items": 5},
+            "model": {"kind": "table_vae"}, "runs_dir": "runs"}
+    with pytest.raises(ConfigError, match="table_vae needs data.attribute_sizes"):
+        config_from_dict(base)
+    declared = {**base, "data": {**base["data"], "attribute_sizes": [3, 2]}}
+    assert config_from_dict(declared).model.options["attribute_sizes"] == [3, 2]
+    with pytest.raises(ConfigError, match="model.calibrate"):
+        config_from_dict({**declared, "model": {"kind": "table_vae", "calibrate": "total"}})
