@@ -15,6 +15,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,21 @@ def set_threads(threads: int | None = None) -> int:
     torch.set_num_threads(n)
     _LIMITS[:] = [threadpool_limits(limits=n)]
     return n
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[int]:
+    """torch's intra-op threads set to ``n`` (at least one) inside the context and restored after; yields ``n``."""
+    import torch
+
+    before, n = torch.get_num_threads(), max(1, n)
+    if n != before:
+        torch.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 def _controller() -> Any:

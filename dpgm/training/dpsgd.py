@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 
@@ -55,11 +56,19 @@ from dpgm.privacy import collective
 from dpgm.privacy.events import DpEvent
 from dpgm.privacy.mechanisms import gaussian_noise, standard_normal_
 from dpgm.streams import reseed
+from dpgm.threads import torch_threads
 from dpgm.training.background import Background, run_now
 from dpgm.training.mechanism import Mechanism, clip_factors, poisson_sample, positive, step_event
 from dpgm.training.stacked import ModelStack, stack_groups
 
 __all__ = ["DPSGD", "Mechanism", "StepResult", "poisson_sample", "step_event"]
+
+#: Below this many expected records per model and step, a step on the CPU runs its passes on one intra-op thread
+#: fewer than torch has, leaving that core to the worker drawing the gradient noise: small passes gain little from
+#: a second thread, and beside the worker they wait on it (the paper's VAE on two cores, batch 102: 7.6 ms a step
+#: against 10.9; batch 256: 13.9 against 14.4; batch 512: 23.1 against 21.4; docs/results.md, "DP-SGD
+#: throughput"). The passes' float sums then follow that thread count.
+NOISE_CORE_BELOW = 360
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,19 @@ class DPSGD:
             raise ValueError("DP-SGD: every sampled row must belong to a stepping part")
         return part, torch.bincount(part, minlength=len(self.models)).tolist()
 
+    def _noise_on_worker(self) -> bool:
+        """Whether the gradient noise is drawn on the worker thread: every stack on the CPU (module docstring)."""
+        return all(stack.device.type == "cpu" for stack in self.stacks)
+
+    def _passes_threads(self) -> AbstractContextManager[object]:
+        """The intra-op threads of a step's passes and clipped sums (while the worker draws the gradient noise): one
+        fewer than torch's where the worker draws it and the models' expected batches are below NOISE_CORE_BELOW
+        records on average; else unchanged. The rest of the step (the noise's sum, the post-processing gradient, the
+        optimizer) runs on every thread."""
+        threads = torch.get_num_threads()
+        small = sum(self.expected) / len(self.expected) < NOISE_CORE_BELOW
+        return torch_threads(threads - 1) if threads > 1 and small and self._noise_on_worker() else nullcontext()
+
     def _active(self, active: Sequence[int] | None) -> list[int]:
         return list(range(len(self.models))) if active is None else sorted(set(active))
 
@@ -221,7 +243,7 @@ class DPSGD:
                 drawn.hist_noise[pos] = gaussian_noise(  # dpnorm.histogram_noise, secure or not
                     (mech.hist_bins,), mech.hist_noise_multiplier, g, secure=self.secure_mode
                 )
-        submit = self._worker.submit if all(stack.device.type == "cpu" for stack in self.stacks) else run_now
+        submit = self._worker.submit if self._noise_on_worker() else run_now
         parts = {j: submit(partial(self._draw_gradient_noise, j, noise_g)) for j in active}  # in order: one worker
         return draws, _Pending(parts, submit(partial(self._draw_post_noise, active, draws)))
 
@@ -268,20 +290,21 @@ class DPSGD:
         if not stack.single:  # part by part, each in sample order
             order = torch.argsort(local, stable=True)
             x, local = x[order], local[order]
-        done = stack.ghost_pass(x, local, _joined(drawn.step_noise)) if len(local) else None
-        norms = done.norms if done is not None else torch.zeros(0, dtype=stack.dtype)
-        c_s = self.mechanism.thresholds(norms, local, drawn.hist_noise)
-        expected = self._expected[id(stack)]
-        # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
-        scale = (self.mechanism.noise_multiplier * c_s / expected).to(stack.dtype).tolist()
-        if done is None:
-            torch._foreach_zero_(stack.grads)
-        else:
-            per_part = torch.stack([c_s, expected]).to(stack.device, norms.dtype)  # [2, g]
-            per_row = per_part if stack.single else per_part[:, local.to(stack.device)]  # one part: broadcast
-            factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
-                self.mechanism.group_clip_factors(done.group_norms, per_row[0])
-            stack.add_clipped_sum(done, factors / per_row[1], overwrite=True)  # no zero pass
+        with self._passes_threads():  # while the worker draws the gradient noise
+            done = stack.ghost_pass(x, local, _joined(drawn.step_noise)) if len(local) else None
+            norms = done.norms if done is not None else torch.zeros(0, dtype=stack.dtype)
+            c_s = self.mechanism.thresholds(norms, local, drawn.hist_noise)
+            expected = self._expected[id(stack)]
+            # g_j = (C_j sigma_G z_j + sum_i min(1, C_j / ||g_i||) g_i) / E_j, z_j ~ N(0, I) drawn
+            scale = (self.mechanism.noise_multiplier * c_s / expected).to(stack.dtype).tolist()
+            if done is None:
+                torch._foreach_zero_(stack.grads)
+            else:
+                per_part = torch.stack([c_s, expected]).to(stack.device, norms.dtype)  # [2, g]
+                per_row = per_part if stack.single else per_part[:, local.to(stack.device)]  # one part: broadcast
+                factors = clip_factors(norms, per_row[0]) if done.group_norms is None else \
+                    self.mechanism.group_clip_factors(done.group_norms, per_row[0])
+                stack.add_clipped_sum(done, factors / per_row[1], overwrite=True)  # no zero pass
         for pos, j in enumerate(stack.parts):  # + sigma_G C_j z_j / E_j, part by part as the worker draws them
             if j in noise.parts:
                 noise.parts[j].result()

@@ -15,9 +15,11 @@ from dpgm.models import RBM, VAE
 from dpgm.privacy.clipping import CLIP_MARGIN
 from dpgm.privacy.events import SampledGaussianEvent, SampledJointGaussianEvent
 from dpgm.privacy.noise_scale import scaled_noise
+from dpgm.threads import torch_threads
 from dpgm.training.background import Background, run_now
-from dpgm.training.dpsgd import DPSGD, Mechanism
+from dpgm.training.dpsgd import DPSGD, NOISE_CORE_BELOW, Mechanism
 from dpgm.training.mechanism import poisson_sample
+from dpgm.training.stacked import ModelStack
 
 
 class ZeroGradient(nn.Module):
@@ -329,3 +331,44 @@ def test_decoder_clip_share_clips_each_part_of_a_record_to_its_own_threshold(sha
 def test_bad_decoder_clip_share_is_a_config_error(bad: dict) -> None:
     with pytest.raises(ConfigError, match="decoder_clip_share"):
         Mechanism(sampling_rate=0.1, noise_multiplier=1.0, **{"clipping": "fixed", **bad})
+
+
+@pytest.mark.parametrize(("expected", "passes"), [(10.0, 1), (float(NOISE_CORE_BELOW), 2)])
+def test_small_passes_leave_a_core_to_the_noise_worker(monkeypatch: pytest.MonkeyPatch, expected: float,
+                                                       passes: int) -> None:
+    """On two threads, the passes of a step below NOISE_CORE_BELOW expected records run on one (the worker draws the
+    noise on the other core); the optimizer's step runs on both, and the thread count is restored after."""
+    seen: dict[str, int] = {}
+    ghost_pass, adam_step = ModelStack.ghost_pass, torch.optim.Adam.step
+
+    def passes_seen(self: ModelStack, *args):
+        seen["passes"] = torch.get_num_threads()
+        return ghost_pass(self, *args)
+
+    def step_seen(self: torch.optim.Adam, *args, **kwargs):
+        seen["optimizer"] = torch.get_num_threads()
+        return adam_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(ModelStack, "ghost_pass", passes_seen)
+    monkeypatch.setattr(torch.optim.Adam, "step", step_seen)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model = VAE(8, hidden=[5], latent=2, generator=torch.Generator().manual_seed(0))
+        dp = single(model, torch.optim.Adam(model.parameters(), lr=0.01), torch.Generator().manual_seed(1),
+                    expected_batch_size=expected, sampling_rate=0.1, noise_multiplier=1.0)
+        dp.step((torch.rand(6, 8) < 0.5).float())
+        assert seen == {"passes": passes, "optimizer": 2} and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_torch_threads_restores_the_count_after_an_error() -> None:
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError), torch_threads(before + 1) as n:
+        assert n == torch.get_num_threads() == before + 1
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with torch_threads(0) as n:
+        assert n == torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
