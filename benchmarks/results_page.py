@@ -41,6 +41,7 @@ from pages.throughput import (
     mixture_views,
     mnist_gpu,
     noise_bound,
+    noise_core,
     throughput,
     throughput_gpu,
     wide,
@@ -96,7 +97,7 @@ def results() -> str:
                 large_section(), *candidate_runs(), deep_section(),
                 generic_time(), timings(), train_on_synthetic(), partition_tos(), partitioners(), partition_release(),
                 subspace(), audit(), accounting(), throughput(),
-                noise_bound(), mixture_views(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall(), *busy,
+                noise_bound(), noise_core(), mixture_views(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall(), *busy,
                 counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
 

@@ -69,6 +69,33 @@ def noise_bound() -> str:
         source("dpsgd_throughput_cpu2_noise.json")])
 
 
+#: Runs of dpsgd_throughput.py on two threads, alternated: the code before the passes left a core to the noise
+#: worker (NOISE_CORE_BELOW) and after.
+NOISE_CORE = (("before", "dpsgd_throughput_cpu2_split_before_1.json", "dpsgd_throughput_cpu2_split_before_2.json"),
+              ("after", "dpsgd_throughput_cpu2_split_after_1.json", "dpsgd_throughput_cpu2_split_after_2.json"))
+
+
+def noise_core() -> str:
+    """DP-SGD's ratio to non-private training on two threads, before and after small steps' passes left a core to the
+    worker drawing the gradient noise."""
+    runs = {(code, i): throughput_rates(load(name)) for code, *names in NOISE_CORE for i, name in enumerate(names)}
+    settings = sorted({key for rates in runs.values() for key in rates if key[1] != "plain"})
+    rows = [(f"{b:g}", THROUGHPUT.get(v, v), *(", ".join(
+        f"{runs[code, i][b, v] / runs[code, i][b, 'plain']:.2f}x" for i in range(len(names)))
+        for code, *names in NOISE_CORE)) for b, v in settings]
+    return "\n\n".join([
+        "## DP-SGD on two cores: a core left to the noise worker",
+        ("`benchmarks/dpsgd_throughput.py --threads 2 --variants plain dpgm_fixed dpgm_adaptive --batch-sizes 102 256 "
+         "1024 --rounds 6 --epochs 0.2`, run twice on the code before and twice after, alternated, on the quiet "
+         "2-core machine: dpgm's records per second over non-private training's in the same run, one ratio per run. "
+         "`before`: the passes on both threads while a worker thread draws the gradient noise, three busy threads "
+         "on two cores; `after`: below `NOISE_CORE_BELOW` (360) expected records per model and step the passes and "
+         "clipped sums run on one thread and the worker on the other core (`dpgm/training/dpsgd.py`). At batch 1,024 "
+         "the code is the same before and after; its ratios show the runs' spread."),
+        table(("expected batch", "training", "before", "after"), rows),
+        source(*(name for _, *names in NOISE_CORE for name in names))])
+
+
 def mixture_views() -> str:
     """A K-part step before and after the stacked models' parameters became views of the stack (no per-step copy)."""
     data = load_if_there("dpsgd_mixture_views.json")
