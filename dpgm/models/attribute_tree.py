@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from dpgm.models.draws import choose
-from dpgm.models.protocol import NoPostProcessing
+from dpgm.models.protocol import BernoulliOutputs, NoPostProcessing
 from dpgm.models.tree import ResizedBuffers, order_of
 
 
@@ -95,7 +95,7 @@ def seconds_allowed(parent: list[int], second: list[int]) -> bool:
     return True
 
 
-class AttributeTree(ResizedBuffers, NoPostProcessing, nn.Module):
+class AttributeTree(ResizedBuffers, NoPostProcessing, BernoulliOutputs, nn.Module):
     """``attribute[j]``: the attribute of item j; ``parent[t]``: attribute t's parent (-1: a root); ``second[t]``:
     its second parent (-1: none), a neighbour of its parent or its tree's root, drawn before it
     (``seconds_allowed``). Values 0 (none) and 1 .. (the attribute's items in id order) fall in groups,

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
+from dpgm.models.calibration import bias_shift
 from dpgm.models.draws import bernoulli_draws
 
 
@@ -48,9 +49,9 @@ class GenerativeModel(DPSGDModel, Protocol):
     """What training and release need from a model.
 
     ``loss_per_record(x, generator)`` is ``record_losses(x, step_noise(len(x), generator))``.
-    ``output_bias`` is the bias of the Bernoulli output layer (an offset added to every record's
-    logits), which dpgm.stages.part_means sets and calibrates; ``sample_logits`` are the
-    output logits of fresh samples.
+    ``output_bias`` is the bias of the output layer (an offset added to every record's logits),
+    which dpgm.stages.part_means sets to ``bias_at`` of the part means and calibrates by
+    ``frequency_shift`` on the ``sample_logits`` of fresh samples (``BernoulliOutputs``).
     """
 
     def loss_per_record(self, x: Tensor, generator: torch.Generator | None) -> Tensor: ...
@@ -61,10 +62,25 @@ class GenerativeModel(DPSGDModel, Protocol):
 
     def output_bias(self) -> Tensor: ...
 
+    def bias_at(self, probs: Tensor) -> Tensor: ...
+
+    def frequency_shift(self, logits: Tensor, target: Tensor, *, min_items: int = 0) -> Tensor: ...
+
     def sample(self, n: int, generator: torch.Generator | None, *, systematic: bool = True) -> Tensor: ...
 
 
-class BernoulliSampling:
+class BernoulliOutputs:
+    """Outputs read as Bernoulli items: the output bias that gives frequencies ``probs`` is their logit (Hinton 2010,
+    section 8.1), and the calibration's shift meets each item's mean frequency (dpgm.models.calibration)."""
+
+    def bias_at(self, probs: Tensor) -> Tensor:
+        return torch.logit(probs)
+
+    def frequency_shift(self, logits: Tensor, target: Tensor, *, min_items: int = 0) -> Tensor:
+        return bias_shift(logits, target, min_items=min_items)
+
+
+class BernoulliSampling(BernoulliOutputs):
     """``sample_probs`` and ``sample`` from a model's ``sample_logits`` (VAE and independent items)."""
 
     def sample_logits(self, n: int, generator: torch.Generator | None) -> Tensor:

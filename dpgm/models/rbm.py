@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from dpgm.config_fields import opt
 from dpgm.errors import ConfigError
 from dpgm.models.draws import bernoulli_draws
+from dpgm.models.protocol import BernoulliOutputs
 from dpgm.streams import draw_device
 
 
@@ -39,7 +40,7 @@ class RbmOptions:
                              f"{self.chains}")
 
 
-class RBM(nn.Module):
+class RBM(BernoulliOutputs, nn.Module):
     """m visible and n hidden binary units; W ~ N(0, 0.01^2), zero biases (paper, section 6.1).
 
     ``gibbs_steps`` advance the ``chains`` persistent chains per update; ``sample_steps`` is the

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dpgm.stages import part_means
-from dpgm.stages.part_means import FLOOR, bias_shift, monotone_root, total_shift
+from dpgm.models import calibration
+from dpgm.models.calibration import FLOOR, bias_shift, monotone_root, total_shift
 
 
 def bisected_bias_shift(logits: torch.Tensor, target: torch.Tensor, iterations: int = 60) -> torch.Tensor:
@@ -63,13 +63,13 @@ def test_total_shift_reaches_the_bisections_fixed_point(scale, target):
 def test_solver_takes_a_few_passes_and_one_when_already_there(monkeypatch):
     logits, target = _problem(3.0, 6)
     calls = []
-    moments = part_means._moments
+    moments = calibration._moments
 
     def counted(*args, **kwargs):
         at = moments(*args, **kwargs)
         return lambda shift: calls.append(1) or at(shift)
 
-    monkeypatch.setattr(part_means, "_moments", counted)
+    monkeypatch.setattr(calibration, "_moments", counted)
     shift = bias_shift(logits, target)
     assert len(calls) <= 12  # where the bisection took 60
     calls.clear()
@@ -87,14 +87,14 @@ def test_monotone_root_bisects_where_newton_leaves_the_bracket():
     assert float(root) == pytest.approx(0.5, abs=1e-5)
 
 
-@pytest.mark.parametrize("rows", [1, part_means.MOMENT_ROWS, 2 * part_means.MOMENT_ROWS + 37])
+@pytest.mark.parametrize("rows", [1, calibration.MOMENT_ROWS, 2 * calibration.MOMENT_ROWS + 37])
 @pytest.mark.parametrize("per_item", [True, False])
 def test_moments_summed_by_blocks_of_rows_are_the_whole_arrays(rows, per_item):
     """The moments taken MOMENT_ROWS rows at a time (a last block short, or one block alone) are those of the whole
     array in double, per item or over every item."""
     logits, _ = _problem(2.0, 7, rows=rows, items=50)
     shift = torch.linspace(-1.0, 1.0, 50, dtype=torch.float64) if per_item else torch.tensor(0.3, dtype=torch.float64)
-    value, rest, slope = part_means._moments(logits, per_item=per_item)(shift)
+    value, rest, slope = calibration._moments(logits, per_item=per_item)(shift)
     p = torch.sigmoid(logits.double() + shift)
     dims = (0,) if per_item else (0, 1)
     for got, want in ((value, p.sum(dim=dims)), (rest, (1 - p).sum(dim=dims)), (slope, (p * (1 - p)).sum(dim=dims))):

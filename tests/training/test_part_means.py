@@ -12,6 +12,7 @@ import torch
 
 from dpgm.errors import ConfigError, PrivacyBudgetError
 from dpgm.models import RBM, VAE
+from dpgm.models.calibration import FLOOR, accepted_frequencies, bias_shift, total_shift
 from dpgm.pipeline import run as run_mod
 from dpgm.pipeline.run import TrainingRun
 from dpgm.privacy.accountant import Accountant
@@ -19,16 +20,12 @@ from dpgm.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpgm.privacy.mechanisms import SNAP_SHARE, grid_sensitivity, snap_grid
 from dpgm.release import load_release
 from dpgm.stages.part_means import (
-    FLOOR,
     STAGE,
-    accepted_frequencies,
-    bias_shift,
     calibrate_to_means,
     noisy_part_means,
     part_total_kept,
     start_at_means,
     table_parts,
-    total_shift,
 )
 from dpgm.training.mixture import STAGE as TRAINING_STAGE
 
