@@ -43,6 +43,9 @@ INDEPENDENCE_WEIGHT = 1e-6
 RARE_SIGMAS = 3.0
 #: Weight of a pair's expected L1 noise in its selection score (``noise_penalties``; AIM's quality score: 1, MST's: 0).
 NOISE_PENALTY = 1.0
+#: Whether an attribute whose values are all rare (one group: no value's noisy count reaches RARE_SIGMAS) shares its
+#: frequency equally among its values, as MST decompresses a group, rather than by their noisy means.
+ALL_RARE_EQUAL = False
 #: Weight of an edge's table margin against its inverse noise variance in an attribute's frequencies
 #: (``pooled_marginals``; 1: the GLS estimate, 0: the noisy means alone).
 MARGIN_WEIGHT = 1.0
@@ -115,9 +118,21 @@ def merged_marginals(marginals: list[np.ndarray], groups: list[np.ndarray]) -> t
     return merged, np.concatenate([[0], np.cumsum([q.size for q in merged])])
 
 
+def within_shares(marginal: np.ndarray, groups: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Each value's share of its group's frequency: in proportion to its noisy frequency, or, where ALL_RARE_EQUAL
+    and every value is in one group, equal among the values not ``known``. Post-processing."""
+    q = np.asarray(marginal, dtype=np.float64)
+    free = ~np.asarray(known, dtype=bool)
+    if ALL_RARE_EQUAL and int(groups.max()) == 0 and free.any():
+        q = q.copy()
+        q[free] = q[free].sum() / free.sum()
+    return q / np.maximum(np.bincount(groups, weights=q)[groups], 1e-300)
+
+
 def tree_arrays(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
                 width: int, second: np.ndarray | None = None,
-                triples: dict[int, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                triples: dict[int, np.ndarray] | None = None, known: list[np.ndarray] | None = None
+                ) -> dict[str, np.ndarray]:
     """The tree as dpgm.models.attribute_tree keeps it (``AttributeTree.set_tree``): each value's group and its share
     of its group's noisy frequency [T, width], and each attribute's table of its group given its parent's (``probs``
     over groups: a row per group of the parent's, one for a root), or given both parents' where ``second`` names a
@@ -128,7 +143,7 @@ def tree_arrays(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarra
     tables = []
     for t, (q, g) in enumerate(zip(marginals, groups)):
         group_of[t, :g.size] = g
-        within[t, :q.size] = q / np.maximum(np.bincount(g, weights=q)[g], 1e-300)
+        within[t, :q.size] = within_shares(q, g, np.zeros(q.size, dtype=bool) if known is None else known[t])
         if second[t] >= 0:
             table = (triples or {})[t]
         else:

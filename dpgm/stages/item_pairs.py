@@ -354,7 +354,7 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     if options.triple_noise_multiplier is not None and T > 2 and not options.target_parent:
         seconds, triples = second_parents(ctx, lambda chunk: part_rows(chunk, partition), sizes, schema, groups, fits,
                                           [f[2] for f in fits], options, STAGE)  # the tree's own marginals
-    trees = [tree_arrays(f[0], f[1], q, g, width, s2, tr)
+    trees = [tree_arrays(f[0], f[1], q, g, width, s2, tr, known)
              for f, q, g, s2, tr in zip(fits, marginals, groups, seconds, triples)]
     length = max(tree["tables"].size for tree in trees)
     for tree in trees:
