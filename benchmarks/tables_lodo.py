@@ -105,8 +105,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "mstscore": {"dpgm.stages.attribute_pairs.NOISE_PENALTY": 0.0},
     # each attribute's frequencies from its noisy means alone (shipped: pooled with its edges' noisy table margins)
     "nopool": {"dpgm.stages.attribute_pairs.MARGIN_WEIGHT": 0.0},
-    # an attribute whose values are all rare (one group) shares its frequency equally among them (MST's decompression)
-    "allrare": {"dpgm.stages.attribute_pairs.ALL_RARE_EQUAL": True},
+    # an attribute whose values are all rare (one group) shares its frequency equally among them (MST's decompression),
+    # or (allrare_test) equally unless they spread beyond their noise
+    "allrare": {"dpgm.stages.attribute_pairs.ALL_RARE_SHARES": "equal"},
+    "allrare_test": {"dpgm.stages.attribute_pairs.ALL_RARE_SHARES": "test"},
     # tables_lodo_tan.json also holds the rows of every attribute drawn given the declared target as well as its
     # parent where the released triple shows the link (tan: model.options.target_parent, the triples' tables in
     # place of the pairs'), the same with every link kept (tanall), with the triples beside the pairs' at 10% of rho

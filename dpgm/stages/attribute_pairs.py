@@ -43,9 +43,10 @@ INDEPENDENCE_WEIGHT = 1e-6
 RARE_SIGMAS = 3.0
 #: Weight of a pair's expected L1 noise in its selection score (``noise_penalties``; AIM's quality score: 1, MST's: 0).
 NOISE_PENALTY = 1.0
-#: Whether an attribute whose values are all rare (one group: no value's noisy count reaches RARE_SIGMAS) shares its
-#: frequency equally among its values, as MST decompresses a group, rather than by their noisy means.
-ALL_RARE_EQUAL = False
+#: How an attribute whose values are all rare (one group: no value's noisy count reaches RARE_SIGMAS) shares its
+#: frequency among its values: ``noisy`` (in proportion to their noisy means), ``equal`` (as MST decompresses a
+#: group), ``test`` (equal unless they spread beyond their noise: ``spread_beyond_noise`` at SPREAD_LEVEL).
+ALL_RARE_SHARES, SPREAD_LEVEL = "noisy", 0.05
 #: Weight of an edge's table margin against its inverse noise variance in an attribute's frequencies
 #: (``pooled_marginals``; 1: the GLS estimate, 0: the noisy means alone).
 MARGIN_WEIGHT = 1.0
@@ -118,12 +119,38 @@ def merged_marginals(marginals: list[np.ndarray], groups: list[np.ndarray]) -> t
     return merged, np.concatenate([[0], np.cumsum([q.size for q in merged])])
 
 
-def within_shares(marginal: np.ndarray, groups: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """Each value's share of its group's frequency: in proportion to its noisy frequency, or, where ALL_RARE_EQUAL
-    and every value is in one group, equal among the values not ``known``. Post-processing."""
+def spread_beyond_noise(values: np.ndarray, noise: float, floor: float) -> bool:
+    """Whether noisy frequencies of noise std ``noise`` spread beyond it: a likelihood-ratio test at SPREAD_LEVEL of
+    their values drawn around one mean with a normal spread tau against tau = 0, those at ``floor`` (a noisy mean
+    clipped there) censored below 0 (a Tobit fit). Post-processing."""
+    from scipy.optimize import minimize
+    from scipy.stats import chi2, norm
+
+    seen = values > 2.0 * floor
+    if seen.sum() < 2 or noise <= 0:
+        return False
+    x, hidden = values[seen], int((~seen).sum())
+
+    def loss(mu: float, tau: float) -> float:
+        spread = np.sqrt(noise**2 + tau**2)
+        return -(norm.logpdf(x, mu, spread).sum() + hidden * norm.logcdf(0.0, mu, spread))
+
+    start, where = (x.mean() if hidden == 0 else 0.0), (-10.0 * noise - 1.0, 1.0)
+    spread = minimize(lambda t: loss(t[0], t[1]), np.array([start, max(float(x.std()), noise)]), method="L-BFGS-B",
+                      bounds=[where, (0.0, 1.0)])
+    equal = minimize(lambda t: loss(t[0], 0.0), np.array([start]), method="L-BFGS-B", bounds=[where])
+    return bool(2.0 * (equal.fun - spread.fun) >= chi2.ppf(1.0 - SPREAD_LEVEL, 1))
+
+
+def within_shares(marginal: np.ndarray, groups: np.ndarray, known: np.ndarray, noise: float = 0.0,
+                  floor: float = 0.0) -> np.ndarray:
+    """Each value's share of its group's frequency: in proportion to its noisy frequency, or, where every value is in
+    one group, as ALL_RARE_SHARES says among the values not ``known`` (``noise``: a value's noise std, a frequency;
+    ``floor``: where a noisy mean was clipped). Post-processing."""
     q = np.asarray(marginal, dtype=np.float64)
     free = ~np.asarray(known, dtype=bool)
-    if ALL_RARE_EQUAL and int(groups.max()) == 0 and free.any():
+    one_group = ALL_RARE_SHARES != "noisy" and int(groups.max()) == 0 and free.sum() > 1
+    if one_group and (ALL_RARE_SHARES == "equal" or not spread_beyond_noise(q[free], noise, floor)):
         q = q.copy()
         q[free] = q[free].sum() / free.sum()
     return q / np.maximum(np.bincount(groups, weights=q)[groups], 1e-300)
@@ -131,8 +158,8 @@ def within_shares(marginal: np.ndarray, groups: np.ndarray, known: np.ndarray) -
 
 def tree_arrays(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarray], groups: list[np.ndarray],
                 width: int, second: np.ndarray | None = None,
-                triples: dict[int, np.ndarray] | None = None, known: list[np.ndarray] | None = None
-                ) -> dict[str, np.ndarray]:
+                triples: dict[int, np.ndarray] | None = None, known: list[np.ndarray] | None = None,
+                noise: float = 0.0, floor: float = 0.0) -> dict[str, np.ndarray]:
     """The tree as dpgm.models.attribute_tree keeps it (``AttributeTree.set_tree``): each value's group and its share
     of its group's noisy frequency [T, width], and each attribute's table of its group given its parent's (``probs``
     over groups: a row per group of the parent's, one for a root), or given both parents' where ``second`` names a
@@ -143,7 +170,8 @@ def tree_arrays(parent: np.ndarray, probs: np.ndarray, marginals: list[np.ndarra
     tables = []
     for t, (q, g) in enumerate(zip(marginals, groups)):
         group_of[t, :g.size] = g
-        within[t, :q.size] = within_shares(q, g, np.zeros(q.size, dtype=bool) if known is None else known[t])
+        within[t, :q.size] = within_shares(q, g, np.zeros(q.size, dtype=bool) if known is None else known[t],
+                                           noise, floor)
         if second[t] >= 0:
             table = (triples or {})[t]
         else:

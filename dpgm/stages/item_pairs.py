@@ -354,8 +354,8 @@ def attribute_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray, 
     if options.triple_noise_multiplier is not None and T > 2 and not options.target_parent:
         seconds, triples = second_parents(ctx, lambda chunk: part_rows(chunk, partition), sizes, schema, groups, fits,
                                           [f[2] for f in fits], options, STAGE)  # the tree's own marginals
-    trees = [tree_arrays(f[0], f[1], q, g, width, s2, tr, known)
-             for f, q, g, s2, tr in zip(fits, marginals, groups, seconds, triples)]
+    trees = [tree_arrays(f[0], f[1], q, g, width, s2, tr, known, noise=mean_std / max(s, 1.0), floor=FLOOR)
+             for f, q, g, s2, tr, s in zip(fits, marginals, groups, seconds, triples, sizes)]
     length = max(tree["tables"].size for tree in trees)
     for tree in trees:
         tree["tables"] = np.pad(tree["tables"], (0, length - tree["tables"].size))
