@@ -43,10 +43,12 @@ INDEPENDENCE_WEIGHT = 1e-6
 RARE_SIGMAS = 3.0
 #: Weight of a pair's expected L1 noise in its selection score (``noise_penalties``; AIM's quality score: 1, MST's: 0).
 NOISE_PENALTY = 1.0
-#: How an attribute whose values are all rare (one group: no value's noisy count reaches RARE_SIGMAS) shares its
-#: frequency among its values: ``noisy`` (in proportion to their noisy means), ``equal`` (as MST decompresses a
-#: group), ``test`` (equal unless they spread beyond their noise: ``spread_beyond_noise`` at SPREAD_LEVEL).
-ALL_RARE_SHARES, SPREAD_LEVEL = "noisy", 0.05
+#: An attribute whose values are all rare (one group: no value's noisy count reaches RARE_SIGMAS) shares its frequency
+#: equally among them, as MST decompresses a group, unless a likelihood-ratio test at this level finds them spread
+#: beyond their noise (``spread_beyond_noise``), then in proportion to their noisy means (1: always so; 0: always
+#: equally). A column of near-equal values (a census table's areas) is then not drawn from its noise alone, and
+#: one whose few common values the noise hides (ages in bins) keeps them.
+SPREAD_LEVEL = 0.05
 #: Weight of an edge's table margin against its inverse noise variance in an attribute's frequencies
 #: (``pooled_marginals``; 1: the GLS estimate, 0: the noisy means alone).
 MARGIN_WEIGHT = 1.0
@@ -126,8 +128,10 @@ def spread_beyond_noise(values: np.ndarray, noise: float, floor: float) -> bool:
     from scipy.optimize import minimize
     from scipy.stats import chi2, norm
 
+    if SPREAD_LEVEL >= 1.0 or noise <= 0:  # every spread counts, or no noise hides one
+        return True
     seen = values > 2.0 * floor
-    if seen.sum() < 2 or noise <= 0:
+    if seen.sum() < 2:  # nothing to fit a spread to
         return False
     x, hidden = values[seen], int((~seen).sum())
 
@@ -145,12 +149,11 @@ def spread_beyond_noise(values: np.ndarray, noise: float, floor: float) -> bool:
 def within_shares(marginal: np.ndarray, groups: np.ndarray, known: np.ndarray, noise: float = 0.0,
                   floor: float = 0.0) -> np.ndarray:
     """Each value's share of its group's frequency: in proportion to its noisy frequency, or, where every value is in
-    one group, as ALL_RARE_SHARES says among the values not ``known`` (``noise``: a value's noise std, a frequency;
-    ``floor``: where a noisy mean was clipped). Post-processing."""
+    one group and they do not spread beyond their noise (SPREAD_LEVEL), equal among the values not ``known``
+    (``noise``: a value's noise std, as a frequency; ``floor``: where a noisy mean was clipped). Post-processing."""
     q = np.asarray(marginal, dtype=np.float64)
     free = ~np.asarray(known, dtype=bool)
-    one_group = ALL_RARE_SHARES != "noisy" and int(groups.max()) == 0 and free.sum() > 1
-    if one_group and (ALL_RARE_SHARES == "equal" or not spread_beyond_noise(q[free], noise, floor)):
+    if int(groups.max()) == 0 and free.sum() > 1 and not spread_beyond_noise(q[free], noise, floor):
         q = q.copy()
         q[free] = q[free].sum() / free.sum()
     return q / np.maximum(np.bincount(groups, weights=q)[groups], 1e-300)

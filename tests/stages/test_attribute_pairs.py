@@ -29,10 +29,12 @@ from dpgm.stages.attribute_pairs import (
     pooled_marginals,
     rake,
     record_values,
+    spread_beyond_noise,
     tree_arrays,
     value_counts,
     value_groups,
     value_offsets,
+    within_shares,
 )
 from dpgm.stages.attributes import Schema, simplex_projection
 from dpgm.stages.item_pairs import STAGE
@@ -245,6 +247,33 @@ def test_rare_values_share_one_group_after_the_others():
     assert value_groups(np.array([0.0, 0.5, 0.01, 0.3, 0.02]), 0.05).tolist() == [2, 0, 2, 1, 2]
     assert value_groups(np.array([0.01, 0.02]), 0.05).tolist() == [0, 0]  # none common: one group
     assert value_groups(np.array([0.4, 0.6]), 0.0).tolist() == [0, 1]  # no threshold: every value its own
+
+
+def test_values_of_one_truth_rarely_spread_beyond_their_noise_and_skewed_values_always_do():
+    """The likelihood-ratio test of a spread keeps its level on values around one frequency (censored at the floor
+    as the noisy means are) and finds a skewed truth hidden in noise of the same size."""
+    noise, values, floor = 0.01, 60, 1e-5
+    flat = [spread_beyond_noise(np.maximum(1.0 / values + rng.normal(0.0, noise, values), floor), noise, floor)
+            for rng in map(np.random.default_rng, range(40))]
+    skewed = [spread_beyond_noise(np.maximum(rng.dirichlet(np.full(values, 0.2)) + rng.normal(0.0, noise, values),
+                                             floor), noise, floor) for rng in map(np.random.default_rng, range(40))]
+    assert sum(flat) <= 6 and all(skewed)  # at most 6 of 40 (level 0.05: 2 expected), every skewed one
+    assert spread_beyond_noise(np.array([0.2, 0.3]), 0.0, floor)  # no noise: any spread is real
+
+
+def test_an_attribute_of_rare_values_alone_shares_its_frequency_equally_unless_they_spread():
+    """One group holding every value: equal shares of the values not known (none, never held) where they do not
+    spread beyond their noise, else in proportion to them; several groups: always in proportion."""
+    noise, floor = 0.01, 1e-5
+    flat = np.array([0.0, 0.02, 0.005, 0.015, floor, 0.03, 0.01, 0.012, 0.008])
+    known = np.arange(flat.size) == 0
+    one = np.zeros(flat.size, dtype=np.int64)
+    shares = within_shares(flat, one, known, noise, floor)
+    assert shares[0] == 0.0 and np.allclose(shares[1:], 1.0 / 8)
+    skewed = np.array([0.0, 0.6, 0.3, floor, floor, 0.05, floor, 0.05, floor])
+    np.testing.assert_allclose(within_shares(skewed, one, known, noise, floor), skewed / skewed.sum())
+    two = (np.arange(flat.size) > 4).astype(np.int64)
+    np.testing.assert_allclose(within_shares(flat, two, known, noise, floor), flat / np.bincount(two, weights=flat)[two])
 
 
 def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value_frequency():
