@@ -105,11 +105,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "mstscore": {"dpgm.stages.attribute_pairs.NOISE_PENALTY": 0.0},
     # each attribute's frequencies from its noisy means alone (shipped: pooled with its edges' noisy table margins)
     "nopool": {"dpgm.stages.attribute_pairs.MARGIN_WEIGHT": 0.0},
-    # an attribute whose values are all rare shares its frequency in proportion to their noisy means whatever their
-    # spread (noisyrare: the rules before; shipped: equally unless they spread beyond their noise), or always equally
-    # (allrare: lost on credit-default's ages)
+    # a group of rare values holding half its attribute's frequency or more shares it in proportion to their noisy
+    # means whatever their spread (noisyrare: the rules before; shipped: equally unless they spread beyond their
+    # noise); only a group of every value does so (onegroup), and always equally (allrare: lost on credit-default's
+    # ages)
     "noisyrare": {"dpgm.stages.attribute_pairs.SPREAD_LEVEL": 1.0},
-    "allrare": {"dpgm.stages.attribute_pairs.SPREAD_LEVEL": 0.0},
+    "onegroup": {"dpgm.stages.attribute_pairs.HEAVY_SHARE": 1.0},
+    "allrare": {"dpgm.stages.attribute_pairs.SPREAD_LEVEL": 0.0, "dpgm.stages.attribute_pairs.HEAVY_SHARE": 1.0},
     # tables_lodo_tan.json also holds the rows of every attribute drawn given the declared target as well as its
     # parent where the released triple shows the link (tan: model.options.target_parent, the triples' tables in
     # place of the pairs'), the same with every link kept (tanall), with the triples beside the pairs' at 10% of rho

@@ -631,21 +631,22 @@ TVAE_WHAT = (
     "brackets) / the AUC.")
 
 
-#: The run of an attribute of rare values alone shared equally unless they spread (``CANDIDATE_RUNS``).
+#: The run of a heavy group of rare values shared equally unless they spread (``CANDIDATE_RUNS``).
 ALLRARE = "tables_lodo_allrare.json"
-ALLRARE_CANDIDATES = ("default", "noisyrare", "allrare")
+ALLRARE_CANDIDATES = ("default", "onegroup", "noisyrare", "allrare")
 
 ALLRARE_WHAT = (
-    "`benchmarks/tables_lodo.py --sizes 3000 --epsilons 0.3 1 3 --seeds 3 --candidates allrare_test --threads 1 "
-    "--resume`, then `--sizes 30000 full --epsilons 0.3 1 3` over the same seeds, one process under `nice -n 2` beside "
-    "two other jobs, on the projected run's rows (its `default` relabelled `noisyrare`: the rules before) and its "
-    "peers, with the peers' seeds added since (the file's `runs`). `default` (shipped; run as `allrare_test`): an "
-    "attribute none of whose values reaches `RARE_SIGMAS` noise stds (one group of rare values) shares its frequency "
-    "equally among its values, as MST decompresses a group, unless a likelihood-ratio test at 5% of a normal spread "
-    "fitted to their censored noisy means (a Tobit fit) finds them spread beyond their noise "
-    "(`dpgm.stages.attribute_pairs.spread_beyond_noise`, `SPREAD_LEVEL`); then, and for every other attribute, in "
-    "proportion to the noisy means (`noisyrare`, the rules before). `allrare`: equal shares without the test, at "
-    "3,000 records only. Each cell: the 3-way workload error (the 1-way in brackets) / the AUC, the mean over the "
+    "`benchmarks/tables_lodo.py --sizes 3000 30000 full --epsilons 0.3 1 3 --seeds 3 --candidates allrare_test "
+    "--threads 1 --resume` twice, under `nice -n 2` beside other jobs, on the projected run's rows (its `default` "
+    "relabelled `noisyrare`: the rules before) and its peers, with the peers' seeds added since (the file's `runs`); "
+    "`allrare_test` was each rule in turn, `onegroup` first. `default` (shipped): an attribute's group of rare values "
+    "(none reaches `RARE_SIGMAS` noise stds) that holds at least half the attribute's frequency (`HEAVY_SHARE`) "
+    "shares it equally among its values, as MST decompresses a group, unless a likelihood-ratio test at 5% of a "
+    "normal spread fitted to their censored noisy means (a Tobit fit) finds them spread beyond their noise "
+    "(`dpgm.stages.attribute_pairs.spread_beyond_noise`, `SPREAD_LEVEL`); then, and in every lighter group, in "
+    "proportion to the noisy means (`noisyrare`, the rules before). `onegroup`: the same for an attribute all of whose "
+    "values are rare only (`HEAVY_SHARE` 1). `allrare`: such an attribute's values always equal, without the test, "
+    "at 3,000 records only. Each cell: the 3-way workload error (the 1-way in brackets) / the AUC, the mean over the "
     "seeds.")
 
 
@@ -670,7 +671,7 @@ CANDIDATE_RUNS = (
      "## Declared tables: the pooled frequencies projected, not clipped", ()),
     (TVAE, TVAE_CANDIDATES, TVAE_CANDIDATES, TVAE_WHAT, "## Declared tables: a VAE in the tree's place", ("tvae",)),
     (ALLRARE, ALLRARE_CANDIDATES, ALLRARE_CANDIDATES, ALLRARE_WHAT,
-     "## Declared tables: an attribute of rare values alone shared equally unless they spread", ("allrare",)),
+     "## Declared tables: a heavy group of rare values shared equally unless they spread", ("allrare",)),
 )
 
 

@@ -43,12 +43,14 @@ INDEPENDENCE_WEIGHT = 1e-6
 RARE_SIGMAS = 3.0
 #: Weight of a pair's expected L1 noise in its selection score (``noise_penalties``; AIM's quality score: 1, MST's: 0).
 NOISE_PENALTY = 1.0
-#: An attribute whose values are all rare (one group: no value's noisy count reaches RARE_SIGMAS) shares its frequency
-#: equally among them, as MST decompresses a group, unless a likelihood-ratio test at this level finds them spread
-#: beyond their noise (``spread_beyond_noise``), then in proportion to their noisy means (1: always so; 0: always
-#: equally). A column of near-equal values (a census table's areas) is then not drawn from its noise alone, and
-#: one whose few common values the noise hides (ages in bins) keeps them.
-SPREAD_LEVEL = 0.05
+#: An attribute's group of rare values (none reaches RARE_SIGMAS) holding at least HEAVY_SHARE of its frequency shares
+#: it equally among them, as MST decompresses a group, unless a likelihood-ratio test at SPREAD_LEVEL finds them spread
+#: beyond their noise (``spread_beyond_noise``), then in proportion to their noisy means, as a lighter group always does
+#: (SPREAD_LEVEL 1: always so; 0: always equally). A column of near-equal values (a census table's areas) is then not
+#: drawn from its noise alone, one whose common values the noise hides (ages in bins) keeps them, and a light tail
+#: of values the data may never hold gets no share of a heavier group's mass (HEAVY_SHARE 1: only a group of every
+#: value).
+SPREAD_LEVEL, HEAVY_SHARE = 0.05, 0.5
 #: Weight of an edge's table margin against its inverse noise variance in an attribute's frequencies
 #: (``pooled_marginals``; 1: the GLS estimate, 0: the noisy means alone).
 MARGIN_WEIGHT = 1.0
@@ -148,14 +150,17 @@ def spread_beyond_noise(values: np.ndarray, noise: float, floor: float) -> bool:
 
 def within_shares(marginal: np.ndarray, groups: np.ndarray, known: np.ndarray, noise: float = 0.0,
                   floor: float = 0.0) -> np.ndarray:
-    """Each value's share of its group's frequency: in proportion to its noisy frequency, or, where every value is in
-    one group and they do not spread beyond their noise (SPREAD_LEVEL), equal among the values not ``known``
-    (``noise``: a value's noise std, as a frequency; ``floor``: where a noisy mean was clipped). Post-processing."""
+    """Each value's share of its group's frequency: in proportion to its noisy frequency, or, in a group of rare values
+    (``value_groups``: the last) that holds HEAVY_SHARE of the attribute's frequency and does not spread beyond its
+    noise (SPREAD_LEVEL), equal among its values not ``known`` (``noise``: a value's noise std, as a frequency;
+    ``floor``: where a noisy mean was clipped). Post-processing."""
     q = np.asarray(marginal, dtype=np.float64)
     free = ~np.asarray(known, dtype=bool)
-    if int(groups.max()) == 0 and free.sum() > 1 and not spread_beyond_noise(q[free], noise, floor):
+    rare = free & (groups == groups.max())
+    heavy = rare.sum() > 1 and q[rare].sum() >= HEAVY_SHARE * q[free].sum()
+    if heavy and not spread_beyond_noise(q[rare], noise, floor):
         q = q.copy()
-        q[free] = q[free].sum() / free.sum()
+        q[rare] = q[rare].sum() / rare.sum()
     return q / np.maximum(np.bincount(groups, weights=q)[groups], 1e-300)
 
 

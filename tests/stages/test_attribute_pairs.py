@@ -261,9 +261,10 @@ def test_values_of_one_truth_rarely_spread_beyond_their_noise_and_skewed_values_
     assert spread_beyond_noise(np.array([0.2, 0.3]), 0.0, floor)  # no noise: any spread is real
 
 
-def test_an_attribute_of_rare_values_alone_shares_its_frequency_equally_unless_they_spread():
-    """One group holding every value: equal shares of the values not known (none, never held) where they do not
-    spread beyond their noise, else in proportion to them; several groups: always in proportion."""
+def test_a_heavy_group_of_rare_values_shares_its_frequency_equally_unless_they_spread():
+    """A group of rare values holding the attribute's frequency (all of it, or most beside a common value): equal
+    shares of its values not known (none, never held) where they do not spread beyond their noise, else in
+    proportion to them; a light group of rare values: always in proportion."""
     noise, floor = 0.01, 1e-5
     flat = np.array([0.0, 0.02, 0.005, 0.015, floor, 0.03, 0.01, 0.012, 0.008])
     known = np.arange(flat.size) == 0
@@ -272,8 +273,13 @@ def test_an_attribute_of_rare_values_alone_shares_its_frequency_equally_unless_t
     assert shares[0] == 0.0 and np.allclose(shares[1:], 1.0 / 8)
     skewed = np.array([0.0, 0.6, 0.3, floor, floor, 0.05, floor, 0.05, floor])
     np.testing.assert_allclose(within_shares(skewed, one, known, noise, floor), skewed / skewed.sum())
-    two = (np.arange(flat.size) > 4).astype(np.int64)
-    np.testing.assert_allclose(within_shares(flat, two, known, noise, floor), flat / np.bincount(two, weights=flat)[two])
+    common = np.array([0.0, 0.05, 0.02, 0.005, 0.015, floor, 0.03, 0.01, 0.012])  # one common value, a heavy tail
+    tail = (np.arange(common.size) != 1).astype(np.int64)  # rare values after the common one (``value_groups``)
+    shares = within_shares(common, tail, known, noise, floor)
+    assert shares[1] == 1.0 and np.allclose(shares[2:], 1.0 / 7)
+    light = np.array([0.0, 0.95, 0.02, 0.005, 0.015, floor, 0.03, 0.01, 0.012])  # the rare values hold too little
+    np.testing.assert_allclose(within_shares(light, tail, known, noise, floor),
+                               light / np.bincount(tail, weights=light)[tail])
 
 
 def test_grouped_tables_keep_a_record_in_one_cell_and_the_tree_keeps_every_value_frequency():
