@@ -65,9 +65,9 @@ __all__ = ["DPSGD", "Mechanism", "StepResult", "poisson_sample", "step_event"]
 
 #: Below this many expected records per model and step, a step on the CPU runs its passes on one intra-op thread
 #: fewer than torch has, leaving that core to the worker drawing the gradient noise: small passes gain little from
-#: a second thread, and beside the worker they wait on it (the paper's VAE on two cores, batch 102: 7.6 ms a step
-#: against 10.9; batch 256: 13.9 against 14.4; batch 512: 23.1 against 21.4; docs/results.md, "DP-SGD
-#: throughput"). The passes' float sums then follow that thread count.
+#: a second thread, and beside the worker they wait on it; larger ones gain more from it than the noise costs them
+#: (docs/results.md, "DP-SGD on two cores: a core left to the noise worker"). The passes' float sums then follow
+#: that thread count.
 NOISE_CORE_BELOW = 360
 
 
