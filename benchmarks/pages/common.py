@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -70,3 +72,11 @@ def mean_sd(values: Sequence[float], digits: int = 3) -> str:
     if len(values) == 1:
         return num(values[0], digits)
     return f"{num(float(np.mean(values)), digits)} ± {num(float(np.std(values, ddof=1)), 2)}"
+
+
+def print_sections(doc: str | None, sections: Callable[[], Iterable[str]], argv: Sequence[str] | None = None) -> int:
+    """A page module run as a script: its sections of the results page, as markdown on stdout (``--help``: ``doc``)."""
+    argparse.ArgumentParser(description=doc).parse_args(argv)
+    sys.stdout.write("\n\n".join(filter(None, sections())) + "\n")
+    return 0
+

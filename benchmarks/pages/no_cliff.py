@@ -9,12 +9,17 @@ against n, a panel per epsilon) go to docs/img/results/.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the results page's folder is the import root (``pages.*``)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from typing import Any
 
 import numpy as np
 
-from pages.common import RESULTS, load_if_there, num, source, table
+from pages.common import RESULTS, load_if_there, num, print_sections, source, table
 from pages.plots import plt, save
 
 #: The sweep's files: the transaction datasets with MST beside them (epsilon 0.1 and 1; 0.3 and 4), and MNIST's
@@ -145,3 +150,7 @@ def no_cliff_section() -> str:
               *(f"![{d}]({(IMAGES / f'no_cliff_{d}.png').as_posix()})" for d in datasets),
               source(*there)]
     return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    raise SystemExit(print_sections(__doc__, lambda: [no_cliff_section()]))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the results page's folder is the import root (``pages.*``)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from typing import Any
 
 import numpy as np
 
-from pages.common import METHODS, load, load_if_there, mean_sd, num, seconds, source, table
+from pages.common import METHODS, load, load_if_there, mean_sd, num, print_sections, seconds, source, table
 
 #: The benchmark's result file, and the time's (benchmarks/table_time.py).
 NAME, TIME = "tables_lodo_fix.json", "table_time_diabetes.json"
@@ -679,3 +685,7 @@ def candidate_runs() -> list[str]:
     """Each run of ``CANDIDATE_RUNS`` (``candidates_section``)."""
     return [candidates_section(name, candidates, full, what, title, partial=partial)
             for name, candidates, full, what, title, partial in CANDIDATE_RUNS]
+
+
+if __name__ == "__main__":
+    raise SystemExit(print_sections(__doc__, lambda: [tables_section(), seeds_section(), eps_section(), large_section(), *candidate_runs(), deep_section()]))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the results page's folder is the import root (``pages.*``)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from typing import Any
 
-from pages.common import load, load_if_there, seconds, source, table
+from pages.common import load, load_if_there, print_sections, seconds, source, table
 
 THROUGHPUT = {"plain": "non-private (no clipping, no noise)", "opacus": "Opacus",
               "dpgm_fixed": "dpgm, fixed clipping", "dpgm_adaptive": "dpgm, DPNorm clipping"}
@@ -291,3 +296,7 @@ def wide() -> str:
          "`wide_speed_1m_2ranks.json` ran it on two ranks: training halves, the release stays on rank 0."), "",
         table(("records x items", "code", *WIDE_STAGES, "total", "peak RSS MiB"), rows),
         "", source(*(n for n, _ in WIDE if load_if_there(n) is not None), "wide_speed_1m_2ranks.json")])
+
+
+if __name__ == "__main__":
+    raise SystemExit(print_sections(__doc__, lambda: [throughput(), noise_bound(), noise_core(), mixture_views(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall()]))
