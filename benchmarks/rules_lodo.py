@@ -201,6 +201,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the other way: more of rho on the means, whose noise the tree's pair counts do not average out (0.62, the most
     # MIN_DPSGD_SHARE allows; the tree 0.31)
     "tree0_m62": {"MIN_TRAINING_SCALE": 0, "MEANS_SHARE": 0.62},
+    # each tree edge's noisy count shrunk toward independence at the means by the positive-part James-Stein factor of
+    # its excess (shipped) or as measured (noshrink: the rules before), with the rules' families or a tree at every
+    # scale (tree0). Lost and removed (rows in rules_lodo_edge_shrink.json, code under its removed_candidates): one
+    # factor pooled over a part's edges (pshrink) and an empirical-Bayes posterior under a fitted spike-and-normal
+    # prior (mixture)
+    "noshrink": {"dpgm.stages.tree_fit.EDGE_SHRINK": 0.0},
+    "tree0_noshrink": {"MIN_TRAINING_SCALE": 0, "dpgm.stages.tree_fit.EDGE_SHRINK": 0.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

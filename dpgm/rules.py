@@ -100,7 +100,8 @@ TABLE_TREE_SCALE = 10_000
 ALL_PAIRS_SCALE = 1.0
 #: Whether a declared schema (``data.attribute_sizes``) puts a table's tree over its attributes (``by_attribute``).
 TABLE_BY_ATTRIBUTE = True
-#: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``fit_tree``) or not.
+#: Whether a tree leaves the empty records to a part of their own (its empty draws dropped, ``tree_fit.fit_tree``)
+#: or not.
 TREE_EMPTY_PART = True
 #: Shares of the one tree of item pairs over all records that the release follows (dpgm.stages.release_pairs): its
 #: selections and pair counts (0: off), from the means' share, from N eps = PAIRS_SCALE up, for a model not a tree.

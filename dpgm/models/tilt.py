@@ -55,7 +55,7 @@ def feature_means(records: Any, edges: np.ndarray, *, empty: bool = False) -> np
 
 def tilt_targets(means: np.ndarray, joints: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Feasible targets: the item frequencies in [0, 1], each pair's in [max(0, p_a + p_b - 1), min(p_a, p_b)]
-    (what two items of those frequencies allow; the projection of ``item_pairs.fit_tree``)."""
+    (what two items of those frequencies allow; the projection of ``tree_fit.fit_tree``)."""
     p = np.clip(np.asarray(means, dtype=np.float64), 0.0, 1.0)
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if len(edges) == 0:

@@ -6,7 +6,7 @@ mechanism among the pairs that join two components, scored as MST scores it: the
 between the pair's 2 x 2 table of counts and the table that independence at the noisy means and
 size predicts (``table_distances``); then the co-occurrence counts of the chosen edges are released
 with Gaussian noise, and each item's frequency given its parent follows from them and the noisy
-means (``fit_tree``: post-processing; the tree's item frequencies are the noisy means exactly).
+means (``tree_fit.fit_tree``: post-processing; the tree's item frequencies are the noisy means exactly).
 
 Privacy (add/remove one record, docs/privacy.md): a record falls in exactly one cell of each pair's
 2 x 2 table, so it moves every score by at most 1: each round is one epsilon exponential mechanism
@@ -39,9 +39,8 @@ from dpgm.clustering.base import Partition
 from dpgm.config import Config
 from dpgm.data.chunks import Records, summed
 from dpgm.data.dataset import BinaryDataset
-from dpgm.mixture_draws import MIN_ACCEPTANCE
 from dpgm.models.tilt import tilt_targets
-from dpgm.models.tree import TreeOptions, orient
+from dpgm.models.tree import TreeOptions
 from dpgm.privacy import collective
 from dpgm.privacy.accountant import Accountant
 from dpgm.privacy.clipping import clip_rows, clip_target
@@ -71,11 +70,10 @@ from dpgm.stages.model_choice import STAGE as CHOICE
 from dpgm.stages.model_choice import TREE, chosen_model, tree_options, untrained_choice
 from dpgm.stages.part_means import FLOOR, table_parts
 from dpgm.stages.training import choice_entry, release_min_items
+from dpgm.stages.tree_fit import fit_tree
 
 #: Ledger stage of the selections and the pair counts.
 STAGE = "item_pairs"
-#: Fixed-point steps at most for a tree whose empty draws the release drops (``fit_tree``).
-NONEMPTY_ITERATIONS = 200
 
 
 def weighted_pair_counts(records: Any, bound: float) -> np.ndarray:
@@ -211,64 +209,6 @@ def joint_distances(joints: np.ndarray, size: float, means: np.ndarray) -> np.nd
     return table_distances(plain, size, means)
 
 
-def fit_tree(edges: list[tuple[int, int]], pair_counts: np.ndarray, size: float, means: np.ndarray, *,
-             nonempty: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(parent [m], logits [m, 2]) of one part from its noisy means and the noisy counts of its edges.
-
-    The forest is directed away from each component's lowest item. An edge's joint frequency is
-    its count / size projected onto what the two means allow, [max(0, p_a + p_b - 1), min(p_a, p_b)],
-    so P(b | a = 1) p_a + P(b | a = 0) (1 - p_a) = p_b: every item keeps its noisy mean.
-    ``nonempty``: the release keeps only records holding an item (``release_min_items`` 1). As
-    x_j = 1 implies a kept record, P(x_j | kept) = p_j / c with c = 1 - P(empty); so the tree is
-    fitted to the means and joints times c, c = 1 - P(empty) of that tree (a fixed point), and the
-    records it keeps have the measured frequencies. The iteration from c = 1 finds the largest fixed
-    point; where that is below MIN_ACCEPTANCE (noisy pairs that put every item behind the root, say,
-    leave only c = 0) the part's items are independent at the means instead, fitted the same way (a
-    fixed point above 0 wherever the means add up to more than one), and only where that fails too is
-    the tree fitted as without ``nonempty``, its kept records' frequencies then above the measured
-    ones, rather than a model that almost never draws a record to keep.
-    """
-    joints = np.asarray(pair_counts, dtype=np.float64) / size
-    parent, cond = _fit(edges, joints, means)
-    if nonempty:
-        for forest, pairs in ((edges, joints), ([], joints[:0])):  # the tree, else independent items
-            fit, kept = _nonempty_fit(forest, pairs, means)
-            if kept >= MIN_ACCEPTANCE:
-                parent, cond = fit
-                break
-    cond = np.clip(cond, FLOOR, 1.0 - FLOOR)
-    return parent, np.log(cond) - np.log1p(-cond)
-
-
-def _nonempty_fit(edges: list[tuple[int, int]], joints: np.ndarray,
-                  means: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], float]:
-    """(``_fit`` of the means and joints times c, c) at the largest fixed point c = 1 - P(empty), iterated from 1."""
-    kept = 1.0
-    for _ in range(NONEMPTY_ITERATIONS):
-        fit = _fit(edges, joints * kept, means * kept)
-        again = 1.0 - float(np.prod(1.0 - fit[1][:, 0]))  # P(empty): every item 0 given 0 parents
-        if abs(again - kept) < 1e-9:
-            break
-        kept = again
-    return fit, kept
-
-
-def _fit(edges: list[tuple[int, int]], joints: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(parent [m], P(item | parent = 0 or 1) [m, 2]) from the means and the edges' joint frequencies."""
-    m = means.size
-    joint = {}
-    for (u, v), c in zip(edges, joints):
-        joint[(u, v)] = joint[(v, u)] = c
-    parent = np.full(m, -1, dtype=np.int64)
-    cond = np.repeat(means[:, None], 2, axis=1)
-    for u, v in orient(edges, m):
-        parent[v] = u
-        pu, pv = means[u], means[v]
-        p11 = np.clip(joint[(u, v)], max(0.0, pu + pv - 1.0), min(pu, pv))
-        cond[v] = ((pv - p11) / (1.0 - pu), p11 / pu)
-    return parent, cond
-
-
 class ItemPairsStage(DictStage):
     """Each part's tree; output: {"parent": [k, m] ints, "logits": [k, m, 2]} (see ``fit_tree``)."""
 
@@ -313,7 +253,7 @@ class ItemPairsStage(DictStage):
         noisy = gaussian_release(chosen, sensitivity=bound, noise_multiplier=options.pair_noise_multiplier,
                                  accountant=ctx.accountant, stage=STAGE, rng=ctx.rng)
         nonempty = release_min_items(self.cfg) == 1
-        fits = [fit_tree(part, y, s, p, nonempty=nonempty)
+        fits = [fit_tree(part, y, s, p, nonempty=nonempty, count_noise=options.pair_noise_multiplier * bound)
                 for part, y, s, p in zip(edges, noisy.reshape(len(edges), -1), sizes, means)]
         return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits])}
 
@@ -377,7 +317,8 @@ def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray,
     fits = []
     for y, s, p in zip(joints, sizes, means):
         edges = heaviest_tree(joint_distances(y, s, p), m)
-        fits.append(fit_tree(edges, s * y[[index[e] for e in edges]], s, p, nonempty=nonempty))
+        fits.append(fit_tree(edges, s * y[[index[e] for e in edges]], s, p, nonempty=nonempty,
+                             count_noise=options.pair_noise_multiplier * bound))
     return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits]),
             "pairs": np.repeat(np.stack([a, b], axis=1)[None], partition.k, axis=0), "pair_joints": joints,
             "pair_noise": np.repeat(pair_noise(options.pair_noise_multiplier * bound, sizes)[:, None], a.size, axis=1)}

@@ -22,7 +22,6 @@ from dpgm.stages.item_pairs import (
     STAGE,
     ItemPairsStage,
     all_pair_counts,
-    fit_tree,
     grow_trees,
     heaviest_tree,
     pair_bound,
@@ -30,6 +29,7 @@ from dpgm.stages.item_pairs import (
     table_distances,
     weighted_pair_counts,
 )
+from dpgm.stages.tree_fit import fit_tree, shrunk_counts
 from tests.training.test_run import tiny_config
 
 
@@ -112,6 +112,43 @@ def test_the_fitted_tree_keeps_the_noisy_means_and_a_feasible_joint():
     assert cond[1, 1] * means[0] == pytest.approx(0.25, abs=1e-6)  # 250 / 1000, as measured
     assert cond[2, 1] == pytest.approx(1e-5, abs=1e-6)  # p11 projected up to 0 (the floor)
     assert cond[3, 1] * means[1] == pytest.approx(0.6, abs=1e-5)  # projected down to min(p_1, p_3)
+
+
+def test_edges_measured_within_their_noise_read_as_independent_and_strong_ones_keep_their_excess():
+    means, size, sigma = np.array([0.3, 0.6, 0.2, 0.9]), 1000.0, 40.0
+    edges = [(0, 1), (1, 2), (1, 3)]
+    independent = size * np.array([0.18, 0.12, 0.54])
+    counts = independent + np.array([30.0, -400.0, 0.0])  # within its noise, far beyond it, none
+    shrunk = shrunk_counts(edges, counts, size, means, sigma)
+    assert shrunk[0] == pytest.approx(independent[0])  # |excess| below sigma: read as independent
+    assert shrunk[1] - independent[1] == pytest.approx(-400.0 * (1 - (sigma / 400.0) ** 2))  # kept but 1%
+    assert shrunk[2] == pytest.approx(independent[2])
+    # over many draws: an independent pair loses most of its noise; a pair 3.75 noise stds from independence pays a
+    # little (one observation per edge: the factor's slope adds variance, its pull a bias)
+    rng = np.random.default_rng(0)
+    truth = independent[:, None] + np.array([0.0, -60.0, 150.0])[:, None]
+    noisy = truth + rng.normal(0.0, sigma, (3, 4000))
+    shrunk = np.stack([shrunk_counts(edges, noisy[:, i], size, means, sigma) for i in range(noisy.shape[1])], axis=1)
+    raw_error, shrunk_error = ((noisy - truth) ** 2).mean(axis=1), ((shrunk - truth) ** 2).mean(axis=1)
+    assert shrunk_error[0] < 0.35 * raw_error[0]
+    assert shrunk_error[2] < 1.35 * raw_error[2]
+
+
+def test_shrunk_counts_keep_the_means_and_lower_the_error_of_a_tree_of_mostly_independent_pairs():
+    m, size, sigma = 12, 1000.0, 40.0
+    rng = np.random.default_rng(1)
+    means = rng.uniform(0.2, 0.8, m)
+    edges = [(j, j + 1) for j in range(m - 1)]
+    u, v = np.asarray(edges).T
+    truth = size * means[u] * means[v] + np.where(np.arange(m - 1) < 3, 150.0, 0.0)  # three dependent pairs
+    noisy = truth + rng.normal(0.0, sigma, (500, m - 1))
+    shrunk = np.stack([shrunk_counts(edges, y, size, means, sigma) for y in noisy])
+    assert ((shrunk - truth) ** 2).mean() < 0.8 * ((noisy - truth) ** 2).mean()
+    assert np.array_equal(shrunk_counts(edges, noisy[0], size, means, 0.0), noisy[0])  # no noise: as measured
+    parent, logits = fit_tree(edges, noisy[0], size, means, count_noise=sigma)
+    tree = Tree(m)
+    tree.set_tree(torch.as_tensor(parent), torch.as_tensor(logits, dtype=torch.float32))
+    assert np.allclose(tree.marginals().detach().numpy(), means, atol=1e-5)  # the tree keeps the noisy means
 
 
 def test_a_tree_whose_empty_draws_are_dropped_keeps_the_means_among_the_records_kept():
