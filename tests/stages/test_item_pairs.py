@@ -223,6 +223,30 @@ def test_a_run_charges_the_selections_and_one_release_and_draws_the_pairs(tmp_pa
     assert np.abs(np.asarray(drawn.mean(axis=0)).ravel() - expected).max() < 5 * np.sqrt(0.25 / n)
 
 
+@pytest.mark.parametrize("pair_noise", [0.5, 1e4])
+def test_a_run_reads_each_edge_against_its_noise(tmp_path, pair_noise):
+    """The shipped stage: at little count noise each item of the chain follows its parent as the data do (0.95 / 0.05);
+    at a count noise far above every excess, an edge whose noisy excess is within one noise std (about two in three)
+    reads as independent (one conditional per item, its mean) where the counts as measured would put every edge at
+    a bound of what the means allow."""
+    rng = np.random.default_rng(4)
+    m, n = 30, 4_000
+    data = BinaryDataset(records=sp.csr_matrix(_chain_records(n, m, rng)), item_names=[str(i) for i in range(m)])
+    cfg = tiny_config(tmp_path, **{"partition.method": "none", "partition.k": 1, "model.kind": "tree",
+                                   "model.mean_noise_multiplier": 0.5, "model.calibrate": False})
+    cfg.model.options = {"select_epsilon": 50.0, "pair_noise_multiplier": pair_noise}
+    run_dir, _ = train(cfg, data=data, progress=False)
+    [model] = load_release(run_dir).models
+    cond = torch.sigmoid(model.logits).detach().numpy()
+    child = np.flatnonzero(model.parent.numpy() >= 0)
+    assert child.size == m - 1
+    if pair_noise < 1:
+        assert np.allclose(cond[child], [[0.05, 0.95]] * child.size, atol=0.03)
+    else:
+        independent = np.isclose(cond[child, 0], cond[child, 1], atol=1e-6)
+        assert independent.mean() > 0.5
+
+
 def test_the_stage_state_round_trips():
     stage = ItemPairsStage(Config())
     stage.output = {"parent": np.array([[-1, 0, 1]]), "logits": np.zeros((1, 3, 2))}
