@@ -314,14 +314,14 @@ def every_pair_trees(ctx: StageContext, partition: Partition, sizes: np.ndarray,
                              accountant=ctx.accountant, rng=ctx.rng)
     joints = np.stack([noisy_joints(y, s, p) for y, s, p in zip(noisy, sizes, means)])
     index = {pair: i for i, pair in enumerate(zip(a.tolist(), b.tolist()))}
-    fits = []
+    count_noise, fits = options.pair_noise_multiplier * bound, []  # a pair count's noise std, in records
     for y, s, p in zip(joints, sizes, means):
         edges = heaviest_tree(joint_distances(y, s, p), m)
         fits.append(fit_tree(edges, s * y[[index[e] for e in edges]], s, p, nonempty=nonempty,
-                             count_noise=options.pair_noise_multiplier * bound))
+                             count_noise=count_noise))
     return {"parent": np.stack([f[0] for f in fits]), "logits": np.stack([f[1] for f in fits]),
             "pairs": np.repeat(np.stack([a, b], axis=1)[None], partition.k, axis=0), "pair_joints": joints,
-            "pair_noise": np.repeat(pair_noise(options.pair_noise_multiplier * bound, sizes)[:, None], a.size, axis=1)}
+            "pair_noise": np.repeat(pair_noise(count_noise, sizes)[:, None], a.size, axis=1)}
 
 
 def noisy_every_pair(data: Records, partition: Partition, bound: float, *, noise_multiplier: float,
