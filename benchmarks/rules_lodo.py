@@ -208,6 +208,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # prior (mixture)
     "noshrink": {"dpgm.stages.tree_fit.EDGE_SHRINK": 0.0},
     "tree0_noshrink": {"MIN_TRAINING_SCALE": 0, "dpgm.stages.tree_fit.EDGE_SHRINK": 0.0},
+    # each group's item means pulled toward the item's mean over all records by how far the groups' means spread
+    # beyond their noise (the Fay-Herriot estimator, shipped) or as measured (nopartshrink: the rules before)
+    "nopartshrink": {"dpgm.stages.part_means.PART_SHRINK": 0.0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

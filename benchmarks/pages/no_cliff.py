@@ -26,8 +26,8 @@ from pages.plots import plt, save
 #: pixels (MST did not finish there).
 FILES = ("rules_lodo_no_cliff.json", "rules_lodo_no_cliff_eps.json", "rules_lodo_no_cliff_mnist.json",
          "rules_lodo_part_total.json", "rules_lodo_no_cliff_now.json", "rules_lodo_edge_shrink.json",
-         "rules_lodo_edge_shrink_seeds.json")  # a later file's rows of a setting and seed
-# replace an earlier one's
+         "rules_lodo_edge_shrink_seeds.json", "rules_lodo_part_shrink.json")  # a later file's rows of a setting
+# and seed replace an earlier one's
 IMAGES = Path("img") / "results"
 #: Each method as the figures draw it: (label, colour, line style).
 STYLE = {"dpgm": ("dpgm (generic rules)", "C0", "-"), "mst": ("MST", "C1", "--"),
@@ -140,8 +140,10 @@ def no_cliff_section() -> str:
               "marginals nowhere, behind MST in at most one group and not on the TVD. Every row of the rules is the "
               "shipped rules': those of `rules_lodo_edge_shrink.json` and `rules_lodo_edge_shrink_seeds.json` (each "
               "tree edge's count read against its noise: every setting and seed of the files before them rerun; a "
-              "row the change does not touch, where the rules choose independent items, came out the same). MST's "
-              "and the marginals' rows are the files' (the marginals' are recomputed with each row of the rules).")]
+              "row the change does not touch, where the rules choose independent items, came out the same), and where "
+              "groups form (N epsilon at least 20,000), those of `rules_lodo_part_shrink.json` (each group's means "
+              "read against the others'). MST's and the marginals' rows are the files' (the marginals' are "
+              "recomputed with each row of the rules).")]
     for eps in epsilons:
         parts += [f"### epsilon {eps:g}",
                   table(("dataset", "records", "seeds", "dpgm", "MST", "marginals", "behind marginals",

@@ -50,6 +50,9 @@ STAGE = "part_means"
 #: ``frequency_shift``, dpgm.models.calibration).
 CALIBRATION_SAMPLES = 20_000
 CALIBRATION_ROUNDS = 10
+#: Each part's item means are read against their noise (``shrunk_to_items``): a part keeps
+#: tau^2 / (tau^2 + PART_SHRINK s^2) of its mean's departure from the item's mean over all records (0: kept whole).
+PART_SHRINK = 1.0
 
 
 def noisy_part_means(
@@ -93,11 +96,50 @@ def noisy_part_means(
         sums = consistent_sums(sums, totals, part_sigma=noise_multiplier, total_sigma=totals_noise_multiplier)
     sums = sums / kept
     sizes = floor_counts(noisy_sizes)
-    # per item, across parts: no part below 0 or above its size, the item's noisy total kept
+    if keep_total:  # each part's means read against the others' (a declared table's: per attribute, later)
+        sums = shrunk_to_items(sums, sizes, noise_multiplier * bound / kept)
+    # per item, across parts: no part below 0 or above its size, the item's total kept
     means = project_to_total(sums, sums.sum(axis=0), caps=sizes) / sizes[:, None]
     if keep_total:
         means = part_total_kept(means, np.maximum(sums.sum(axis=1) / sizes, least))
     return np.clip(means, FLOOR, 1.0 - FLOOR)
+
+
+def shrunk_to_items(sums: np.ndarray, sizes: np.ndarray, std: float) -> np.ndarray:
+    """[k, m] part sums whose means are pulled toward each item's mean over the parts by how far the parts' means of
+    that item spread beyond their noise (``std``: a sum's noise std, so a part mean's is std / size). Per item, the
+    spread tau^2 is Paule and Mandel's (``between_parts``), and a part of noise variance s^2 keeps
+    tau^2 / (tau^2 + PART_SHRINK s^2) of its departure from the mean at weights 1 / (tau^2 + s^2): the random-effects
+    estimate of each part's mean. An item rare in every part reads as rare in each, where a small part's noise alone
+    made it frequent; an item the parts tell apart keeps each part's mean. Post-processing (docs/privacy.md, "Each
+    part's means read against the others")."""
+    if sums.shape[0] < 2 or PART_SHRINK <= 0:
+        return sums
+    means, noise = sums / sizes[:, None], (std / sizes) ** 2  # noise: [k] each part mean's noise variance
+    tau2, centre = between_parts(means, noise)
+    keep = tau2[None, :] / (tau2[None, :] + PART_SHRINK * noise[:, None])
+    return (centre + keep * (means - centre)) * sizes[:, None]
+
+
+def between_parts(means: np.ndarray, noise: np.ndarray, rounds: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Per item of [k, m] ``means`` with noise variances ``noise`` [k]: the spread tau^2 of the true means about
+    their centre, and that centre, weighted by 1 / (tau^2 + s^2). tau^2 solves sum_j (mean_j - centre)^2 /
+    (tau^2 + s_j^2) = k - 1 (Paule and Mandel 1982; 0 where the noise alone explains the spread), by bisection:
+    the sum falls as tau^2 grows. A part of a few noisy records weighs little, where an unweighted spread would
+    be its noise."""
+    def weighted(tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        weights = 1.0 / (tau2[None, :] + noise[:, None])
+        centre = (weights * means).sum(axis=0) / weights.sum(axis=0)
+        return (weights * (means - centre) ** 2).sum(axis=0), centre
+
+    target = means.shape[0] - 1.0
+    lo, hi = np.zeros(means.shape[1]), 2.0 * means.shape[0] * np.ptp(means, axis=0) ** 2 + 1e-12  # the sum <= 1 there
+    for _ in range(rounds):
+        mid = (lo + hi) / 2
+        above = weighted(mid)[0] > target
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    tau2 = np.where(weighted(np.zeros_like(lo))[0] > target, (lo + hi) / 2, 0.0)
+    return tau2, weighted(tau2)[1]
 
 
 def part_total_kept(means: np.ndarray, totals: np.ndarray) -> np.ndarray:

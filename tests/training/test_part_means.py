@@ -24,6 +24,7 @@ from dpgm.stages.part_means import (
     calibrate_to_means,
     noisy_part_means,
     part_total_kept,
+    shrunk_to_items,
     start_at_means,
     table_parts,
 )
@@ -119,6 +120,43 @@ def test_keeping_the_total_shifts_every_item_of_a_part_alike_within_zero_and_one
     np.testing.assert_allclose(kept[1], means[1])  # nothing clipped: unchanged
     shift = 0.9 - kept[0, 2]
     np.testing.assert_allclose(kept[0], np.clip(means[0] - shift, 0.0, 1.0))
+
+
+def test_an_item_rare_in_every_part_reads_rare_where_a_small_parts_noise_alone_made_it_frequent():
+    """Six parts (one of 150 records) at a sum noise std of 20: item 0 is never held, item 1 is held by 80% of
+    three parts' records and 10% of the others'. Read against the others, the small part's mean of item 0 moves
+    to the item's mean over all parts, while item 1 keeps what tells the parts apart."""
+    sizes = np.array([150.0, 2_000.0, 3_000.0, 2_500.0, 1_800.0, 2_200.0])
+    truth = np.stack([np.zeros(6), np.array([0.8, 0.1, 0.8, 0.1, 0.8, 0.1])], axis=1)  # [k, 2] means
+    raw, read = [], []
+    for seed in range(200):
+        sums = truth * sizes[:, None] + np.random.default_rng(seed).normal(0.0, 20.0, truth.shape)
+        raw.append(sums / sizes[:, None])
+        read.append(shrunk_to_items(sums, sizes, 20.0) / sizes[:, None])
+    raw, read = np.array(raw), np.array(read)
+    small_rare = lambda means: np.sqrt((means[:, 0, 0] ** 2).mean())
+    assert small_rare(read) < 0.3 * small_rare(raw)  # the noise std of that mean: 20 / 150, 0.13
+    assert np.abs(read[:, :, 1] - truth[:, 1]).mean() <= np.abs(raw[:, :, 1] - truth[:, 1]).mean() + 1e-3
+    bias = np.abs(read[:, :, 1].mean(axis=0) - truth[:, 1])
+    assert bias[1:].max() < 0.01 and bias[0] < 0.5 * 20.0 / 150  # the large parts unbiased, the small one within its noise
+    one = np.array([[3.0, -2.0, 40.0]])
+    np.testing.assert_array_equal(shrunk_to_items(one, np.array([50.0]), 20.0), one)  # one part: nothing to read
+
+
+def test_a_small_parts_released_means_of_items_no_record_holds_stay_near_zero():
+    """Five parts, one of 100 records, over 60 items of which the records hold only the last 10: the small part's
+    mean of an absent item has a noise std of 0.3, of which clipping at 0 (or shifting the items to the part's raw
+    noisy total) would keep a share; read against the other parts it stays far below."""
+    n_parts, m = 5, 60
+    sizes = np.array([100, 3_000, 3_000, 3_000, 3_000])
+    assignments = np.repeat(np.arange(n_parts), sizes)
+    rng = np.random.default_rng(0)
+    records = np.zeros((sizes.sum(), m), dtype=np.uint8)
+    records[:, 50:] = rng.random((sizes.sum(), 10)) < np.where(assignments[:, None] % 2 == 0, 0.7, 0.2)
+    absent = [noisy_part_means(records, assignments, sizes.astype(float), clip=2.0, noise_multiplier=15.0,
+                               accountant=Accountant(delta=1e-5), keep_total=True,
+                               rng=np.random.default_rng(s))[0, :50].mean() for s in range(20)]
+    assert np.mean(absent) < 0.02  # the noise std of each: 15 x 2 / 100 = 0.3
 
 
 @pytest.mark.parametrize("model", [VAE(5, hidden=[4], latent=2), RBM(5, n_hidden=3)])
