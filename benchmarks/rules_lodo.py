@@ -211,6 +211,9 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # each group's item means pulled toward the item's mean over all records by how far the groups' means spread
     # beyond their noise (the Fay-Herriot estimator, shipped) or as measured (nopartshrink: the rules before)
     "nopartshrink": {"dpgm.stages.part_means.PART_SHRINK": 0.0},
+    # one group below N epsilon = 50,000 where each group's tree would count every pair (shipped), or below 20,000
+    # wherever (groups20k: the rules before)
+    "groups20k": {"PAIRS_PARTITION_SCALE": 0},
 }
 #: The tables among the datasets and their number of attributes (their READMEs: one attribute=value item
 #: per attribute in every record), declared as ``data.attributes`` as their users would declare it.

@@ -101,6 +101,13 @@ TABLE: tuple[Row, ...] = (
         "(declared), more than a tree keeps", _kind("vae")),
     Row("model.kind", "as stated", "the config states model.kind", "{kind}, as the config states",
         lambda c: True),
+    Row("partition.k", "1", "N x epsilon from {PARTITION_SCALE:,} to below {PAIRS_PARTITION_SCALE:,} where each "
+        "group's tree would count every pair",
+        "one group (N x epsilon = {scale:,.0f} is below {PAIRS_PARTITION_SCALE:,} and its tree counts every pair: "
+        "one tree fitted to every pair over all records is what groups would split, each group's counts as noisy "
+        "over fewer records)",
+        lambda c: c.settings["partition.k"] == 1 and rules.PARTITION_SCALE <= c.scale
+        < rules.partition_scale(c.facts, c.items, c.settings["model.kind"])),
     Row("partition.k", "1", "N x epsilon from {RECORDS_PER_PART:,} x 2 to below {PARTITION_SCALE:,}",
         "one group (N x epsilon = {scale:,.0f} is below {PARTITION_SCALE:,}, where groups cost more than they buy)",
         lambda c: c.settings["partition.k"] == 1 and 2 * rules.RECORDS_PER_PART <= c.scale < rules.PARTITION_SCALE),

@@ -70,6 +70,10 @@ TABLE_RECORDS_PER_PART = 10_000
 #: Below this N * epsilon the records form one group whatever RECORDS_PER_PART gives (0: never): two or
 #: three groups halve each group's records and the partition takes its share of rho for little structure.
 PARTITION_SCALE = 20_000
+#: The same where each group's model would be a tree counting every pair (``every_pair``): one tree fitted to every
+#: pair's count over all records, with a release that follows them all, is what groups would split, each group's
+#: counts then as noisy over fewer records (at most PARTITION_SCALE: as elsewhere).
+PAIRS_PARTITION_SCALE = 50_000
 #: Share of rho on every value's noisy count over all records of a declared table where it forms k > 1 groups
 #: (``model.totals_noise_multiplier``, from the means' share; 0: none): the groups' means, each noisy over its own
 #: records, then agree with it (dpgm.stages.item_totals), where their sum alone adds k groups' noise to each value.
@@ -165,11 +169,21 @@ def _lsh_tree(rho: float) -> dict[str, Any]:
 PARTITIONER_RULES = {"lloyd": _lloyd, "kernel_kmeans": _kernel_kmeans, "lsh_tree": _lsh_tree}
 
 
-def parts(facts: PublicFacts) -> int:
+def parts(facts: PublicFacts, items: int | None = None, kind: str | None = None) -> int:
     """k: one part per ``records_per_part`` records at epsilon 1 (n = 3,000 gets 1 part), at most MAX_PARTS; one below
-    N * epsilon = PARTITION_SCALE."""
+    N * epsilon = ``partition_scale`` (``items``: the items modelled, default all; ``kind``: the model family the
+    config states, default ``family``)."""
     scale = facts.scale
-    return 1 if scale < PARTITION_SCALE else max(1, min(MAX_PARTS, int(scale // records_per_part(facts))))
+    one = scale < partition_scale(facts, items, kind)
+    return 1 if one else max(1, min(MAX_PARTS, int(scale // records_per_part(facts))))
+
+
+def partition_scale(facts: PublicFacts, items: int | None = None, kind: str | None = None) -> int:
+    """The N * epsilon below which the records form one group: PAIRS_PARTITION_SCALE where each group's model is a
+    tree counting every pair of the ``items`` (``every_pair``), else PARTITION_SCALE."""
+    items = facts.n_items if items is None else items
+    pairs = (kind or family(facts, items)) == "tree" and every_pair(facts, items)
+    return max(PARTITION_SCALE, PAIRS_PARTITION_SCALE) if pairs else PARTITION_SCALE
 
 
 def partitioner_of(facts: PublicFacts) -> str:
@@ -299,8 +313,8 @@ def public_defaults(facts: PublicFacts, *, top_items: int | None, kind: str | No
     MEAN_CLIP_ITEMS items); ``bound_lengths``: False when it states a length histogram of the release's own."""
     rho = zcdp_rho(facts.epsilon, facts.delta)
     items = facts.n_items if top_items is None else min(top_items, facts.n_items)
-    k = parts(facts)
     kind = kind or family(facts, items)
+    k = parts(facts, items, kind)
     partition_share = PARTITION_SHARE if k > 1 else SINGLE_PART_SHARE
     items_share = ITEMS_SHARE if items < facts.n_items else 0.0
     table = facts.attributes is not None  # no record is empty; its length is declared, not measured

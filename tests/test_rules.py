@@ -42,7 +42,10 @@ def test_records_magnitude() -> None:
 def test_small_data_gets_one_part_and_large_data_more() -> None:
     assert parts(facts(3_000)) == 1  # n = 3,000 must not fall apart into empty parts
     assert parts(facts(30_000)) == 1  # N eps = 10,000: two groups would halve the records for little structure
-    assert parts(facts(30_000, epsilon=2.0)) == 4  # N eps = 20,000
+    assert parts(facts(30_000, epsilon=2.0, items=784)) == 4  # N eps = 20,000, each group's tree along chosen edges
+    # 17 items: each group's tree would count every pair, and one tree over all the records fits them, to 50,000
+    assert parts(facts(30_000, epsilon=2.0)) == 1 and parts(facts(30_000, epsilon=5.0)) == 10
+    assert parts(facts(30_000, epsilon=2.0), kind="vae") == 4  # a stated model that counts no pair
     assert parts(facts(300_000)) == MAX_PARTS
     assert parts(facts(300_000, epsilon=0.5)) == 10
     assert parts(facts(3_000_000, epsilon=4.0)) == MAX_PARTS
@@ -284,7 +287,9 @@ def test_without_an_empty_part_its_share_goes_back_to_the_means() -> None:
 @pytest.mark.parametrize("n, epsilon, items, family, groups", [
     (3_000, 1.0, 17, "independent items", "one group"),  # N eps = 1e3: DP-SGD cannot pay
     (30_000, 1.0, 17, "a tree of items per group", "one group (N x epsilon = 10,000 is below 20,000"),
-    (30_000, 4.0, 17, "a tree of items per group", "8 groups"),
+    (30_000, 4.0, 17, "a tree of items per group", "one group (N x epsilon = 40,000 is below 50,000 and"),
+    (300_000, 1.0, 17, "a tree of items per group", f"{MAX_PARTS} groups"),
+    (30_000, 4.0, 784, "a tree of items per group", "8 groups"),  # each group's tree along chosen edges
     (300_000, 0.01, 17, "independent items", "one group"),  # many records, a tiny budget
     (300_000, 4.0, 2_000, "a VAE per group", f"{MAX_PARTS} groups"),  # too many items for pair counts
 ])

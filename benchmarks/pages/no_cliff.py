@@ -26,8 +26,8 @@ from pages.plots import plt, save
 #: pixels (MST did not finish there).
 FILES = ("rules_lodo_no_cliff.json", "rules_lodo_no_cliff_eps.json", "rules_lodo_no_cliff_mnist.json",
          "rules_lodo_part_total.json", "rules_lodo_no_cliff_now.json", "rules_lodo_edge_shrink.json",
-         "rules_lodo_edge_shrink_seeds.json", "rules_lodo_part_shrink.json")  # a later file's rows of a setting
-# and seed replace an earlier one's
+         "rules_lodo_edge_shrink_seeds.json", "rules_lodo_part_shrink.json",
+         "rules_lodo_pairs_one_group.json")  # a later file's rows of a setting and seed replace an earlier one's
 IMAGES = Path("img") / "results"
 #: Each method as the figures draw it: (label, colour, line style).
 STYLE = {"dpgm": ("dpgm (generic rules)", "C0", "-"), "mst": ("MST", "C1", "--"),
@@ -142,7 +142,8 @@ def no_cliff_section() -> str:
               "tree edge's count read against its noise: every setting and seed of the files before them rerun; a "
               "row the change does not touch, where the rules choose independent items, came out the same), and where "
               "groups form (N epsilon at least 20,000), those of `rules_lodo_part_shrink.json` (each group's means "
-              "read against the others'). MST's and the marginals' rows are the files' (the marginals' are "
+              "read against the others') and, where one tree counting every pair now keeps one group, of "
+              "`rules_lodo_pairs_one_group.json`. MST's and the marginals' rows are the files' (the marginals' are "
               "recomputed with each row of the rules).")]
     for eps in epsilons:
         parts += [f"### epsilon {eps:g}",
