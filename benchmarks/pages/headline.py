@@ -6,13 +6,18 @@ peer's on the same records and held-out queries; the figures it draws go to docs
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the results page's folder is the import root (``pages.*``)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from typing import Any
 
 import rules_sweep
 
 from pages import plots
-from pages.common import load, source, table
+from pages.common import load, print_sections, source, table
 
 #: The sweep's summary and the file of the shipped rules' own runs (every setting, ten seeds).
 SWEEP, SHIPPED_RUNS = "rules_sweep.json", "rules_lodo_shipped_now.json"
@@ -119,3 +124,7 @@ def headline() -> str:
         ('??? note "The full table: scores, query groups, 1-, 2- and 3-way TVDs, seconds and AIM\'s rounds"\n\n'
          + "\n".join(f"    {line}" for line in ["```text", *rules_sweep.text(cells).split("\n"), "```"])),
         source(SWEEP, SHIPPED_RUNS)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(print_sections(__doc__, lambda: [headline()]))
