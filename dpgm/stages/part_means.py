@@ -51,7 +51,7 @@ STAGE = "part_means"
 CALIBRATION_SAMPLES = 20_000
 CALIBRATION_ROUNDS = 10
 #: Each part's item means are read against their noise (``shrunk_to_items``): a part keeps
-#: tau^2 / (tau^2 + PART_SHRINK s^2) of its mean's departure from the item's mean over all records (0: kept whole).
+#: tau^2 / (tau^2 + PART_SHRINK s^2) of its mean's departure from the parts' weighted centre (0: kept whole).
 PART_SHRINK = 1.0
 
 
@@ -113,7 +113,7 @@ def shrunk_to_items(sums: np.ndarray, sizes: np.ndarray, std: float) -> np.ndarr
     estimate of each part's mean. An item rare in every part reads as rare in each, where a small part's noise alone
     made it frequent; an item the parts tell apart keeps each part's mean. Post-processing (docs/privacy.md, "Each
     part's means read against the others")."""
-    if sums.shape[0] < 2 or PART_SHRINK <= 0:
+    if sums.shape[0] < 2 or PART_SHRINK <= 0 or std <= 0:  # one part, or no noise to read against
         return sums
     means, noise = sums / sizes[:, None], (std / sizes) ** 2  # noise: [k] each part mean's noise variance
     tau2, centre = between_parts(means, noise)

@@ -141,6 +141,8 @@ def test_an_item_rare_in_every_part_reads_rare_where_a_small_parts_noise_alone_m
     assert bias[1:].max() < 0.01 and bias[0] < 0.5 * 20.0 / 150  # the large parts unbiased, the small one within its noise
     one = np.array([[3.0, -2.0, 40.0]])
     np.testing.assert_array_equal(shrunk_to_items(one, np.array([50.0]), 20.0), one)  # one part: nothing to read
+    two = np.array([[3.0, 0.0], [40.0, 1.0]])
+    np.testing.assert_array_equal(shrunk_to_items(two, np.array([50.0, 60.0]), 0.0), two)  # no noise: kept whole
 
 
 def test_a_small_parts_released_means_of_items_no_record_holds_stay_near_zero():
