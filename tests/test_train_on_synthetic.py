@@ -40,7 +40,7 @@ def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys)
     tos = load_benchmark("train_on_synthetic")
     path, png = tmp_path / "tos.json", tmp_path / "tos.png"
     code = tos.main(["--dataset", "digits", "--limit", "400", "--epsilons", "10", "--seeds", "1", "--release", "500",
-                     "--classifier-epochs", "2", "--select-on", "validation", "--json", str(path), "--png", str(png)])
+                     "--classifier-epochs", "2", "--select-on", "validation", "--set", "training.epochs=2", "--json", str(path), "--png", str(png)])
     assert code == 0
     payload = json.loads(path.read_text())
     results = payload["results"]
@@ -61,7 +61,7 @@ def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys)
 def test_repeats_average_classifiers_on_fresh_draws_and_the_first_is_the_plain_run(tmp_path):
     tos = load_benchmark("train_on_synthetic")
     common = ["--dataset", "digits", "--limit", "400", "--epsilons", "10", "--seeds", "1", "--release", "300",
-              "--classifier-epochs", "1", "--no-nonprivate", "--no-real"]
+              "--classifier-epochs", "1", "--no-nonprivate", "--no-real", "--set", "training.epochs=2"]
     plain, repeated = tmp_path / "plain.json", tmp_path / "repeated.json"
     assert tos.main([*common, "--json", str(plain)]) == 0
     assert tos.main([*common, "--repeats", "3", "--json", str(repeated)]) == 0
