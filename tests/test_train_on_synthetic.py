@@ -40,7 +40,8 @@ def test_a_tiny_digits_run_writes_every_method_with_accuracies(tmp_path, capsys)
     tos = load_benchmark("train_on_synthetic")
     path, png = tmp_path / "tos.json", tmp_path / "tos.png"
     code = tos.main(["--dataset", "digits", "--limit", "400", "--epsilons", "10", "--seeds", "1", "--release", "500",
-                     "--classifier-epochs", "2", "--select-on", "validation", "--set", "training.epochs=2", "--json", str(path), "--png", str(png)])
+                     "--classifier-epochs", "2", "--select-on", "validation", "--set", "training.epochs=2",
+                     "--json", str(path), "--png", str(png)])
     assert code == 0
     payload = json.loads(path.read_text())
     results = payload["results"]
