@@ -42,6 +42,7 @@ from pages.throughput import (
     mnist_gpu,
     noise_bound,
     noise_core,
+    second_machine,
     throughput,
     throughput_gpu,
     wide,
@@ -97,7 +98,7 @@ def results() -> str:
                 large_section(), *candidate_runs(), deep_section(),
                 generic_time(), timings(), train_on_synthetic(), partition_tos(), partitioners(), partition_release(),
                 subspace(), audit(), accounting(), throughput(),
-                noise_bound(), noise_core(), mixture_views(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall(), *busy,
+                noise_bound(), second_machine(), noise_core(), mixture_views(), throughput_gpu(), mnist_gpu(), distributed(), large_data(), wide(), wide_wall(), *busy,
                 counting())
     return "\n\n".join((RESULTS_INTRO, *filter(None, sections))) + "\n"
 
